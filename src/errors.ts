@@ -1,0 +1,106 @@
+/**
+ * The product's one error family. Every failure we raise carries a stable `code` from
+ * {@link ErrorCode}; messages are for people, codes are for programs (CLI exit hints, Temporal
+ * failure types, tests). Pure module: imported by the lifecycle core, the workflow bundle and
+ * the CLI alike.
+ */
+
+/** Every stable code the product raises, grouped by the layer that raises it. */
+export const ErrorCode = {
+  // Receipt invariants (lifecycle core).
+  RECEIPT_INVALID: 'RECEIPT_INVALID',
+  RECEIPT_TIMESTAMP_INVALID: 'RECEIPT_TIMESTAMP_INVALID',
+  RECEIPT_TIMESTAMP_NOT_UTC: 'RECEIPT_TIMESTAMP_NOT_UTC',
+  RECEIPT_TIMESTAMP_NAIVE: 'RECEIPT_TIMESTAMP_NAIVE',
+  RECEIPT_COMPLETED_BEFORE_START: 'RECEIPT_COMPLETED_BEFORE_START',
+  RECEIPT_SNAPSHOT_BEFORE_START: 'RECEIPT_SNAPSHOT_BEFORE_START',
+  RECEIPT_SNAPSHOT_AFTER_COMPLETION: 'RECEIPT_SNAPSHOT_AFTER_COMPLETION',
+  RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT: 'RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT',
+  RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY: 'RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY',
+  RECEIPT_SOURCE_TOKEN_EMPTY: 'RECEIPT_SOURCE_TOKEN_EMPTY',
+  RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT: 'RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT',
+  // Lifecycle authority ordering.
+  EXTRACTION_NOT_STARTED: 'EXTRACTION_NOT_STARTED',
+  EXTRACTION_ALREADY_COMPLETE: 'EXTRACTION_ALREADY_COMPLETE',
+  SNAPSHOT_CHANGED: 'SNAPSHOT_CHANGED',
+  SOURCE_TOKEN_EMPTY: 'SOURCE_TOKEN_EMPTY',
+  // Terminal decision and views.
+  TERMINAL_OUTCOME_INVALID: 'TERMINAL_OUTCOME_INVALID',
+  TERMINAL_REBIND_AFTER_DECISION: 'TERMINAL_REBIND_AFTER_DECISION',
+  VIEW_FILE_NOT_OWNED: 'VIEW_FILE_NOT_OWNED',
+  // Staging guard.
+  STAGING_CANCELLED: 'STAGING_CANCELLED',
+  // Input validation (client, CLI, activity boundary).
+  INPUT_INVALID: 'INPUT_INVALID',
+  IDENTIFIER_INVALID: 'IDENTIFIER_INVALID',
+  SNAPSHOT_ID_INVALID: 'SNAPSHOT_ID_INVALID',
+  OUTPUT_PATH_ESCAPES_ROOT: 'OUTPUT_PATH_ESCAPES_ROOT',
+  SOURCE_UNKNOWN: 'SOURCE_UNKNOWN',
+  // Catalog resolution (PostgreSQL strategies).
+  TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
+  COLUMN_NOT_FOUND: 'COLUMN_NOT_FOUND',
+  KEY_TYPE_UNSUPPORTED: 'KEY_TYPE_UNSUPPORTED',
+  // Runtime failures.
+  SNAPSHOT_LOST: 'SNAPSHOT_LOST',
+  SOURCE_READ_FAILED: 'SOURCE_READ_FAILED',
+  ATTEMPTS_EXHAUSTED: 'ATTEMPTS_EXHAUSTED',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Options for {@link PgExtractError}. */
+export interface PgExtractErrorOptions {
+  /** The input field the error is about, e.g. `table` or `partitions`. */
+  field?: string;
+  /** The underlying error, kept for `.cause` walks. */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error the product raises. Thrown by the lifecycle core on invariant and
+ * ordering violations, by input validation on bad input, and by strategies on catalog misses.
+ */
+export class PgExtractError extends Error {
+  override readonly name: string = 'PgExtractError';
+  readonly code: ErrorCode;
+  readonly field: string | undefined;
+  /** Redacted secondary failures (e.g. a failed staging drop); never replace the primary error. */
+  readonly notes: string[] = [];
+
+  constructor(code: ErrorCode, message: string, options: PgExtractErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.field = options.field;
+  }
+}
+
+/** Codes that mean "the request itself is wrong": retrying it cannot help. */
+export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
+  ErrorCode.INPUT_INVALID,
+  ErrorCode.IDENTIFIER_INVALID,
+  ErrorCode.SNAPSHOT_ID_INVALID,
+  ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
+  ErrorCode.SOURCE_UNKNOWN,
+  ErrorCode.TABLE_NOT_FOUND,
+  ErrorCode.COLUMN_NOT_FOUND,
+  ErrorCode.KEY_TYPE_UNSUPPORTED,
+  ErrorCode.SNAPSHOT_LOST,
+];
+
+/** The stable code of `err` or of the first error in its `.cause` chain that has one. */
+export function errorCodeOf(err: unknown): ErrorCode | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 16; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof PgExtractError) return e.code;
+  }
+  return undefined;
+}
+
+/** Attach a secondary failure to `primary` as a note, without replacing it. */
+export function addNote(primary: unknown, note: string): void {
+  if (primary instanceof PgExtractError) {
+    primary.notes.push(note);
+  } else if (primary && typeof primary === 'object') {
+    const holder = primary as { notes?: string[] };
+    holder.notes = [...(holder.notes ?? []), note];
+  }
+}

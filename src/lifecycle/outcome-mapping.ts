@@ -1,0 +1,34 @@
+/**
+ * Maps a load failure to the terminal outcome it warrants. An explicit outcome attached to the
+ * error (or to any error in its `.cause` chain) wins; then its disposition; anything unknown is
+ * an abort, because an unclassified failure did not commit.
+ */
+import { isTerminalOutcome, type TerminalOutcome } from './terminal';
+
+/** How a failed load left the target. */
+export const FailureDisposition = {
+  /** Nothing committed; files may go. */
+  cleanupSafe: 'cleanup_safe',
+  /** The primary write committed; only a secondary step failed. */
+  committedSecondaryOnly: 'committed_secondary_only',
+  /** The target state is unprovable; keep the evidence. */
+  preserveEvidence: 'preserve_evidence',
+} as const;
+export type FailureDisposition = (typeof FailureDisposition)[keyof typeof FailureDisposition];
+
+const BY_DISPOSITION: Record<FailureDisposition, TerminalOutcome> = {
+  cleanup_safe: 'abort',
+  committed_secondary_only: 'success',
+  preserve_evidence: 'retain_commit_unknown',
+};
+
+/** Returns the outcome for `err`. */
+export function outcomeForFailure(err: unknown): TerminalOutcome {
+  let disposition: TerminalOutcome | undefined;
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 16; e = (e as { cause?: unknown }).cause, depth++) {
+    const { terminalOutcome, disposition: d } = e as { terminalOutcome?: unknown; disposition?: unknown };
+    if (isTerminalOutcome(terminalOutcome)) return terminalOutcome;
+    if (disposition === undefined && typeof d === 'string' && d in BY_DISPOSITION) disposition = BY_DISPOSITION[d as FailureDisposition];
+  }
+  return disposition ?? 'abort';
+}

@@ -1,0 +1,12 @@
+/**
+ * Source token digests. A server-issued snapshot token proves which snapshot was read; we publish
+ * only its digest, so the raw token never lands in a receipt, a log line or workflow history.
+ */
+import { createHash } from 'node:crypto';
+import { ErrorCode, PgExtractError } from '../errors';
+
+/** `sha256:` + lowercase hex sha256 of the raw token's UTF-8 bytes. */
+export function digestSourceToken(rawToken: string): string {
+  if (rawToken.trim() === '') throw new PgExtractError(ErrorCode.SOURCE_TOKEN_EMPTY, 'source token is empty');
+  return `sha256:${createHash('sha256').update(rawToken, 'utf8').digest('hex')}`;
+}
