@@ -1,0 +1,34 @@
+/**
+ * Turns errors into Temporal failures with a stable type: our codes become the failure type
+ * (non-retryable for bad input and lost snapshots), and URLs in messages lose their passwords.
+ */
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { NON_RETRYABLE_CODES, PgExtractError } from '../errors';
+import { redactUrl } from '../config';
+
+export function toActivityFailure(err: unknown): Error {
+  if (err instanceof ApplicationFailure || err instanceof CancelledFailure) return err;
+  if (err instanceof PgExtractError) {
+    const failure = ApplicationFailure.create({
+      type: err.code,
+      message: redactUrl(err.message),
+      nonRetryable: NON_RETRYABLE_CODES.includes(err.code),
+      details: [{ field: err.field ?? null, notes: err.notes.map(redactUrl) }],
+    });
+    return failure;
+  }
+  const e = err as { name?: string; message?: string; code?: string };
+  return ApplicationFailure.create({
+    type: typeof e?.code === 'string' ? `SQLSTATE_${e.code}` : (e?.name ?? 'Error'),
+    message: redactUrl(String(e?.message ?? err)),
+  });
+}
+
+/** Runs `work`, converting any error with {@link toActivityFailure}. */
+export async function withFailures<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw toActivityFailure(err);
+  }
+}

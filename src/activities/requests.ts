@@ -1,0 +1,119 @@
+/**
+ * Activity request shapes and their boundary validation. Each activity parses its request here
+ * before it opens a session or touches a file: the workflow is trusted with names, not with SQL.
+ */
+import { z } from 'zod';
+import { ErrorCode, PgExtractError } from '../errors';
+import type { ExtractionLifecycleReceipt, FileEvidence } from '../lifecycle/receipt';
+import type { SplitKey } from '../postgres/catalog';
+import type { PartitionRange } from '../postgres/range-planner';
+import { isSnapshotId } from '../postgres/sql';
+import { type ExtractionInput, parseExtractionInput } from '../shared/extraction-input';
+
+const relativeName = z
+  .string()
+  .min(1)
+  .max(2048)
+  .refine((v) => !v.includes('\0') && !v.startsWith('/'), 'a relative name');
+
+const rangeSchema: z.ZodType<PartitionRange> = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('all') }),
+  z.strictObject({ kind: z.literal('nulls') }),
+  z.strictObject({ kind: z.literal('key'), lower: z.string().max(200).nullable(), upper: z.string().max(200).nullable() }),
+  z.strictObject({ kind: z.literal('pages'), fromPage: z.number().int().nonnegative(), toPage: z.number().int().nonnegative().nullable() }),
+]);
+
+const keySchema: z.ZodType<SplitKey> = z.strictObject({
+  name: z.string().min(1).max(63),
+  kind: z.enum(['integer', 'numeric', 'date', 'timestamp', 'timestamptz', 'uuid']),
+  sqlType: z.enum(['int8', 'numeric', 'date', 'timestamp', 'timestamptz', 'uuid']),
+});
+
+const partitionRequestSchema = z.strictObject({
+  input: z.unknown(),
+  snapshotId: z.string().refine(isSnapshotId, 'a pg_export_snapshot() id'),
+  table: z.strictObject({ schema: z.string().min(1).max(63), table: z.string().min(1).max(63), columns: z.array(z.string().min(1).max(63)).min(1) }),
+  key: keySchema.nullable(),
+  range: rangeSchema,
+  partition: z.number().int().nonnegative(),
+  name: relativeName,
+});
+
+/** Copy one planned range inside the exported snapshot. */
+export interface PartitionActivityRequest {
+  input: ExtractionInput;
+  snapshotId: string;
+  table: { schema: string; table: string; columns: string[] };
+  key: SplitKey | null;
+  range: PartitionRange;
+  partition: number;
+  /** File name relative to the output root. */
+  name: string;
+}
+
+/** Export a snapshot, plan, and hold it until completed or cancelled. */
+export interface HoldSnapshotRequest {
+  attemptKey: string;
+  input: ExtractionInput;
+}
+
+/** The plan the holder shares with the workflow. */
+export interface SnapshotPlanView {
+  attemptKey: string;
+  snapshotId: string;
+  snapshotDigest: string;
+  coordinatorPid: number;
+  table: { schema: string; table: string; columns: string[] };
+  key: SplitKey | null;
+  ranges: PartitionRange[];
+  rowCount: number;
+}
+
+export interface CompleteSnapshotRequest {
+  attemptKey: string;
+  evidence: FileEvidence[];
+}
+
+export interface WholeCopyActivityRequest {
+  input: ExtractionInput;
+  name: string;
+}
+
+export interface ReleaseOutputsRequest {
+  /** Files to delete: absolute, or relative to the output root; either way confined to it. */
+  paths: string[];
+  /** Folders to sweep for partial temp files and remove when empty (same rule). */
+  folders: string[];
+}
+
+export type { ExtractionLifecycleReceipt };
+
+function invalid(err: z.ZodError): PgExtractError {
+  const issue = err.issues[0]!;
+  const field = issue.path.join('.') || 'request';
+  return new PgExtractError(ErrorCode.INPUT_INVALID, `${field}: ${issue.message}`, { field });
+}
+
+export function parsePartitionRequest(raw: unknown): PartitionActivityRequest {
+  const parsed = partitionRequestSchema.safeParse(raw);
+  if (!parsed.success) {
+    const snapshotIssue = parsed.error.issues.find((i) => i.path[0] === 'snapshotId');
+    if (snapshotIssue) throw new PgExtractError(ErrorCode.SNAPSHOT_ID_INVALID, 'snapshotId: not a pg_export_snapshot() id', { field: 'snapshotId' });
+    throw invalid(parsed.error);
+  }
+  return { ...parsed.data, input: parseExtractionInput(parsed.data.input) };
+}
+
+export function parseReleaseRequest(raw: unknown): ReleaseOutputsRequest {
+  const path = z.string().min(1).max(4096);
+  const parsed = z.strictObject({ paths: z.array(path).max(10_000), folders: z.array(path).max(100) }).safeParse(raw);
+  if (!parsed.success) throw invalid(parsed.error);
+  return parsed.data;
+}
+
+export function parseNamed<T extends { input: unknown; name?: unknown }>(raw: T): Omit<T, 'input'> & { input: ExtractionInput } {
+  if (raw.name !== undefined && !relativeName.safeParse(raw.name).success) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'name: a relative file name', { field: 'name' });
+  }
+  return { ...raw, input: parseExtractionInput(raw.input) };
+}

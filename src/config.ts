@@ -1,0 +1,55 @@
+/**
+ * Worker and client configuration from the environment. Source and target URLs are read by the
+ * worker only; workflows carry source *names*, so no credential reaches workflow history.
+ */
+import { resolve } from 'node:path';
+import { ErrorCode, PgExtractError } from './errors';
+import { DEFAULT_TASK_QUEUE } from './shared/definitions';
+
+export interface ConnectionConfig {
+  /** @default localhost:7233 (TEMPORAL_ADDRESS) */
+  temporalAddress: string;
+  /** @default default (TEMPORAL_NAMESPACE) */
+  namespace: string;
+  /** @default pg-extract (PG_EXTRACT_TASK_QUEUE) */
+  taskQueue: string;
+}
+
+export function connectionConfig(env: NodeJS.ProcessEnv = process.env): ConnectionConfig {
+  return {
+    temporalAddress: env.TEMPORAL_ADDRESS || 'localhost:7233',
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.PG_EXTRACT_TASK_QUEUE || DEFAULT_TASK_QUEUE,
+  };
+}
+
+/** `default` → PG_EXTRACT_SOURCE_URL; `NAME` → PG_EXTRACT_SOURCE_<NAME>_URL. */
+export function sourceUrl(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  return connectionUrl('SOURCE', name, env);
+}
+
+/** `NAME` → PG_EXTRACT_TARGET_<NAME>_URL. */
+export function targetUrl(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  return connectionUrl('TARGET', name, env);
+}
+
+function connectionUrl(kind: 'SOURCE' | 'TARGET', name: string, env: NodeJS.ProcessEnv): string {
+  const variable = name === 'default' ? `PG_EXTRACT_${kind}_URL` : `PG_EXTRACT_${kind}_${name.toUpperCase()}_URL`;
+  const url = env[variable];
+  if (!url) {
+    throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `${kind.toLowerCase()} ${JSON.stringify(name)} is not configured on this worker (set ${variable})`, {
+      field: kind === 'SOURCE' ? 'source' : 'target',
+    });
+  }
+  return url;
+}
+
+/** The output root every file must stay inside (PG_EXTRACT_OUT_DIR, default ./extracts). */
+export function outputRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.PG_EXTRACT_OUT_DIR || 'extracts');
+}
+
+/** A URL with its password replaced, for messages. */
+export function redactUrl(text: string): string {
+  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/?#\s]*:)[^@/\s]*@/gi, '$1***@');
+}

@@ -1,0 +1,132 @@
+/**
+ * One way for tests, the demo and benchmarks to get a real PostgreSQL:
+ * `PG_URL` (or standard PG* variables) when given; else a throwaway cluster from the installed
+ * server binaries (initdb into a temp dir, a free port, run as an unprivileged OS user when we
+ * are root); else testcontainers when a Docker engine is reachable; else a clear error.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+/** A running PostgreSQL and how to stop it. */
+export interface PostgresService {
+  /** A superuser connection URL. */
+  url: string;
+  origin: 'environment' | 'local-cluster' | 'testcontainers';
+  /** Stops what this helper started; a no-op for an external server. */
+  stop(): Promise<void>;
+}
+
+/** Options for {@link startPostgres}. */
+export interface StartPostgresOptions {
+  /** Keep the cluster here (and reuse it when it already runs) instead of a temp dir. */
+  dataDir?: string;
+  /** Port for a kept cluster; a free port otherwise. */
+  port?: number;
+  /** Extra `postgres -c` settings, e.g. `{ max_connections: '200' }`. */
+  settings?: Record<string, string>;
+}
+
+export const MISSING_POSTGRES_HINT =
+  'No PostgreSQL available: set PG_URL=postgres://user:pass@host:port/db, or install the PostgreSQL server ' +
+  'binaries (initdb, pg_ctl; Debian: apt-get install postgresql), or run a Docker engine for testcontainers.';
+
+function envUrl(): string | undefined {
+  if (process.env.PG_URL) return process.env.PG_URL;
+  if (!process.env.PGHOST) return undefined;
+  const { PGUSER = 'postgres', PGPASSWORD, PGHOST, PGPORT = '5432', PGDATABASE = 'postgres' } = process.env;
+  const auth = PGPASSWORD ? `${encodeURIComponent(PGUSER)}:${encodeURIComponent(PGPASSWORD)}` : encodeURIComponent(PGUSER);
+  return `postgres://${auth}@${PGHOST}:${PGPORT}/${PGDATABASE}`;
+}
+
+function serverBinDir(): string | undefined {
+  const candidates: string[] = [];
+  const pgConfig = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
+  if (pgConfig.status === 0) candidates.push(pgConfig.stdout.trim());
+  if (existsSync('/usr/lib/postgresql')) {
+    for (const v of readdirSync('/usr/lib/postgresql').sort().reverse()) candidates.push(`/usr/lib/postgresql/${v}/bin`);
+  }
+  candidates.push('/usr/local/bin', '/usr/bin');
+  return candidates.find((dir) => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl')));
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** initdb/pg_ctl refuse to run as root; pick an unprivileged account that exists. */
+function clusterUser(): string | undefined {
+  if (userInfo().uid !== 0) return undefined;
+  for (const name of ['postgres', 'nobody']) {
+    if (spawnSync('id', ['-u', name]).status === 0) return name;
+  }
+  throw new Error('running as root and no unprivileged user (postgres, nobody) exists to own a PostgreSQL cluster');
+}
+
+function runAs(user: string | undefined, command: string, args: string[]): void {
+  const [file, argv] = user ? ['runuser', ['-u', user, '--', command, ...args]] : [command, args];
+  execFileSync(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+async function startLocalCluster(binDir: string, options: StartPostgresOptions): Promise<PostgresService> {
+  const user = clusterUser();
+  const keep = options.dataDir !== undefined;
+  const base = options.dataDir ?? mkdtempSync(join(tmpdir(), 'pg-extract-pg-'));
+  const dataDir = join(base, 'data');
+  mkdirSync(base, { recursive: true });
+  chmodSync(base, 0o755);
+  if (user) chownSync(base, Number(execFileSync('id', ['-u', user]).toString()), Number(execFileSync('id', ['-g', user]).toString()));
+  const port = options.port ?? (await freePort());
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const pgCtl = join(binDir, 'pg_ctl');
+  const running = keep && spawnSync(user ? 'runuser' : pgCtl, user ? ['-u', user, '--', pgCtl, 'status', '-D', dataDir] : ['status', '-D', dataDir]).status === 0;
+  if (!running) {
+    if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+      runAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync']);
+    }
+    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: base, max_connections: '200', fsync: 'off', ...options.settings };
+    const serverOpts = [`-p ${port}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
+    runAs(user, pgCtl, ['-D', dataDir, '-o', serverOpts, '-l', join(base, 'server.log'), '-w', '-t', '60', 'start']);
+  }
+  return {
+    url,
+    origin: 'local-cluster',
+    stop: async () => {
+      if (keep) return;
+      try {
+        runAs(user, pgCtl, ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(base, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+function dockerReachable(): boolean {
+  return Boolean(process.env.DOCKER_HOST) || existsSync('/var/run/docker.sock');
+}
+
+async function startContainer(): Promise<PostgresService> {
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  const container = await new PostgreSqlContainer('postgres:16-alpine').start();
+  return { url: container.getConnectionUri(), origin: 'testcontainers', stop: async () => void (await container.stop()) };
+}
+
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresService> {
+  const url = envUrl();
+  if (url) return { url, origin: 'environment', stop: async () => undefined };
+  const binDir = serverBinDir();
+  if (binDir) return startLocalCluster(binDir, options);
+  if (dockerReachable()) return startContainer();
+  throw new Error(MISSING_POSTGRES_HINT);
+}

@@ -1,0 +1,73 @@
+/**
+ * Streams `COPY … TO STDOUT` into a file with backpressure, hashing and counting the bytes as
+ * written (after optional gzip). Writes to a temp name, fsyncs, then renames atomically, so a
+ * retry rewrites the whole file and a crash never leaves a half file under the final name.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import type { ClientBase } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+
+/** The file part of a receipt: what was written, byte for byte. */
+export interface WrittenFile {
+  bytes: number;
+  sha256: string;
+}
+
+class Digest extends Transform {
+  readonly hash = createHash('sha256');
+  bytes = 0;
+  constructor(private readonly onBytes: (bytes: number) => void) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    this.onBytes(this.bytes);
+    done(null, chunk);
+  }
+}
+
+async function fsyncPath(path: string, flags: string): Promise<void> {
+  const handle = await open(path, flags);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Options for {@link copyToFile}. */
+export interface CopyToFileOptions {
+  gzip: boolean;
+  /** Called with the running byte count; keep it cheap (it runs per chunk). */
+  onBytes?: (bytes: number) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs `copySql` on `client` and writes the stream to `path`. The caller owns the transaction;
+ * the COPY's row count is on the returned stream once the next query on `client` returns.
+ */
+export async function copyToFile(client: ClientBase, copySql: string, path: string, options: CopyToFileOptions): Promise<WrittenFile & { rowCount: () => number }> {
+  const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const source = client.query(copyTo(copySql));
+  const digest = new Digest(options.onBytes ?? (() => undefined));
+  const sink = createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 });
+  try {
+    const stages = options.gzip ? [source, createGzip({ level: 1 }), digest, sink] : [source, digest, sink];
+    await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
+    await fsyncPath(temp, 'r');
+    await rename(temp, path);
+    await fsyncPath(dirname(path), 'r');
+  } catch (err) {
+    await rm(temp, { force: true });
+    throw err;
+  }
+  return { bytes: digest.bytes, sha256: digest.hash.digest('hex'), rowCount: () => source.rowCount };
+}

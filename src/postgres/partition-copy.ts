@@ -1,0 +1,92 @@
+/**
+ * One partition of a partitioned export, on its own session: BEGIN REPEATABLE READ READ ONLY,
+ * SET TRANSACTION SNAPSHOT '<id>' as the first statement, COPY its range into a file, commit,
+ * and report its backend pid and the snapshot text it saw as evidence of the import.
+ */
+import type { ClientBase } from 'pg';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { type SplitKey, type TableRequest, resolveTable, selectSql } from './catalog';
+import { copyToFile } from './copy-to-file';
+import { type ExportFormat, copyOutSql } from './export-format';
+import type { PartitionRange } from './range-planner';
+import { rangePredicate } from './range-predicate';
+import { utcText } from './session';
+import { snapshotIdLiteral } from './sql';
+
+export interface PartitionFile {
+  rows: number;
+  bytes: number;
+  sha256: string;
+  backendPid: number;
+  /** pg_current_snapshot() text seen after the import: equals the coordinator's. */
+  snapshotText: string;
+  startedAt: string;
+  completedAt: string;
+}
+
+/** What a partition reads. */
+export interface PartitionRequest {
+  snapshotId: string;
+  /** The table as the coordinator resolved it; re-resolved here from the catalog. */
+  table: TableRequest & { columns: string[] };
+  key: SplitKey | null;
+  range: PartitionRange;
+  format: ExportFormat;
+}
+
+/** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
+const LOST_SNAPSHOT_STATES = new Set(['22023', '55000', '0A000']);
+
+export function isSnapshotLost(err: unknown): boolean {
+  return err instanceof PgExtractError && err.code === ErrorCode.SNAPSHOT_LOST;
+}
+
+/** Runs on a fresh session the caller closes. The file appears under `path` only when complete. */
+export async function copyPartition(
+  client: ClientBase,
+  request: PartitionRequest,
+  path: string,
+  options: { onBytes?: (bytes: number) => void; signal?: AbortSignal } = {},
+): Promise<PartitionFile> {
+  const literal = snapshotIdLiteral(request.snapshotId);
+  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  try {
+    try {
+      await client.query(`SET TRANSACTION SNAPSHOT ${literal}`);
+    } catch (err) {
+      const state = (err as { code?: string }).code;
+      if (state && LOST_SNAPSHOT_STATES.has(state)) {
+        throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the exported snapshot is gone (its coordinator transaction ended)', { cause: err });
+      }
+      throw err;
+    }
+    const first = await client.query<{ pid: number; snapshot: string; started: string }>(
+      `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started`,
+    );
+    const table = await resolveTable(client, { ...request.table, key: request.key?.name });
+    if (request.key && (table.key?.name !== request.key.name || table.key.sqlType !== request.key.sqlType)) {
+      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type since planning', { field: 'key' });
+    }
+    const select = selectSql(table, rangePredicate(request.range, table.key));
+    const written = await copyToFile(client, copyOutSql(select, request.format), path, {
+      gzip: request.format.gzip,
+      onBytes: options.onBytes,
+      signal: options.signal,
+    });
+    const done = await client.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+    await client.query('COMMIT');
+    const row = first.rows[0]!;
+    return {
+      rows: written.rowCount(),
+      bytes: written.bytes,
+      sha256: written.sha256,
+      backendPid: row.pid,
+      snapshotText: row.snapshot,
+      startedAt: row.started,
+      completedAt: done.rows[0]!.at,
+    };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
+    throw err;
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The range planner: pure arithmetic that splits a key's [MIN, MAX] (read inside the exported
+ * snapshot) into ordered, disjoint partitions. The first and last ranges are open-ended, so
+ * coverage never depends on how exactly a boundary literal round-trips; NULL keys get their own
+ * partition; boundaries come from sampled quantiles when given (balanced under skew), else a
+ * uniform split. Tables without a usable key split by ctid page ranges.
+ */
+import type { KeyKind } from './catalog';
+
+/** Rows whose key is in [lower, upper); a null end is open (from MIN / through MAX). */
+export interface KeyRange {
+  kind: 'key';
+  lower: string | null;
+  upper: string | null;
+}
+/** Rows whose key IS NULL: exported exactly once, in their own partition. */
+export interface NullRange {
+  kind: 'nulls';
+}
+/** Heap pages [fromPage, toPage) by ctid; toPage null is open. */
+export interface PageRange {
+  kind: 'pages';
+  fromPage: number;
+  toPage: number | null;
+}
+/** Every row: one partition (empty table, or a single partition). */
+export interface AllRows {
+  kind: 'all';
+}
+export type PartitionRange = KeyRange | NullRange | PageRange | AllRows;
+
+/** What the coordinator read inside the snapshot. */
+export interface KeyBounds {
+  kind: KeyKind;
+  /** MIN/MAX as text (session TimeZone UTC); null when every key is NULL or the table is empty. */
+  min: string | null;
+  max: string | null;
+  rowCount: number;
+  nullCount: number;
+  /** Sorted quantile values as text (e.g. percentile_disc over a sample); may be empty. */
+  quantiles?: readonly string[];
+}
+
+/** Converts between a key's text form and an ordinal the planner can do arithmetic on. */
+interface OrdinalCodec<T> {
+  parse(text: string): T | undefined;
+  format(value: T): string;
+  /** `lo + (hi - lo) * i / n` */
+  interpolate(lo: T, hi: T, i: number, n: number): T;
+  less(a: T, b: T): boolean;
+}
+
+const bigintCodec = (parse: (t: string) => bigint | undefined, format: (v: bigint) => string): OrdinalCodec<bigint> => ({
+  parse,
+  format,
+  interpolate: (lo, hi, i, n) => lo + ((hi - lo) * BigInt(i)) / BigInt(n),
+  less: (a, b) => a < b,
+});
+
+const DAY_MS = 86_400_000;
+function parseTimestampMicros(text: string): bigint | undefined {
+  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(\+00(?::?00)?|Z)?$/.exec(text);
+  if (!m) return undefined;
+  const ms = Date.parse(`${m[1]}T${m[2]}Z`);
+  return Number.isNaN(ms) ? undefined : BigInt(ms) * 1000n + BigInt((m[3] ?? '').padEnd(6, '0'));
+}
+function formatTimestampMicros(v: bigint, zone: string): string {
+  const ms = v / 1000n - (v % 1000n < 0n ? 1n : 0n);
+  const micros = v - ms * 1000n;
+  const iso = new Date(Number(ms)).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}${String(micros).padStart(3, '0')}${zone}`;
+}
+function parseInteger(text: string): bigint | undefined {
+  return /^-?\d+$/.test(text) ? BigInt(text) : undefined;
+}
+
+const CODECS: Record<KeyKind, OrdinalCodec<any>> = {
+  integer: bigintCodec(parseInteger, String),
+  uuid: bigintCodec(
+    (t) => (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(t) ? BigInt(`0x${t.replace(/-/g, '')}`) : undefined),
+    (v) => v.toString(16).padStart(32, '0').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'),
+  ),
+  date: bigintCodec(
+    (t) => (/^\d{4}-\d{2}-\d{2}$/.test(t) && !Number.isNaN(Date.parse(`${t}T00:00:00Z`)) ? BigInt(Date.parse(`${t}T00:00:00Z`) / DAY_MS) : undefined),
+    (v) => new Date(Number(v) * DAY_MS).toISOString().slice(0, 10),
+  ),
+  timestamp: bigintCodec(parseTimestampMicros, (v) => formatTimestampMicros(v, '')),
+  timestamptz: bigintCodec(parseTimestampMicros, (v) => formatTimestampMicros(v, '+00')),
+  numeric: {
+    parse: (t: string) => (/^-?\d+(\.\d+)?$/.test(t) && Number.isFinite(Number(t)) ? Number(t) : undefined),
+    format: (v: number) => String(v),
+    interpolate: (lo: number, hi: number, i: number, n: number) => lo + ((hi - lo) * i) / n,
+    less: (a: number, b: number) => a < b,
+  },
+};
+
+/** n = clamp(ceil(rows / targetRows), 1, max). */
+export function autoPartitionCount(rowCount: number, options: { targetRows: number; max: number }): number {
+  return Math.max(1, Math.min(options.max, Math.ceil(rowCount / Math.max(1, options.targetRows))));
+}
+
+/** Plans at most `partitions` key ranges (plus one NULL range when NULL keys exist). */
+export function planKeyRanges(bounds: KeyBounds, partitions: number): PartitionRange[] {
+  const nonNull = bounds.rowCount - bounds.nullCount;
+  const nulls: PartitionRange[] = bounds.nullCount > 0 ? [{ kind: 'nulls' }] : [];
+  if (bounds.rowCount === 0) return [{ kind: 'all' }];
+  if (nonNull === 0 || bounds.min === null || bounds.max === null) return nulls;
+  const codec = CODECS[bounds.kind];
+  const lo = codec.parse(bounds.min);
+  const hi = codec.parse(bounds.max);
+  const keyRanges = Math.max(1, Math.min(partitions - nulls.length || 1, nonNull));
+  let cuts: unknown[] = [];
+  if (lo !== undefined && hi !== undefined && keyRanges > 1) {
+    const quantiles = (bounds.quantiles ?? []).map((q) => codec.parse(q)).filter((q) => q !== undefined);
+    cuts =
+      quantiles.length >= keyRanges - 1
+        ? Array.from({ length: keyRanges - 1 }, (_, i) => quantiles[Math.floor(((i + 1) * quantiles.length) / keyRanges)])
+        : Array.from({ length: keyRanges - 1 }, (_, i) => codec.interpolate(lo, hi, i + 1, keyRanges));
+    // Keep strictly increasing cuts within (MIN, MAX]: a cut at or below MIN would make an empty first range.
+    const kept: unknown[] = [];
+    for (const cut of cuts) {
+      const prev = kept.length ? kept[kept.length - 1] : lo;
+      if (cut !== undefined && codec.less(prev, cut) && !codec.less(hi, cut)) kept.push(cut);
+    }
+    cuts = kept;
+  }
+  const edges = [null, ...cuts.map((c) => codec.format(c)), null];
+  const ranges: PartitionRange[] = edges.slice(1).map((upper, i) => ({ kind: 'key', lower: edges[i] ?? null, upper }));
+  return [...ranges, ...nulls];
+}
+
+/** Splits `pages` heap pages into `partitions` ctid ranges; the last is open for pages added later. */
+export function planPageRanges(pages: number, partitions: number): PartitionRange[] {
+  const n = Math.max(1, Math.min(partitions, pages));
+  if (n === 1) return [{ kind: 'all' }];
+  const step = Math.ceil(pages / n);
+  return Array.from({ length: n }, (_, i) => ({
+    kind: 'pages' as const,
+    fromPage: i * step,
+    toPage: i === n - 1 ? null : (i + 1) * step,
+  })).filter((r) => r.toPage === null || r.fromPage < r.toPage);
+}

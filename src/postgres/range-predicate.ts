@@ -1,0 +1,40 @@
+/** Renders a planned partition range as a WHERE clause: quoted key, literal boundaries cast to the key's type. */
+import type { SplitKey } from './catalog';
+import type { PartitionRange } from './range-planner';
+import { quoteIdent, quoteLiteral } from './sql';
+
+const PAGE = /^\d+$/;
+
+/** The WHERE clause for `range`, or undefined for every row. */
+export function rangePredicate(range: PartitionRange, key: SplitKey | null): string | undefined {
+  switch (range.kind) {
+    case 'all':
+      return undefined;
+    case 'pages': {
+      const from = `ctid >= '(${pageNumber(range.fromPage)},0)'::tid`;
+      return range.toPage === null ? from : `${from} AND ctid < '(${pageNumber(range.toPage)},0)'::tid`;
+    }
+    case 'nulls':
+      return `${quoteIdent(requireKey(key).name)} IS NULL`;
+    case 'key': {
+      const k = requireKey(key);
+      const column = quoteIdent(k.name);
+      const parts = [
+        range.lower === null ? null : `${column} >= ${quoteLiteral(range.lower)}::${k.sqlType}`,
+        range.upper === null ? null : `${column} < ${quoteLiteral(range.upper)}::${k.sqlType}`,
+      ].filter((p): p is string => p !== null);
+      return parts.length ? parts.join(' AND ') : `${column} IS NOT NULL`;
+    }
+  }
+}
+
+function pageNumber(page: number): string {
+  const text = String(page);
+  if (!PAGE.test(text)) throw new RangeError(`bad page number ${text}`);
+  return text;
+}
+
+function requireKey(key: SplitKey | null): SplitKey {
+  if (!key) throw new RangeError('a key range needs a split key');
+  return key;
+}

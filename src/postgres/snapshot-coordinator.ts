@@ -1,0 +1,145 @@
+/**
+ * The coordinator of a partitioned export: one session whose REPEATABLE READ READ ONLY
+ * transaction exports a snapshot (pg_export_snapshot()) and resolves the split key's bounds
+ * inside it. The snapshot lives only while this transaction is open, so it stays open (idle
+ * timeout off for this transaction) until every partition has finished; then complete() commits.
+ */
+import type { ClientBase } from 'pg';
+import { addNote } from '../errors';
+import {
+  ClockAuthority,
+  ExtractionLifecycleAuthority,
+  type ExtractionLifecycleReceipt,
+  type FileEvidence,
+  SnapshotAuthority,
+  digestSourceToken,
+} from '../lifecycle';
+import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
+import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
+import { utcText } from './session';
+import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
+
+/** How many partitions to plan. */
+export interface PlanningOptions {
+  /** A fixed count, or `auto` (rows / targetRows, at most maxPartitions). */
+  partitions: number | 'auto';
+  /** @default 250_000 */
+  targetRowsPerPartition?: number;
+  /** @default 16 */
+  maxPartitions?: number;
+}
+
+/** What partitions need, all read inside the exported snapshot. */
+export interface SnapshotPlan {
+  /** The pg_export_snapshot() id partitions import. Not a credential; it dies with the transaction. */
+  snapshotId: string;
+  /** pg_current_snapshot() text of the exporting transaction: every partition must see the same. */
+  snapshotText: string;
+  /** Digest of the snapshot id (the receipt's sourceToken). */
+  sourceToken: string;
+  coordinatorPid: number;
+  table: ResolvedTable;
+  ranges: PartitionRange[];
+  /** COUNT(*) inside the snapshot; -1 when not counted (no key). */
+  rowCount: number;
+}
+
+const SAMPLE_ABOVE_ROWS = 1_000_000;
+const SAMPLE_ROWS = 500_000;
+
+export class SnapshotCoordinator {
+  private constructor(
+    private readonly client: ClientBase,
+    readonly authority: ExtractionLifecycleAuthority,
+    readonly plan: SnapshotPlan,
+  ) {}
+
+  /** Opens the exporting transaction on `client` (a fresh session), resolves the table and plans. */
+  static async export(client: ClientBase, request: TableRequest, planning: PlanningOptions): Promise<SnapshotCoordinator> {
+    const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    try {
+      await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+      const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number }>(
+        `SELECT pg_export_snapshot() AS id, pg_current_snapshot()::text AS snapshot,
+                ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at,
+                pg_backend_pid() AS pid`,
+      );
+      const row = first.rows[0]!;
+      const sourceToken = digestSourceToken(row.id);
+      authority.acquire(row.started);
+      authority.acquireSnapshot(SnapshotAuthority.exportedSnapshot, sourceToken, row.snapshot_at);
+      const table = await resolveTable(client, request);
+      const { ranges, rowCount } = await planRanges(client, table, planning);
+      return new SnapshotCoordinator(client, authority, {
+        snapshotId: row.id,
+        snapshotText: row.snapshot,
+        sourceToken,
+        coordinatorPid: row.pid,
+        table,
+        ranges,
+        rowCount,
+      });
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => addNote(err, 'coordinator rollback failed'));
+      throw err;
+    }
+  }
+
+  /** Proves the session (and so the snapshot) is still alive. */
+  async probe(): Promise<void> {
+    await this.client.query('SELECT 1');
+  }
+
+  /** All partitions are receipted: record completion on the server clock, then commit. */
+  async complete(evidence: readonly FileEvidence[]): Promise<ExtractionLifecycleReceipt> {
+    const done = await this.client.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+    const receipt = this.authority.complete(evidence, done.rows[0]!.at);
+    await this.client.query('COMMIT');
+    return receipt;
+  }
+
+  /** Gives the snapshot up without completing. Never throws. */
+  async abort(): Promise<void> {
+    await this.client.query('ROLLBACK').catch(() => undefined);
+  }
+}
+
+async function planRanges(client: ClientBase, table: ResolvedTable, planning: PlanningOptions): Promise<{ ranges: PartitionRange[]; rowCount: number }> {
+  const relation = quoteQualified(table.schema, table.table);
+  const wanted = (rows: number): number =>
+    planning.partitions === 'auto'
+      ? autoPartitionCount(rows, { targetRows: planning.targetRowsPerPartition ?? 250_000, max: planning.maxPartitions ?? 16 })
+      : planning.partitions;
+  if (table.key) {
+    const key = quoteIdent(table.key.name);
+    const b = await client.query<{ min: string | null; max: string | null; rows: string; nulls: string }>(
+      `SELECT min(${key})::text AS min, max(${key})::text AS max, count(*)::text AS rows, (count(*) - count(${key}))::text AS nulls FROM ${relation}`,
+    );
+    const row = b.rows[0]!;
+    const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: Number(row.rows), nullCount: Number(row.nulls) };
+    const n = wanted(bounds.rowCount);
+    if (n > 1 && bounds.rowCount - bounds.nullCount > 1) bounds.quantiles = await sampleQuantiles(client, relation, key, n, bounds.rowCount);
+    return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
+  }
+  if (table.relkind === 'r' || table.relkind === 'm') {
+    const p = await client.query<{ pages: string; rows: string }>(
+      `SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages,
+              (SELECT count(*) FROM ${relation})::text AS rows`,
+    );
+    const rows = Number(p.rows[0]!.rows);
+    return { ranges: rows === 0 ? [{ kind: 'all' }] : planPageRanges(Number(p.rows[0]!.pages), wanted(rows)), rowCount: rows };
+  }
+  return { ranges: [{ kind: 'all' }], rowCount: -1 };
+}
+
+/** n-1 quantiles of the key, exact for small tables, from a page sample for large ones. */
+async function sampleQuantiles(client: ClientBase, relation: string, key: string, n: number, rows: number): Promise<string[]> {
+  const fractions = Array.from({ length: n - 1 }, (_, i) => (i + 1) / n);
+  const sample = rows > SAMPLE_ABOVE_ROWS ? ` TABLESAMPLE SYSTEM (${Math.max(0.01, (100 * SAMPLE_ROWS) / rows).toFixed(4)}) REPEATABLE (42)` : '';
+  const q = await client.query<{ q: string[] | null }>(
+    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${key}))::text[] AS q FROM ${relation}${sample} WHERE ${key} IS NOT NULL`,
+    [fractions],
+  );
+  return q.rows[0]?.q ?? [];
+}

@@ -1,0 +1,28 @@
+/**
+ * Names shared by the workflow, the worker and the client: task queue, signal, update, queries
+ * and search attributes. Defined once so a rename can never leave one side behind.
+ */
+import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
+import type { ExtractionStatus, Manifest, TargetCommit } from './extraction-types';
+
+/** The default task queue (`PG_EXTRACT_TASK_QUEUE` overrides it). */
+export const DEFAULT_TASK_QUEUE = 'pg-extract';
+
+/** The target owner reports its commit; fire-and-forget. */
+export const targetCommitSignal = defineSignal<[TargetCommit]>('targetCommit');
+/** The target owner reports its commit and receives the terminal receipt. */
+export const commitUpdate = defineUpdate<ArtifactTerminalReceipt, [TargetCommit]>('commit');
+/** The manifest of the completed extraction (null until then). */
+export const manifestQuery = defineQuery<Manifest | null>('manifest');
+/** Phase and progress. */
+export const statusQuery = defineQuery<ExtractionStatus>('status');
+
+/** Search attributes shown in (and filterable from) Temporal Web UI. */
+export const SearchAttributes = {
+  table: defineSearchAttributeKey('PgExtractTable', SearchAttributeType.KEYWORD),
+  phase: defineSearchAttributeKey('PgExtractPhase', SearchAttributeType.KEYWORD),
+  outcome: defineSearchAttributeKey('PgExtractOutcome', SearchAttributeType.KEYWORD),
+  rows: defineSearchAttributeKey('PgExtractRows', SearchAttributeType.INT),
+} as const;

@@ -1,0 +1,74 @@
+/** Types that cross the workflow boundary: manifest, status, results. Types only, no code. */
+import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import type { ArtifactTerminalReceipt, TerminalOutcome } from '../lifecycle/terminal';
+import type { PartitionRange } from '../postgres/range-planner';
+
+export type Phase = 'planning' | 'extracting' | 'awaiting_commit' | 'cleaning_up' | 'done';
+
+/** What the target owner says about its commit. */
+export type TargetCommitOutcome = 'committed' | 'failed' | 'unknown';
+export interface TargetCommit {
+  outcome: TargetCommitOutcome;
+  /** The target owner's own id for the load, recorded for audit. */
+  operationId?: string;
+}
+
+/** One written file. */
+export interface ManifestFile {
+  /** Absolute path on the worker host. */
+  path: string;
+  /** Path relative to the output root (also the receipt's evidence name). */
+  name: string;
+  partition: number;
+  range: PartitionRange;
+  rows: number;
+  bytes: number;
+  sha256: string;
+  /** pg_backend_pid() of the session that read it. */
+  backendPid: number;
+  /** Digest of the pg_current_snapshot() text that session saw. */
+  snapshotDigest: string;
+}
+
+export interface Manifest {
+  workflowId: string;
+  table: string;
+  /** The extraction attempt (one exported snapshot) these files come from. */
+  attempt: number;
+  strategy: 'whole_copy' | 'partitioned_copy';
+  coordinatorPid: number | null;
+  /** Digest of the coordinator's pg_current_snapshot() text; every file's snapshotDigest equals it. */
+  snapshotDigest: string;
+  files: ManifestFile[];
+  totals: { rows: number; bytes: number };
+  extractionReceipt: ExtractionLifecycleReceipt;
+}
+
+/** One snapshot attempt and how it ended. */
+export interface AttemptRecord {
+  attempt: number;
+  result: 'completed' | 'snapshot_lost' | 'failed';
+  /** A stable code for why it ended, when it did not complete. */
+  reason: string | null;
+  discardedFiles: number;
+}
+
+export interface ExtractionStatus {
+  phase: Phase;
+  table: string;
+  attempt: number;
+  partitionsDone: number;
+  partitionsTotal: number;
+  rows: number;
+  bytes: number;
+  outcome: TerminalOutcome | null;
+}
+
+export interface ExtractionResult {
+  manifest: Manifest;
+  extractionReceipt: ExtractionLifecycleReceipt;
+  terminalReceipt: ArtifactTerminalReceipt;
+  attempts: AttemptRecord[];
+  /** The target owner's operation id, when it gave one. */
+  operationId: string | null;
+}

@@ -1,0 +1,104 @@
+/**
+ * The worker: a main Worker on the shared task queue (workflows, extraction and cleanup
+ * activities) and a holder Worker on a queue of its own (the snapshot holder activities, which
+ * must run in the process whose session holds the snapshot). Scale out by running more of these.
+ * Graceful shutdown on SIGINT/SIGTERM comes from the Temporal Runtime.
+ */
+import { randomUUID } from 'node:crypto';
+import { Connection } from '@temporalio/client';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
+import { connectionConfig, outputRoot, redactUrl, sourceUrl } from './config';
+import { ensureSearchAttributes } from './search-attributes';
+
+/** Options for {@link createExtractionWorker}. */
+export interface ExtractionWorkerOptions {
+  connection: NativeConnection;
+  /** @default 'default' */
+  namespace?: string;
+  taskQueue: string;
+  /** Every output file stays inside this folder. */
+  outputRoot: string;
+  /** Resolves a source name to its URL; only the worker ever sees URLs. */
+  sourceUrl: (name: string) => string;
+  /** A pre-built bundle (tests build one for many workers); else bundled from ./workflows. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /**
+   * Concurrent activities per worker: each partition holds one PostgreSQL session.
+   * @default 8
+   */
+  maxConcurrentActivities?: number;
+}
+
+export interface ExtractionWorker {
+  readonly holderTaskQueue: string;
+  readonly main: Worker;
+  readonly holder: Worker;
+  /** Runs both until shutdown; if one stops, the other is shut down too. */
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+export async function createExtractionWorker(options: ExtractionWorkerOptions): Promise<ExtractionWorker> {
+  const holderTaskQueue = `${options.taskQueue}/holder/${randomUUID()}`;
+  const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
+  const main = await Worker.create({
+    ...common,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+    activities: createActivities({ outputRoot: options.outputRoot, sourceUrl: options.sourceUrl, holderTaskQueue }),
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 8,
+  });
+  const holder = await Worker.create({
+    ...common,
+    taskQueue: holderTaskQueue,
+    activities: createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: options.sourceUrl }),
+    maxConcurrentActivityTaskExecutions: 64,
+  });
+  const stopBoth = (): void => {
+    for (const w of [main, holder]) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  return {
+    holderTaskQueue,
+    main,
+    holder,
+    async run() {
+      await Promise.all([main.run().finally(stopBoth), holder.run().finally(stopBoth)]);
+    },
+    shutdown: stopBoth,
+  };
+}
+
+/** `pg-extract worker` / `npm run worker`: configuration from the environment. */
+export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const config = connectionConfig(env);
+  const root = outputRoot(env);
+  const client = await Connection.connect({ address: config.temporalAddress });
+  try {
+    const added = await ensureSearchAttributes(client, config.namespace);
+    if (added.length) console.error(`registered search attributes: ${added.join(', ')}`);
+  } finally {
+    await client.close();
+  }
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  try {
+    const worker = await createExtractionWorker({
+      connection,
+      namespace: config.namespace,
+      taskQueue: config.taskQueue,
+      outputRoot: root,
+      sourceUrl: (name) => sourceUrl(name, env),
+    });
+    console.error(`pg-extract worker on ${config.temporalAddress} namespace=${config.namespace} queue=${config.taskQueue} out=${root}`);
+    await worker.run();
+  } finally {
+    await connection.close();
+  }
+}
+
+if (require.main === module) {
+  runWorkerFromEnv().catch((err) => {
+    console.error(redactUrl(String((err as Error)?.stack ?? err)));
+    process.exit(1);
+  });
+}

@@ -1,0 +1,155 @@
+/**
+ * One extraction attempt = one snapshot. Whole COPY runs a single activity; partitioned COPY
+ * asks a worker for its holder queue, holds an exported snapshot there, runs one activity per
+ * range on any worker, and completes the receipt on the holder. If the holder goes away the
+ * attempt fails as SNAPSHOT_LOST, and the caller discards it and starts a fresh one.
+ */
+import { ActivityCancellationType, CancellationScope, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { HolderActivities, MainActivities } from '../activities';
+import { NON_RETRYABLE_CODES } from '../errors';
+import { fileExtension } from '../postgres/export-format';
+import type { ExtractionInput } from '../shared/extraction-input';
+import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
+import { asHolderFailure } from './failure-kind';
+
+/** What an attempt wrote or might have written, so a failed attempt can be discarded. */
+export interface AttemptScope {
+  attempt: number;
+  folder: string;
+  planned: string[];
+}
+
+function extractActivities(input: ExtractionInput) {
+  return proxyActivities<MainActivities>({
+    startToCloseTimeout: input.timeouts.partitionStartToCloseMs,
+    heartbeatTimeout: input.timeouts.partitionHeartbeatMs,
+    retry: {
+      maximumAttempts: input.partitionRetry.maximumAttempts,
+      initialInterval: input.partitionRetry.initialIntervalMs,
+      nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
+    },
+  });
+}
+
+function holderActivities(taskQueue: string, input: ExtractionInput) {
+  const common = {
+    taskQueue,
+    // The queue dies with its worker: a task nobody picks up soon means the holder is gone.
+    scheduleToStartTimeout: input.timeouts.holderHeartbeatMs * 2,
+    heartbeatTimeout: input.timeouts.holderHeartbeatMs,
+    // A retry cannot resume a snapshot: the workflow starts a fresh attempt instead.
+    retry: { maximumAttempts: 1 },
+  };
+  return {
+    hold: proxyActivities<HolderActivities>({
+      ...common,
+      startToCloseTimeout: input.timeouts.partitionStartToCloseMs * 2,
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
+    control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),
+  };
+}
+
+function fileName(scope: AttemptScope, partition: number, input: ExtractionInput): string {
+  return `${scope.folder}/part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
+}
+
+function totals(files: ManifestFile[]): { rows: number; bytes: number } {
+  return files.reduce((t, f) => ({ rows: t.rows + f.rows, bytes: t.bytes + f.bytes }), { rows: 0, bytes: 0 });
+}
+
+export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+  const name = fileName(scope, 0, input);
+  scope.planned = [name];
+  status.partitionsTotal = 1;
+  onProgress();
+  const { file, receipt, snapshotDigest } = await extractActivities(input).wholeCopy({ input, name });
+  status.partitionsDone = 1;
+  status.rows = file.rows;
+  status.bytes = file.bytes;
+  onProgress();
+  return {
+    workflowId: workflowInfo().workflowId,
+    table: input.table,
+    attempt: scope.attempt,
+    strategy: 'whole_copy',
+    coordinatorPid: null,
+    snapshotDigest,
+    files: [file],
+    totals: totals([file]),
+    extractionReceipt: receipt,
+  };
+}
+
+export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+  const { workflowId, runId } = workflowInfo();
+  const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
+  const queue = await proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' }).holderTaskQueue();
+  const holder = holderActivities(queue, input);
+  const holdScope = new CancellationScope();
+  const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
+  // Rejects whenever the hold ends, normally or not; only consulted while partitions run.
+  let released = false;
+  const holdEnded = held.then(
+    () => {
+      if (!released) throw asHolderFailure(new Error('the snapshot holder ended before completion'));
+      return undefined as never;
+    },
+    (err: unknown) => {
+      throw asHolderFailure(err);
+    },
+  );
+  holdEnded.catch(() => undefined);
+  const partitionScope = new CancellationScope();
+  let partitions: Promise<ManifestFile>[] = [];
+  try {
+    const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err))), holdEnded]);
+    scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
+    status.partitionsTotal = plan.ranges.length;
+    onProgress();
+    const extract = extractActivities(input);
+    partitions = plan.ranges.map((range, partition) =>
+      partitionScope.run(async () => {
+        const file = await extract.copyPartition({
+          input,
+          snapshotId: plan.snapshotId,
+          table: plan.table,
+          key: plan.key,
+          range,
+          partition,
+          name: scope.planned[partition]!,
+        });
+        status.partitionsDone++;
+        status.rows += file.rows;
+        status.bytes += file.bytes;
+        onProgress();
+        return file;
+      }),
+    );
+    const files = await Promise.race([Promise.all(partitions), holdEnded]);
+    released = true;
+    const receipt = await holder.control
+      .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
+      .catch((err) => Promise.reject(asHolderFailure(err)));
+    await held.catch(() => undefined);
+    return {
+      workflowId,
+      table: input.table,
+      attempt: scope.attempt,
+      strategy: 'partitioned_copy',
+      coordinatorPid: plan.coordinatorPid,
+      snapshotDigest: plan.snapshotDigest,
+      files,
+      totals: totals(files),
+      extractionReceipt: receipt,
+    };
+  } catch (err) {
+    // Stop every reader of this snapshot before anyone discards its files.
+    await CancellationScope.nonCancellable(async () => {
+      partitionScope.cancel();
+      holdScope.cancel();
+      await Promise.allSettled(partitions);
+    });
+    throw err;
+  }
+}

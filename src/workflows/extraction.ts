@@ -1,0 +1,163 @@
+/**
+ * extractionWorkflow: extract at one consistent point in time (fresh snapshots on holder loss,
+ * bounded), expose the manifest, wait for the target owner, and record exactly one terminal
+ * outcome — `success`, `abort`, or `retain_commit_unknown` (files kept as evidence).
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { MainActivities } from '../activities';
+import { ErrorCode } from '../errors';
+import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
+import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../shared/definitions';
+import type { ExtractionInput } from '../shared/extraction-input';
+import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from '../shared/extraction-types';
+import { type AttemptScope, partitionedAttempt, wholeCopyAttempt } from './attempts';
+import { describeFailure, isSnapshotLost } from './failure-kind';
+import { publishStatus } from './visibility';
+
+const OUTCOME_OF: Record<TargetCommit['outcome'], TerminalOutcome> = {
+  committed: 'success',
+  failed: 'abort',
+  unknown: 'retain_commit_unknown',
+};
+
+const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
+
+function checkCommit(commit: unknown): asserts commit is TargetCommit {
+  const c = commit as TargetCommit | null;
+  if (!c || typeof c !== 'object' || !(c.outcome in OUTCOME_OF)) {
+    throw ApplicationFailure.nonRetryable('outcome must be committed, failed or unknown', ErrorCode.INPUT_INVALID);
+  }
+  if (c.operationId !== undefined && (typeof c.operationId !== 'string' || c.operationId.length > 200)) {
+    throw ApplicationFailure.nonRetryable('operationId must be a string of at most 200 characters', ErrorCode.INPUT_INVALID);
+  }
+}
+
+/** Output folder of this run: the input's outDir, else one derived from the workflow id. */
+function attemptFolder(input: ExtractionInput, attempt: number): string {
+  return `${input.outDir ?? workflowInfo().workflowId.replace(/[^A-Za-z0-9._-]/g, '_')}/attempt-${attempt}`;
+}
+
+export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
+  const status: ExtractionStatus = {
+    phase: 'planning',
+    table: input.table,
+    attempt: 0,
+    partitionsDone: 0,
+    partitionsTotal: 0,
+    rows: 0,
+    bytes: 0,
+    outcome: null,
+  };
+  const progress = (): void => publishStatus(status);
+  let manifest: Manifest | null = null;
+  // Assigned by handlers; the cast keeps TypeScript from narrowing it to null here.
+  let commit = null as TargetCommit | null;
+  let terminalReceipt = null as ArtifactTerminalReceipt | null;
+  const attempts: AttemptRecord[] = [];
+
+  setHandler(statusQuery, () => status);
+  setHandler(manifestQuery, () => manifest);
+  setHandler(targetCommitSignal, (c) => {
+    try {
+      checkCommit(c);
+    } catch {
+      log.warn('ignored a malformed targetCommit signal');
+      return;
+    }
+    if (status.phase !== 'awaiting_commit') log.warn('ignored a targetCommit signal outside awaiting_commit', { phase: status.phase });
+    else commit ??= c;
+  });
+  setHandler(
+    commitUpdate,
+    async (c) => {
+      commit ??= c;
+      await condition(() => terminalReceipt !== null);
+      return terminalReceipt!;
+    },
+    {
+      validator: (c) => {
+        checkCommit(c);
+        if (status.phase === 'planning' || status.phase === 'extracting') {
+          throw ApplicationFailure.nonRetryable(`extraction is still ${status.phase}`, 'NOT_AWAITING_COMMIT');
+        }
+      },
+    },
+  );
+
+  status.phase = 'extracting';
+  progress();
+  manifest = await extractWithFreshSnapshots(input, status, attempts, progress);
+
+  status.phase = 'awaiting_commit';
+  progress();
+  const folders = [attemptFolder(input, manifest.attempt)];
+  const terminal = new TerminalAuthority({
+    files: manifest.files.map((f) => f.path),
+    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], folders }),
+  });
+  let cancelled: unknown = null;
+  let outcome: TerminalOutcome;
+  try {
+    const answered = await condition(() => commit !== null, input.commitDeadlineMs);
+    outcome = answered ? OUTCOME_OF[commit!.outcome] : 'retain_commit_unknown';
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    cancelled = err;
+    outcome = 'abort';
+  }
+  status.phase = 'cleaning_up';
+  status.outcome = outcome;
+  progress();
+  terminalReceipt = await CancellationScope.nonCancellable(async () => {
+    const receipt = await terminal.decide(outcome);
+    if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], folders });
+    return receipt;
+  });
+  status.phase = 'done';
+  progress();
+  await condition(allHandlersFinished);
+  if (cancelled) throw cancelled;
+  return { manifest, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null };
+}
+
+async function extractWithFreshSnapshots(
+  input: ExtractionInput,
+  status: ExtractionStatus,
+  attempts: AttemptRecord[],
+  progress: () => void,
+): Promise<Manifest> {
+  for (let attempt = 1; ; attempt++) {
+    const scope: AttemptScope = { attempt, folder: attemptFolder(input, attempt), planned: [] };
+    Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
+    try {
+      const manifest = input.partitions === 1 ? await wholeCopyAttempt(input, scope, status, progress) : await partitionedAttempt(input, scope, status, progress);
+      attempts.push({ attempt, result: 'completed', reason: null, discardedFiles: 0 });
+      return manifest;
+    } catch (err) {
+      // Nothing of a failed attempt survives: its files would mix two snapshots.
+      const report = await CancellationScope.nonCancellable(() => cleanup.releaseOutputs({ paths: scope.planned, folders: [scope.folder] }));
+      const lost = isSnapshotLost(err);
+      attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), discardedFiles: report.deleted.length });
+      log.warn('extraction attempt failed', { attempt, reason: describeFailure(err) });
+      if (!lost || isCancellation(err)) throw err;
+      if (attempt >= input.maxSnapshotAttempts) {
+        throw ApplicationFailure.create({
+          type: ErrorCode.ATTEMPTS_EXHAUSTED,
+          message: `the snapshot was lost ${attempt} times`,
+          nonRetryable: true,
+          details: [attempts],
+        });
+      }
+    }
+  }
+}

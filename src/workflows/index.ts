@@ -1,0 +1,2 @@
+/** The workflows this worker registers. */
+export { extractionWorkflow } from './extraction';
