@@ -28,6 +28,8 @@ export interface WholeCopyOptions {
   /** Evidence name of the file in the receipt (relative, never an absolute host path). */
   name: string;
   onBytes?: (bytes: number) => void;
+  /** Awaited once the snapshot exists and before any row is read (progress, audit, tests). */
+  onSnapshot?: () => Promise<void> | void;
   signal?: AbortSignal;
 }
 
@@ -45,6 +47,7 @@ export async function wholeCopy(client: ClientBase, table: ResolvedTable, path: 
     authority.acquire(row.started);
     const snapshotDigest = digestSourceToken(row.snapshot);
     authority.acquireSnapshot(SnapshotAuthority.repeatableRead, snapshotDigest, row.snapshot_at);
+    await options.onSnapshot?.();
     const written = await copyToFile(client, copyOutSql(selectSql(table), options.format), path, {
       gzip: options.format.gzip,
       onBytes: options.onBytes,

@@ -2,6 +2,7 @@
  * The workflow's input, validated with zod at the client and again at every activity boundary.
  * It names a source configured on the worker; no credential ever travels in it.
  */
+import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { parseColumnName, parseTableName } from '../postgres/sql';
@@ -36,6 +37,7 @@ export const extractionInputSchema = z.strictObject({
     .min(1)
     .max(1024)
     .refine((v) => !v.includes('\0'), 'no NUL bytes')
+    .refine((v) => isAbsolute(v) || !normalize(v).startsWith('..'), { message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } })
     .optional(),
   /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
   commitDeadlineMs: millis(30 * 24 * HOUR).default(24 * HOUR),
@@ -79,6 +81,6 @@ export function parseExtractionInput(raw: unknown): ExtractionInput {
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const field = issue.path.join('.') || 'input';
-  const code = (issue as { params?: { code?: typeof ErrorCode.IDENTIFIER_INVALID } }).params?.code ?? ErrorCode.INPUT_INVALID;
+  const code = (issue as { params?: { code?: ErrorCode } }).params?.code ?? ErrorCode.INPUT_INVALID;
   throw new PgExtractError(code, `${field}: ${issue.message}`, { field });
 }

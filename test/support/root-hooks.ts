@@ -1,2 +1,15 @@
-/** Mocha root hooks: placeholder until live services are wired in. */
-export const mochaHooks = {};
+/** Mocha root hooks: real PostgreSQL and Temporal for the whole run. */
+import { closeAdmin } from './database';
+import { startServices, stopServices } from './services';
+
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context): Promise<void> {
+    this.timeout(180_000);
+    await startServices();
+  },
+  async afterAll(this: Mocha.Context): Promise<void> {
+    this.timeout(60_000);
+    await closeAdmin();
+    await stopServices();
+  },
+};

@@ -1,0 +1,150 @@
+#!/usr/bin/env node
+/**
+ * `pg-extract`: run a worker, start an extraction, report the target commit, read status,
+ * cancel. JSON output (`--json`) is a stable interface for other tools.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { Command, InvalidArgumentError } from 'commander';
+import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
+import { connectionConfig, outputRoot } from '../config';
+import { ErrorCode, PgExtractError } from '../errors';
+import { confinedPath } from '../output-root';
+import type { ExtractionRequest } from '../shared/extraction-input';
+import type { TargetCommitOutcome } from '../shared/extraction-types';
+import { runWorkerFromEnv } from '../worker';
+import { printError } from './errors';
+import { manifestJson, printManifest, printReceipt, printStatus } from './output';
+
+interface GlobalOptions {
+  address?: string;
+  namespace?: string;
+  taskQueue?: string;
+}
+
+async function withClient<T>(globals: GlobalOptions, work: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
+  const config = connectionConfig();
+  const connection = await Connection.connect({ address: globals.address ?? config.temporalAddress });
+  try {
+    return await work(new Client({ connection, namespace: globals.namespace ?? config.namespace }), globals.taskQueue ?? config.taskQueue);
+  } finally {
+    await connection.close();
+  }
+}
+
+function partitionsArg(value: string): number | 'auto' {
+  if (value === 'auto') return 'auto';
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('a positive integer or "auto"');
+  return n;
+}
+
+function secondsArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a positive number of seconds');
+  return Math.round(n * 1000);
+}
+
+const program = new Command('pg-extract')
+  .description('Durable PostgreSQL extraction on Temporal')
+  .option('--address <host:port>', 'Temporal frontend (TEMPORAL_ADDRESS, default localhost:7233)')
+  .option('--namespace <ns>', 'Temporal namespace (TEMPORAL_NAMESPACE, default default)')
+  .option('--task-queue <name>', 'task queue (PG_EXTRACT_TASK_QUEUE, default pg-extract)')
+  .showHelpAfterError();
+
+program
+  .command('worker')
+  .description('run a worker (reads PG_EXTRACT_SOURCE_URL, PG_EXTRACT_SOURCE_<NAME>_URL, PG_EXTRACT_OUT_DIR)')
+  .action(async () => {
+    const globals = program.opts<GlobalOptions>();
+    const env = { ...process.env };
+    if (globals.address) env.TEMPORAL_ADDRESS = globals.address;
+    if (globals.namespace) env.TEMPORAL_NAMESPACE = globals.namespace;
+    if (globals.taskQueue) env.PG_EXTRACT_TASK_QUEUE = globals.taskQueue;
+    await runWorkerFromEnv(env);
+  });
+
+program
+  .command('start')
+  .description('start an extraction workflow')
+  .requiredOption('--table <schema.table>', 'table to export')
+  .option('--source <name>', 'source configured on the worker', 'default')
+  .option('--key <column>', 'split key (default: single-column primary key)')
+  .option('--columns <a,b,c>', 'columns to export (default: all)')
+  .option('--partitions <N|auto>', 'partition count', partitionsArg, 'auto')
+  .option('--format <csv|binary>', 'file format', 'csv')
+  .option('--no-header', 'omit the CSV header line')
+  .option('--gzip', 'gzip the files')
+  .option('--out <dir>', 'output folder under the worker output root (PG_EXTRACT_OUT_DIR)')
+  .option('--commit-deadline <seconds>', 'wait this long for the target commit before retaining the files', secondsArg)
+  .option('--workflow-id <id>', 'workflow id (default derived from the table and time)')
+  .option('--wait', 'wait until extraction is complete and print the manifest')
+  .option('--json', 'print JSON')
+  .action(async (opts) => {
+    const request: ExtractionRequest = {
+      source: opts.source,
+      table: opts.table,
+      ...(opts.key !== undefined ? { key: opts.key } : {}),
+      ...(opts.columns !== undefined ? { columns: String(opts.columns).split(',') } : {}),
+      partitions: opts.partitions,
+      format: opts.format,
+      header: opts.header,
+      gzip: Boolean(opts.gzip),
+      ...(opts.out !== undefined ? { outDir: opts.out } : {}),
+      ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
+    };
+    if (opts.out !== undefined) confinedPath(outputRoot(), opts.out);
+    await withClient(program.opts<GlobalOptions>(), async (client, taskQueue) => {
+      const handle = await startExtraction(client, request, { taskQueue, workflowId: opts.workflowId });
+      if (!opts.wait) {
+        console.log(opts.json ? JSON.stringify({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId }) : `started ${handle.workflowId}`);
+        return;
+      }
+      const manifest = await waitForManifest(handle);
+      if (opts.json) console.log(JSON.stringify(manifestJson(manifest)));
+      else printManifest(manifest);
+    });
+  });
+
+program
+  .command('commit <workflowId>')
+  .description("report the target owner's commit and print the terminal receipt")
+  .requiredOption('--outcome <committed|failed|unknown>', 'what happened to the target commit')
+  .option('--operation-id <id>', "the target owner's id for the load (makes repeated reports idempotent)")
+  .option('--json', 'print JSON')
+  .action(async (workflowId: string, opts) => {
+    const outcome = opts.outcome as TargetCommitOutcome;
+    if (!['committed', 'failed', 'unknown'].includes(outcome)) {
+      throw new PgExtractError(ErrorCode.INPUT_INVALID, 'outcome must be committed, failed or unknown', { field: 'outcome' });
+    }
+    await withClient(program.opts<GlobalOptions>(), async (client) => {
+      const receipt = await reportCommit(client, workflowId, { outcome, ...(opts.operationId ? { operationId: opts.operationId } : {}) });
+      if (opts.json) console.log(JSON.stringify(receipt));
+      else printReceipt(receipt);
+    });
+  });
+
+program
+  .command('status <workflowId>')
+  .description('phase and progress of a run')
+  .option('--json', 'print JSON')
+  .action(async (workflowId: string, opts) => {
+    await withClient(program.opts<GlobalOptions>(), async (client) => {
+      const status = await extractionStatus(client, workflowId);
+      if (opts.json) console.log(JSON.stringify(status));
+      else printStatus(workflowId, status);
+    });
+  });
+
+program
+  .command('cancel <workflowId>')
+  .description('cancel a run: sessions closed, files deleted (abort)')
+  .action(async (workflowId: string) => {
+    await withClient(program.opts<GlobalOptions>(), async (client) => {
+      await client.workflow.getHandle(workflowId).cancel();
+      console.log(`cancel requested for ${workflowId}`);
+    });
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.exitCode = printError(err);
+});

@@ -1,0 +1,43 @@
+/** Human and JSON renderings of manifests, receipts and status. */
+import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
+import type { ExtractionStatus, Manifest } from '../shared/extraction-types';
+
+/** The `start --wait --json` document. Field names are a stable interface. */
+export function manifestJson(m: Manifest) {
+  return {
+    workflowId: m.workflowId,
+    extractionReceipt: m.extractionReceipt,
+    files: m.files.map(({ path, partition, range, rows, bytes, sha256 }) => ({ path, partition, range, rows, bytes, sha256 })),
+    totals: m.totals,
+  };
+}
+
+export function printManifest(m: Manifest): void {
+  const r = m.extractionReceipt;
+  console.log(`${m.workflowId}: ${m.table} extracted (${m.strategy}, attempt ${m.attempt})`);
+  console.log(`  window   ${r.extractionStartedAt} → ${r.extractionCompletedAt} (${r.clockAuthority})`);
+  console.log(`  snapshot ${r.snapshotAuthority ?? 'none'} ${r.sourceToken ?? ''}`);
+  for (const f of m.files) console.log(`  part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`);
+  console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; awaiting the target commit (pg-extract commit ${m.workflowId} --outcome …)`);
+}
+
+export function printReceipt(r: ArtifactTerminalReceipt): void {
+  console.log(`outcome ${r.outcome} at ${r.decidedAt}`);
+  console.log(`  cleanup ${r.cleanupAttempted ? (r.cleanupSucceeded ? 'succeeded' : `FAILED (${r.cleanupErrorCode})`) : 'not attempted (evidence retained)'}`);
+  console.log(`  deleted ${r.filesDeleted.length} file(s), retained ${r.filesRetained.length}`);
+  for (const f of r.filesRetained) console.log(`  retained ${f}`);
+}
+
+export function printStatus(workflowId: string, s: ExtractionStatus & { workflowStatus: string }): void {
+  const rows: [string, string][] = [
+    ['workflow', `${workflowId} (${s.workflowStatus})`],
+    ['table', s.table],
+    ['phase', s.phase],
+    ['attempt', String(s.attempt)],
+    ['partitions', `${s.partitionsDone}/${s.partitionsTotal}`],
+    ['rows', String(s.rows)],
+    ['bytes', String(s.bytes)],
+    ['outcome', s.outcome ?? '—'],
+  ];
+  for (const [k, v] of rows) console.log(`${k.padEnd(11)} ${v}`);
+}

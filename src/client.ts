@@ -1,0 +1,76 @@
+/**
+ * The client side: start an extraction, wait for its manifest, report the target commit, read
+ * status. Input is validated here (and again by every activity) before anything is started.
+ */
+import { Client, WorkflowNotFoundError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { ErrorCode, PgExtractError } from './errors';
+import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
+import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './shared/definitions';
+import { type ExtractionRequest, parseExtractionInput } from './shared/extraction-input';
+import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './shared/extraction-types';
+import type { extractionWorkflow } from './workflows';
+
+/** Options for {@link startExtraction}. */
+export interface StartOptions {
+  taskQueue: string;
+  /** @default `pg-extract-<table>-<time>` */
+  workflowId?: string;
+}
+
+export async function startExtraction(client: Client, request: ExtractionRequest, options: StartOptions): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
+  const input = parseExtractionInput(request);
+  const workflowId = options.workflowId ?? `pg-extract-${input.table}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  return client.workflow.start<typeof extractionWorkflow>('extractionWorkflow', {
+    taskQueue: options.taskQueue,
+    workflowId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SearchAttributes.table, value: input.table },
+      { key: SearchAttributes.phase, value: 'planning' },
+    ],
+    staticSummary: `Extract ${input.table} (${input.partitions === 'auto' ? 'auto' : input.partitions} partitions, ${input.format}${input.gzip ? '+gzip' : ''})`,
+    staticDetails: `source \`${input.source}\`, commit deadline ${Math.round(input.commitDeadlineMs / 1000)} s`,
+  });
+}
+
+/** Polls until the manifest exists (awaiting the target commit) or the run has closed. */
+export async function waitForManifest(handle: WorkflowHandle, pollMs = 250): Promise<Manifest> {
+  for (;;) {
+    const description = await handle.describe();
+    if (description.status.name !== 'RUNNING') {
+      const result = (await handle.result()) as ExtractionResult;
+      return result.manifest;
+    }
+    const manifest = await handle.query(manifestQuery).catch(() => null);
+    if (manifest) return manifest;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+/**
+ * Reports the target commit and returns the terminal receipt. A closed run answers from its
+ * result, so a late or repeated report still gets the one receipt.
+ */
+export async function reportCommit(client: Client, workflowId: string, commit: TargetCommit): Promise<ArtifactTerminalReceipt> {
+  const handle = client.workflow.getHandle(workflowId);
+  const description = await handle.describe().catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError) throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}`, { field: 'workflowId' });
+    throw err;
+  });
+  if (description.status.name !== 'RUNNING') return ((await handle.result()) as ExtractionResult).terminalReceipt;
+  return handle.executeUpdate(commitUpdate, {
+    args: [commit],
+    ...(commit.operationId ? { updateId: `target-commit:${commit.operationId}` } : {}),
+  });
+}
+
+export async function extractionStatus(client: Client, workflowId: string): Promise<ExtractionStatus & { workflowStatus: string }> {
+  const handle = client.workflow.getHandle(workflowId);
+  const description = await handle.describe();
+  if (description.status.name === 'RUNNING') return { ...(await handle.query(statusQuery)), workflowStatus: 'RUNNING' };
+  const status = await handle.query(statusQuery).catch(() => null);
+  return {
+    ...(status ?? { phase: 'done', table: '', attempt: 0, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0, outcome: null }),
+    workflowStatus: description.status.name,
+  };
+}

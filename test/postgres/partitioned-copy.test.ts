@@ -1,0 +1,174 @@
+/**
+ * Partitioned COPY against real PostgreSQL: one exported snapshot, bounds resolved inside it,
+ * partitions on distinct sessions that all import it (dpone's live scenarios, and past them).
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { Client } from 'pg';
+import { ErrorCode } from '../../src/errors';
+import { copyPartition } from '../../src/postgres/partition-copy';
+import { closeSession, openSession } from '../../src/postgres/session';
+import { type PlanningOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
+import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+
+const csv = { format: 'csv' as const, header: true, gzip: false };
+
+/** Exports a snapshot of schema.t, lets `between` run, copies every partition on its own session. */
+async function exportPartitions(schema: string, planning: PlanningOptions, between: (c: SnapshotCoordinator) => Promise<void> = async () => undefined) {
+  const coordinatorClient = await openSession(live().pg.url, 'coordinator');
+  const readers: Client[] = [];
+  try {
+    const coordinator = await SnapshotCoordinator.export(coordinatorClient, { schema, table: 't' }, planning);
+    const { plan } = coordinator;
+    await between(coordinator);
+    const expected = await tableDigest(`SELECT * FROM ${schema}.t`, plan.snapshotId);
+    const paths = plan.ranges.map((_, i) => join(live().outRoot, `${schema}-part-${i}.csv`));
+    const parts = await Promise.all(
+      plan.ranges.map(async (range, i) => {
+        const client = await openSession(live().pg.url, 'partition');
+        readers.push(client);
+        const columns = plan.table.columns.map((c) => c.name);
+        return copyPartition(client, { snapshotId: plan.snapshotId, table: { schema, table: 't', columns }, key: plan.table.key, range, format: csv }, paths[i]!);
+      }),
+    );
+    const receipt = await coordinator.complete(parts.map((p, i) => ({ name: `part-${i}`, rows: p.rows, bytes: p.bytes, sha256: p.sha256 })));
+    return { plan, parts, paths, receipt, expected, actual: await filesDigest(`${schema}.t`, paths) };
+  } finally {
+    await Promise.all([coordinatorClient, ...readers].map(closeSession));
+  }
+}
+
+async function fourRows(schema: string): Promise<void> {
+  await admin().query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (id int PRIMARY KEY, v text)`);
+  await admin().query(`INSERT INTO ${schema}.t VALUES (1,'old'),(2,'two'),(3,'three'),(4,'four')`);
+}
+
+describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => {
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('partitions run on distinct sessions, each importing the one snapshot; mutations after the export are absent', async () => {
+    await fourRows('pw');
+    const original = await tableDigest('SELECT * FROM pw.t');
+    const run = await exportPartitions('pw', { partitions: 2 }, async () => {
+      await admin().query(`UPDATE pw.t SET v = 'new' WHERE id = 1; INSERT INTO pw.t VALUES (5, 'five')`);
+    });
+    assert.equal(run.parts.length, 2);
+    assert.deepEqual(run.actual, original, 'files hold exactly the 4 original rows');
+    assert.deepEqual(run.expected, original, 'the exported snapshot is the original table');
+    const pids = run.parts.map((p) => p.backendPid);
+    assert.equal(new Set(pids).size, 2, 'distinct partition sessions');
+    assert.ok(!pids.includes(run.plan.coordinatorPid), 'no partition ran on the coordinator');
+    assert.ok(run.parts.every((p) => p.snapshotText === run.plan.snapshotText), 'every partition saw the coordinator snapshot');
+    assert.equal(run.receipt.snapshotAuthority, 'postgresql.exported_snapshot');
+    assert.ok(run.receipt.extractionCompletedAt !== null && run.receipt.sourceToken !== null);
+    assert.equal((await admin().query('SELECT count(*)::int AS n FROM pw.t')).rows[0].n, 5);
+  });
+
+  it('automatic bounds are resolved inside the snapshot: a row inserted beyond MAX after planning is absent', async () => {
+    await fourRows('pab');
+    const original = await tableDigest('SELECT * FROM pab.t');
+    const run = await exportPartitions('pab', { partitions: 'auto', targetRowsPerPartition: 2, maxPartitions: 4 }, async () => {
+      await admin().query(`INSERT INTO pab.t VALUES (6, 'six')`);
+    });
+    assert.equal(run.plan.rowCount, 4);
+    assert.equal(run.parts.length, 2);
+    assert.deepEqual(run.actual, original);
+    assert.equal(run.parts.reduce((n, p) => n + p.rows, 0), 4);
+  });
+
+  it('NULL keys are exported exactly once, in their own partition', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pn CASCADE; CREATE SCHEMA pn; CREATE TABLE pn.t (k int, v text)`);
+    await admin().query(`INSERT INTO pn.t SELECT CASE WHEN g % 10 = 0 THEN NULL ELSE g END, 'v' || g FROM generate_series(1, 1000) g`);
+    const coordinatorClient = await openSession(live().pg.url, 'coordinator');
+    try {
+      const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'pn', table: 't', key: 'k' }, { partitions: 4 });
+      assert.deepEqual(c.plan.ranges.at(-1), { kind: 'nulls' });
+      await c.abort();
+    } finally {
+      await closeSession(coordinatorClient);
+    }
+    const run = await exportPartitionsWithKey('pn', 'k', 4);
+    assert.deepEqual(run.actual, await tableDigest('SELECT * FROM pn.t'));
+    assert.equal(run.parts.at(-1)!.rows, 100);
+  });
+
+  it('an empty table gives one empty, receipted partition', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pe CASCADE; CREATE SCHEMA pe; CREATE TABLE pe.t (id int PRIMARY KEY)`);
+    const run = await exportPartitions('pe', { partitions: 4 });
+    assert.deepEqual(run.plan.ranges, [{ kind: 'all' }]);
+    assert.equal(run.parts[0]!.rows, 0);
+    assert.equal(run.receipt.evidence[0]!.rows, 0);
+    assert.ok(run.receipt.extractionCompletedAt);
+  });
+
+  it('a skewed key gives partitions within 2× of the mean (quantile boundaries)', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS ps CASCADE; CREATE SCHEMA ps; CREATE TABLE ps.t (id bigint PRIMARY KEY)`);
+    // 90% of the rows in the first 1% of the key space.
+    await admin().query(`INSERT INTO ps.t SELECT g FROM generate_series(1, 9000) g UNION ALL SELECT 9000 + g * 100 FROM generate_series(1, 1000) g`);
+    const run = await exportPartitions('ps', { partitions: 4 });
+    const rows = run.parts.map((p) => p.rows);
+    const mean = rows.reduce((a, b) => a + b, 0) / rows.length;
+    assert.equal(rows.length, 4);
+    assert.ok(rows.every((r) => r <= 2 * mean && r >= mean / 2), `balanced: ${rows.join(', ')}`);
+    assert.deepEqual(run.actual, run.expected);
+  });
+
+  it('a table with no usable key splits by ctid page ranges', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pc CASCADE; CREATE SCHEMA pc; CREATE TABLE pc.t (v text)`);
+    await admin().query(`INSERT INTO pc.t SELECT repeat('x', 200) || g FROM generate_series(1, 5000) g`);
+    const run = await exportPartitions('pc', { partitions: 3 });
+    assert.ok(run.plan.ranges.every((r) => r.kind === 'pages'));
+    assert.equal(run.parts.length, 3);
+    assert.deepEqual(run.actual, run.expected);
+    assert.equal(run.actual.count, 5000);
+  });
+
+  it('a partition whose snapshot is gone fails with SNAPSHOT_LOST', async () => {
+    await fourRows('pl');
+    const coordinatorClient = await openSession(live().pg.url, 'coordinator');
+    const reader = await openSession(live().pg.url, 'partition');
+    try {
+      const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'pl', table: 't' }, { partitions: 2 });
+      await c.abort();
+      await assert.rejects(
+        copyPartition(reader, { snapshotId: c.plan.snapshotId, table: { schema: 'pl', table: 't', columns: ['id', 'v'] }, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv }, join(live().outRoot, 'pl.csv')),
+        { code: ErrorCode.SNAPSHOT_LOST },
+      );
+    } finally {
+      await Promise.all([closeSession(coordinatorClient), closeSession(reader)]);
+    }
+  });
+
+  for (const hostile of ["00000003-0000001B-1'; DROP TABLE pl.t; --", '', '../1', 'abc', '00000003-0000001b-1x']) {
+    it(`rejects the snapshot id ${JSON.stringify(hostile)} before any SQL runs`, async () => {
+      const calls: string[] = [];
+      const fake = { query: async (sql: string) => void calls.push(sql) } as unknown as Client;
+      await assert.rejects(
+        copyPartition(fake, { snapshotId: hostile, table: { schema: 'pl', table: 't', columns: ['id'] }, key: null, range: { kind: 'all' }, format: csv }, '/nonexistent/x'),
+        { code: ErrorCode.SNAPSHOT_ID_INVALID },
+      );
+      assert.deepEqual(calls, []);
+    });
+  }
+});
+
+async function exportPartitionsWithKey(schema: string, key: string, partitions: number) {
+  const coordinatorClient = await openSession(live().pg.url, 'coordinator');
+  const readers: Client[] = [];
+  try {
+    const c = await SnapshotCoordinator.export(coordinatorClient, { schema, table: 't', key }, { partitions });
+    const paths = c.plan.ranges.map((_, i) => join(live().outRoot, `${schema}-k-${i}.csv`));
+    const parts = await Promise.all(
+      c.plan.ranges.map(async (range, i) => {
+        const client = await openSession(live().pg.url, 'partition');
+        readers.push(client);
+        return copyPartition(client, { snapshotId: c.plan.snapshotId, table: { schema, table: 't', columns: ['k', 'v'] }, key: c.plan.table.key, range, format: csv }, paths[i]!);
+      }),
+    );
+    await c.complete([]);
+    return { parts, actual: await filesDigest(`${schema}.t`, paths) };
+  } finally {
+    await Promise.all([coordinatorClient, ...readers].map(closeSession));
+  }
+}

@@ -1,0 +1,95 @@
+/** Whole COPY against real PostgreSQL: the file is the snapshot, and the window brackets the read. */
+import assert from 'node:assert/strict';
+import { readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { utcMicros } from '../../src/lifecycle';
+import { resolveTable } from '../../src/postgres/catalog';
+import { closeSession, openSession } from '../../src/postgres/session';
+import { wholeCopy } from '../../src/postgres/whole-copy';
+import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+
+const csv = { format: 'csv' as const, header: true, gzip: false };
+
+describe('whole COPY (live PostgreSQL)', () => {
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('exports the snapshot taken by its first query, not rows changed during the COPY', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS wc CASCADE; CREATE SCHEMA wc; CREATE TABLE wc.t (id int PRIMARY KEY, v text)`);
+    await admin().query(`INSERT INTO wc.t VALUES (1,'old'),(2,'two'),(3,'three'),(4,'four')`);
+    const before = await tableDigest('SELECT * FROM wc.t');
+    const client = await openSession(live().pg.url, 'whole-copy');
+    const path = join(live().outRoot, 'wc-1.csv');
+    try {
+      const table = await resolveTable(client, { schema: 'wc', table: 't' });
+      // Another session commits changes after the snapshot exists and before any row is read.
+      const result = await wholeCopy(client, table, path, {
+        format: csv,
+        name: 'wc-1.csv',
+        onSnapshot: async () => void (await admin().query(`UPDATE wc.t SET v = 'new' WHERE id = 1; INSERT INTO wc.t VALUES (5, 'five')`)),
+      });
+      const receipt = result.extractionReceipt!;
+      assert.equal(result.artifact.rows, 4);
+      assert.deepEqual(await filesDigest('wc.t', [path]), before);
+      assert.equal((await admin().query('SELECT count(*)::int AS n FROM wc.t')).rows[0].n, 5);
+      assert.equal((await admin().query('SELECT v FROM wc.t WHERE id = 1')).rows[0].v, 'new');
+      assert.equal(receipt.snapshotAuthority, 'postgresql.repeatable_read');
+      assert.match(receipt.sourceToken!, /^sha256:[0-9a-f]{64}$/);
+      assert.equal(receipt.clockAuthority, 'postgresql.server');
+      assert.deepEqual(receipt.evidence, [{ name: 'wc-1.csv', rows: 4, bytes: result.artifact.bytes, sha256: result.artifact.sha256 }]);
+      assert.equal(result.artifact.bytes, (await readFile(path)).length);
+    } finally {
+      await closeSession(client);
+    }
+  });
+
+  it('timing: extractionStartedAt ≤ snapshotAcquiredAt ≤ extractionCompletedAt, bracketing the real COPY', async () => {
+    await seedMixedTable('wct', 20_000);
+    const client = await openSession(live().pg.url, 'whole-copy');
+    try {
+      const table = await resolveTable(client, { schema: 'wct', table: 't' });
+      let firstByteAt: bigint | undefined;
+      const serverNow = async (): Promise<bigint> =>
+        utcMicros((await admin().query(`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t`)).rows[0].t);
+      const before = await serverNow();
+      let probe: Promise<void> | undefined;
+      const result = await wholeCopy(client, table, join(live().outRoot, 'wct.csv'), {
+        format: csv,
+        name: 'wct.csv',
+        onBytes: () => {
+          probe ??= serverNow().then((t) => void (firstByteAt = t));
+        },
+      });
+      await probe;
+      const after = await serverNow();
+      const r = result.extractionReceipt!;
+      const [start, snap, done] = [r.extractionStartedAt, r.snapshotAcquiredAt!, r.extractionCompletedAt!].map(utcMicros) as [bigint, bigint, bigint];
+      assert.ok(before <= start, 'the window starts after the call began');
+      assert.ok(start <= snap && snap <= done, 'start ≤ snapshot ≤ completion');
+      assert.ok(firstByteAt !== undefined && snap <= firstByteAt && firstByteAt <= done, 'the window brackets a moment the COPY was streaming');
+      assert.ok(done <= after, 'completion is recorded before the call returns');
+      assert.equal(result.artifact.rows, 20_000);
+    } finally {
+      await closeSession(client);
+    }
+  });
+
+  it('on failure rolls back and leaves no file, not even a temp', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS wcf CASCADE; CREATE SCHEMA wcf; CREATE TABLE wcf.t (id int PRIMARY KEY, v int)`);
+    await admin().query(`INSERT INTO wcf.t SELECT g, g FROM generate_series(1, 1000) g`);
+    const client = await openSession(live().pg.url, 'whole-copy');
+    const dir = join(live().outRoot, 'wcf');
+    await import('node:fs/promises').then((fs) => fs.mkdir(dir, { recursive: true }));
+    try {
+      const table = await resolveTable(client, { schema: 'wcf', table: 't' });
+      // Drop the column from under the COPY's select list: the COPY fails server-side.
+      const broken = { ...table, columns: [...table.columns, { name: 'missing', type: 'int' }] };
+      await assert.rejects(wholeCopy(client, broken, join(dir, 'x.csv'), { format: csv, name: 'x.csv' }), /missing/);
+      assert.deepEqual(await readdir(dir), []);
+      const state = await client.query(`SELECT pg_current_xact_id_if_assigned() IS NULL AS idle, current_setting('transaction_isolation') AS iso`);
+      assert.equal(state.rows[0].idle, true);
+    } finally {
+      await closeSession(client);
+    }
+  });
+});

@@ -1,0 +1,101 @@
+/** Test helpers on the live PostgreSQL: an admin pool, seeded tables, and our sessions in pg_stat_activity. */
+import { Pool } from 'pg';
+import { APPLICATION_NAME } from '../../src/postgres/session';
+import { live } from './services';
+
+let pool: Pool | undefined;
+
+export function admin(): Pool {
+  if (!pool) {
+    pool = new Pool({ connectionString: live().pg.url, max: 4, application_name: 'pg-extract-test' });
+    pool.on('error', () => undefined);
+  }
+  return pool;
+}
+
+export async function closeAdmin(): Promise<void> {
+  await pool?.end();
+  pool = undefined;
+}
+
+/** Creates schema `schema` (dropped first) with a table `t` of `rows` rows of mixed types. */
+export async function seedMixedTable(schema: string, rows: number): Promise<string> {
+  await admin().query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+  await admin().query(`
+    CREATE TABLE ${schema}.t (
+      id bigint PRIMARY KEY,
+      name text,
+      amount numeric(12,2),
+      created timestamptz,
+      flag boolean,
+      doc jsonb
+    )`);
+  await admin().query(
+    `INSERT INTO ${schema}.t
+       SELECT g, 'name ' || g || CASE WHEN g % 7 = 0 THEN E', with "quotes", commas\\nand newline' ELSE '' END,
+              (g * 1.25)::numeric(12,2), timestamptz '2026-01-01 00:00:00+00' + g * interval '1 minute',
+              g % 2 = 0, jsonb_build_object('g', g)
+         FROM generate_series(1, $1::int) g`,
+    [rows],
+  );
+  await admin().query(`ANALYZE ${schema}.t`);
+  return `${schema}.t`;
+}
+
+/** Sessions this product opened that are still connected. */
+export async function ourSessions(): Promise<{ pid: number; application_name: string; state: string | null }[]> {
+  const r = await admin().query(
+    `SELECT pid, application_name, state FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()`,
+    [`${APPLICATION_NAME}/%`],
+  );
+  return r.rows;
+}
+
+/** Waits (briefly) until no session of ours is left; returns what is left. */
+export async function settleSessions(timeoutMs = 5000): Promise<{ pid: number; application_name: string; state: string | null }[]> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const left = await ourSessions();
+    if (left.length === 0 || Date.now() > until) return left;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** count + md5 of the table's rows in id order, computed inside `snapshotId` when given. */
+export async function tableDigest(query: string, snapshotId?: string): Promise<{ count: number; md5: string }> {
+  const client = await admin().connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    if (snapshotId) await client.query(`SET TRANSACTION SNAPSHOT '${snapshotId}'`);
+    const r = await client.query(`SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM (${query}) x`);
+    await client.query('COMMIT');
+    return r.rows[0];
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Loads exported CSV/binary files into a scratch copy of `table` and digests it the same way as
+ * {@link tableDigest}, so "the files hold exactly the snapshot's rows" is one comparison.
+ */
+export async function filesDigest(table: string, files: string[], format: { format: 'csv' | 'binary'; header: boolean; gzip?: boolean } = { format: 'csv', header: true }): Promise<{ count: number; md5: string }> {
+  const { createReadStream } = await import('node:fs');
+  const { pipeline } = await import('node:stream/promises');
+  const { createGunzip } = await import('node:zlib');
+  const { from } = await import('pg-copy-streams');
+  const client = await admin().connect();
+  try {
+    await client.query(`CREATE TEMP TABLE scratch (LIKE ${table}) ON COMMIT PRESERVE ROWS`);
+    const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header}`;
+    for (const file of files) {
+      const sink = client.query(from(`COPY scratch FROM STDIN (${options})`));
+      await (format.gzip ? pipeline(createReadStream(file), createGunzip(), sink) : pipeline(createReadStream(file), sink));
+    }
+    const r = await client.query(`SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM scratch x`);
+    return r.rows[0];
+  } finally {
+    await client.query('DROP TABLE IF EXISTS scratch').catch(() => undefined);
+    client.release();
+  }
+}

