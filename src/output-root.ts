@@ -35,14 +35,29 @@ async function realPathOfAncestor(path: string): Promise<string> {
   }
 }
 
-/** Checks `name` lexically and through symlinks, then creates its parent folder. Returns the path. */
-export async function prepareOutputFile(root: string, name: string): Promise<string> {
-  const path = confinedPath(root, name);
+/** Checks `path` (lexically inside `root`) through symlinks: its real location must be inside too. */
+async function assertRealInside(root: string, path: string, name: string): Promise<void> {
   await mkdir(root, { recursive: true });
-  const realRoot = await realpath(root);
-  if (!inside(realRoot, await realPathOfAncestor(dirname(path)))) throw escapes(name);
-  await mkdir(dirname(path), { recursive: true });
+  if (!inside(await realpath(root), await realPathOfAncestor(path))) throw escapes(name);
+}
+
+/** Creates the folder `name` under `root` (checked lexically and through symlinks). Returns its path. */
+export async function prepareOutputFolder(root: string, name: string): Promise<string> {
+  const path = confinedPath(root, name);
+  await assertRealInside(root, path, name);
+  await mkdir(path, { recursive: true });
   // A symlink could have appeared between the check and mkdir; check the created folder itself.
-  if (!inside(realRoot, await realpath(dirname(path)))) throw escapes(name);
+  await assertRealInside(root, path, name);
+  return path;
+}
+
+/**
+ * Checks the file `name` under `root` without creating anything: its folder must already exist
+ * (the workflow creates it), so a writer that starts after its attempt was discarded fails
+ * instead of re-creating the folder.
+ */
+export async function checkOutputFile(root: string, name: string): Promise<string> {
+  const path = confinedPath(root, name);
+  await assertRealInside(root, path, name);
   return path;
 }

@@ -1,13 +1,15 @@
 /**
- * The cleanup activity applies a terminal outcome to files: each deleted at most once (ENOENT
- * counts as done, so a retried cleanup is harmless), failures reported as stable codes, partial
- * temp files swept, and empty output folders removed.
+ * Output folders and files: create an attempt's folder, and apply a terminal outcome or discard
+ * an attempt. Files are deleted at most once each (ENOENT counts as done, so a retried cleanup is
+ * harmless) with failures reported as stable codes. A folder is discarded by renaming it away
+ * first: a writer still running can then neither finish its rename into it nor re-create it.
  */
-import { readdir, rmdir, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { FileReleaseAuthority } from '../lifecycle/file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
-import { confinedPath } from '../output-root';
+import { confinedPath, prepareOutputFolder } from '../output-root';
 import { withFailures } from './failures';
 import { type ReleaseOutputsRequest, parseReleaseRequest } from './requests';
 
@@ -16,15 +18,16 @@ const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
 
 export function createCleanupActivities({ outputRoot }: { outputRoot: string }) {
   return {
+    async prepareOutputFolder(name: string): Promise<string> {
+      return withFailures(() => prepareOutputFolder(outputRoot, name));
+    },
+
     async releaseOutputs(raw: ReleaseOutputsRequest): Promise<ReleaseReport> {
       return withFailures(async () => {
         const req = parseReleaseRequest(raw);
-        const paths = req.paths.map((p) => confinedPath(outputRoot, p));
-        const report = await new FileReleaseAuthority().releaseAll(paths);
-        for (const folder of req.folders.map((f) => confinedPath(outputRoot, f))) {
-          await sweepTemps(folder);
-          await removeIfEmpty(folder, outputRoot);
-        }
+        const report = await new FileReleaseAuthority().releaseAll(req.paths.map((p) => confinedPath(outputRoot, p)));
+        for (const folder of req.sweepFolders.map((f) => confinedPath(outputRoot, f))) await sweepTemps(folder);
+        for (const folder of req.discardFolders.map((f) => confinedPath(outputRoot, f))) await discardFolder(folder, outputRoot);
         return report;
       });
     },
@@ -36,9 +39,16 @@ async function sweepTemps(folder: string): Promise<void> {
   await Promise.all(entries.filter((e) => TEMP_FILE.test(e)).map((e) => unlink(join(folder, e)).catch(() => undefined)));
 }
 
-/** Removes `folder` and then its parents up to (not including) `root`, while they are empty. */
-async function removeIfEmpty(folder: string, root: string): Promise<void> {
-  for (let dir = folder; dir.startsWith(root) && dir !== root; dir = dirname(dir)) {
+/** Renames `folder` away, removes it with whatever a late writer left, then empty parents up to `root`. */
+async function discardFolder(folder: string, root: string): Promise<void> {
+  const graveyard = join(dirname(folder), `.${basename(folder)}.discarded-${randomBytes(4).toString('hex')}`);
+  try {
+    await rename(folder, graveyard);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+  }
+  await rm(graveyard, { recursive: true, force: true });
+  for (let dir = dirname(folder); dir.startsWith(root) && dir !== root; dir = dirname(dir)) {
     try {
       await rmdir(dir);
     } catch {

@@ -11,7 +11,7 @@ import { resolveTable } from '../postgres/catalog';
 import { copyPartition as copyPartitionRange } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
-import { prepareOutputFile } from '../output-root';
+import { checkOutputFile } from '../output-root';
 import type { ManifestFile } from '../shared/extraction-types';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
@@ -34,7 +34,7 @@ export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) 
       return withFailures(async () => {
         const req = parsePartitionRequest(raw);
         const url = sourceUrl(req.input.source);
-        const path = await prepareOutputFile(outputRoot, req.name);
+        const path = await checkOutputFile(outputRoot, req.name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         const client = await openSession(url, 'partition');
@@ -67,7 +67,7 @@ export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) 
       return withFailures(async () => {
         const { input, name } = parseNamed(raw);
         const url = sourceUrl(input.source);
-        const path = await prepareOutputFile(outputRoot, name);
+        const path = await checkOutputFile(outputRoot, name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         const client = await openSession(url, 'whole-copy');

@@ -2,6 +2,7 @@
  * Turns errors into Temporal failures with a stable type: our codes become the failure type
  * (non-retryable for bad input and lost snapshots), and URLs in messages lose their passwords.
  */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { NON_RETRYABLE_CODES, PgExtractError } from '../errors';
 import { redactUrl } from '../config';
@@ -24,11 +25,20 @@ export function toActivityFailure(err: unknown): Error {
   });
 }
 
-/** Runs `work`, converting any error with {@link toActivityFailure}. */
+/**
+ * Runs `work`, converting any error with {@link toActivityFailure}. Once the activity is
+ * cancelled, whatever the cancellation caused (an aborted COPY, a closed session) is reported as
+ * the cancellation itself, so the server records it cancelled and never retries it.
+ */
 export async function withFailures<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (err) {
+    const { cancellationSignal } = Context.current();
+    if (cancellationSignal.aborted) {
+      const reason: unknown = cancellationSignal.reason;
+      throw reason instanceof CancelledFailure ? reason : new CancelledFailure('CANCELLED');
+    }
     throw toActivityFailure(err);
   }
 }

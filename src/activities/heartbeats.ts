@@ -11,8 +11,11 @@ export function heartbeatEvery<D>(intervalMs: number, details: () => D): () => v
   return () => clearInterval(timer);
 }
 
-/** A third of the heartbeat timeout, so two beats can be lost before the server gives up. */
+/**
+ * How often to heartbeat: at most a second, so a cancellation (delivered only in a heartbeat's
+ * response) arrives quickly; the SDK throttles what it actually sends to the server.
+ */
 export function heartbeatInterval(): number {
   const timeout = Context.current().info.heartbeatTimeoutMs;
-  return Math.max(200, Math.floor((timeout ?? 30_000) / 3));
+  return Math.max(100, Math.min(1000, Math.floor((timeout ?? 30_000) / 3)));
 }

@@ -82,8 +82,10 @@ export interface WholeCopyActivityRequest {
 export interface ReleaseOutputsRequest {
   /** Files to delete: absolute, or relative to the output root; either way confined to it. */
   paths: string[];
-  /** Folders to sweep for partial temp files and remove when empty (same rule). */
-  folders: string[];
+  /** Folders to clear of partial temp files only (retained evidence stays). */
+  sweepFolders: string[];
+  /** Folders to remove with everything in them (a discarded attempt, a released run). */
+  discardFolders: string[];
 }
 
 export type { ExtractionLifecycleReceipt };
@@ -106,7 +108,8 @@ export function parsePartitionRequest(raw: unknown): PartitionActivityRequest {
 
 export function parseReleaseRequest(raw: unknown): ReleaseOutputsRequest {
   const path = z.string().min(1).max(4096);
-  const parsed = z.strictObject({ paths: z.array(path).max(10_000), folders: z.array(path).max(100) }).safeParse(raw);
+  const folders = z.array(path).max(100);
+  const parsed = z.strictObject({ paths: z.array(path).max(10_000), sweepFolders: folders, discardFolders: folders }).safeParse(raw);
   if (!parsed.success) throw invalid(parsed.error);
   return parsed.data;
 }

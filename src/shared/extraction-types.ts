@@ -50,7 +50,8 @@ export interface AttemptRecord {
   result: 'completed' | 'snapshot_lost' | 'failed';
   /** A stable code for why it ended, when it did not complete. */
   reason: string | null;
-  discardedFiles: number;
+  /** Planned files of a discarded attempt that were released (deleted, or never written). */
+  releasedFiles: number;
 }
 
 export interface ExtractionStatus {

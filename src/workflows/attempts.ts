@@ -50,6 +50,9 @@ function holderActivities(taskQueue: string, input: ExtractionInput) {
   };
 }
 
+/** Short bookkeeping activities: output folders, the holder queue name. */
+const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });
+
 function fileName(scope: AttemptScope, partition: number, input: ExtractionInput): string {
   return `${scope.folder}/part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
 }
@@ -61,6 +64,7 @@ function totals(files: ManifestFile[]): { rows: number; bytes: number } {
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
   const name = fileName(scope, 0, input);
   scope.planned = [name];
+  await quick.prepareOutputFolder(scope.folder);
   status.partitionsTotal = 1;
   onProgress();
   const { file, receipt, snapshotDigest } = await extractActivities(input).wholeCopy({ input, name });
@@ -84,7 +88,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
 export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
-  const queue = await proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' }).holderTaskQueue();
+  const queue = await quick.holderTaskQueue();
   const holder = holderActivities(queue, input);
   const holdScope = new CancellationScope();
   const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
@@ -105,6 +109,7 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
   try {
     const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err))), holdEnded]);
     scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
+    await quick.prepareOutputFolder(scope.folder);
     status.partitionsTotal = plan.ranges.length;
     onProgress();
     const extract = extractActivities(input);

@@ -103,7 +103,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   const folders = [attemptFolder(input, manifest.attempt)];
   const terminal = new TerminalAuthority({
     files: manifest.files.map((f) => f.path),
-    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], folders }),
+    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),
   });
   let cancelled: unknown = null;
   let outcome: TerminalOutcome;
@@ -120,7 +120,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   progress();
   terminalReceipt = await CancellationScope.nonCancellable(async () => {
     const receipt = await terminal.decide(outcome);
-    if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], folders });
+    // Retained files are evidence; partial temp files of retried partitions are not.
+    if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [] });
     return receipt;
   });
   status.phase = 'done';
@@ -141,13 +142,15 @@ async function extractWithFreshSnapshots(
     Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
     try {
       const manifest = input.partitions === 1 ? await wholeCopyAttempt(input, scope, status, progress) : await partitionedAttempt(input, scope, status, progress);
-      attempts.push({ attempt, result: 'completed', reason: null, discardedFiles: 0 });
+      attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0 });
       return manifest;
     } catch (err) {
       // Nothing of a failed attempt survives: its files would mix two snapshots.
-      const report = await CancellationScope.nonCancellable(() => cleanup.releaseOutputs({ paths: scope.planned, folders: [scope.folder] }));
+      const report = await CancellationScope.nonCancellable(() =>
+        cleanup.releaseOutputs({ paths: scope.planned, sweepFolders: [], discardFolders: [scope.folder] }),
+      );
       const lost = isSnapshotLost(err);
-      attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), discardedFiles: report.deleted.length });
+      attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), releasedFiles: report.deleted.length });
       log.warn('extraction attempt failed', { attempt, reason: describeFailure(err) });
       if (!lost || isCancellation(err)) throw err;
       if (attempt >= input.maxSnapshotAttempts) {

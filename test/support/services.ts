@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, Runtime, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { type PostgresService, startPostgres } from '../../src/devenv/postgres-service';
 import { findTemporalCli } from '../../src/devenv/temporal-cli';
 import { SearchAttributes } from '../../src/shared/definitions';
@@ -48,6 +48,8 @@ async function startTemporal(): Promise<TestWorkflowEnvironment> {
 }
 
 export async function startServices(): Promise<LiveServices> {
+  // Worker state changes at INFO drown the test report; warnings and errors still show.
+  Runtime.install({ logger: new DefaultLogger((process.env.TEST_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN') });
   const [pg, temporal, bundle] = await Promise.all([
     startPostgres(),
     startTemporal(),

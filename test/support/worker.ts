@@ -1,0 +1,47 @@
+/** Runs an extraction worker (main + holder queue) on the live Temporal server for one test. */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { ErrorCode, PgExtractError } from '../../src/errors';
+import { type ExtractionWorker, createExtractionWorker } from '../../src/worker';
+import { live } from './services';
+
+export interface WorkerContext {
+  client: Client;
+  taskQueue: string;
+  worker: ExtractionWorker;
+}
+
+export interface TestWorkerOptions {
+  taskQueue?: string;
+  /** Source URL for the `default` source. @default the live PostgreSQL */
+  sourceUrl?: string;
+  maxConcurrentActivities?: number;
+}
+
+export async function startTestWorker(options: TestWorkerOptions = {}): Promise<{ worker: ExtractionWorker; running: Promise<void>; taskQueue: string }> {
+  const { temporal, bundle, pg, outRoot } = live();
+  const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
+  const url = options.sourceUrl ?? pg.url;
+  const worker = await createExtractionWorker({
+    connection: temporal.nativeConnection,
+    taskQueue,
+    outputRoot: outRoot,
+    workflowBundle: bundle,
+    maxConcurrentActivities: options.maxConcurrentActivities,
+    sourceUrl: (name) => {
+      if (name !== 'default') throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `source ${name} is not configured`, { field: 'source' });
+      return url;
+    },
+  });
+  return { worker, running: worker.run(), taskQueue };
+}
+
+export async function withWorker<T>(work: (ctx: WorkerContext) => Promise<T>, options: TestWorkerOptions = {}): Promise<T> {
+  const { worker, running, taskQueue } = await startTestWorker(options);
+  try {
+    return await work({ client: live().temporal.client, taskQueue, worker });
+  } finally {
+    worker.shutdown();
+    await running;
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * extractionWorkflow on a real Temporal server against real PostgreSQL: partitions over one
+ * snapshot, the three terminal outcomes, the deadline, duplicate reports, cancellation.
+ */
+import assert from 'node:assert/strict';
+import { access, readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate, statusQuery, targetCommitSignal } from '../../src/shared/definitions';
+import type { ExtractionRequest } from '../../src/shared/extraction-input';
+import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
+
+async function start(taskQueue: string, request: ExtractionRequest): Promise<WorkflowHandle> {
+  return startExtraction(live().temporal.client, request, { taskQueue });
+}
+
+describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
+  this.timeout(120_000);
+  let table: string;
+  let expected: { count: number; md5: string };
+
+  before(async () => {
+    table = await seedMixedTable('wf', 40_000);
+    expected = await tableDigest(`SELECT * FROM ${table}`);
+  });
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  for (const [report, outcome, kept] of [
+    ['committed', 'success', false],
+    ['failed', 'abort', false],
+    ['unknown', 'retain_commit_unknown', true],
+  ] as const) {
+    it(`4 partitions end to end; target reports ${report} → ${outcome}, files ${kept ? 'retained' : 'deleted'}`, async () => {
+      await withWorker(async ({ taskQueue }) => {
+        const handle = await start(taskQueue, { table, partitions: 4 });
+        const manifest = await waitForManifest(handle);
+        assert.equal(manifest.files.length, 4);
+        assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows and checksum');
+        assert.equal(new Set(manifest.files.map((f) => f.backendPid)).size, 4, 'four distinct sessions');
+        assert.ok(!manifest.files.some((f) => f.backendPid === manifest.coordinatorPid));
+        assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot seen by all');
+        assert.equal(manifest.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
+        assert.equal((await handle.query(statusQuery)).phase, 'awaiting_commit');
+        const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: report, operationId: 'op-1' }] });
+        assert.equal(receipt.outcome, outcome);
+        assert.equal(receipt.cleanupSucceeded, true);
+        const result = (await handle.result()) as ExtractionResult;
+        assert.deepEqual(result.terminalReceipt, receipt);
+        assert.equal(result.operationId, 'op-1');
+        assert.deepEqual(result.attempts, [{ attempt: 1, result: 'completed', reason: null, releasedFiles: 0 }]);
+        for (const f of manifest.files) assert.equal(await exists(f.path), kept);
+        assert.deepEqual([...receipt.filesRetained].sort(), kept ? manifest.files.map((f) => f.path).sort() : []);
+        if (!kept) assert.equal(await exists(dirname(manifest.files[0]!.path)), false, 'empty output folder removed');
+      });
+    });
+  }
+
+  it('no answer before the deadline → retain_commit_unknown, files kept as evidence', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 2, commitDeadlineMs: 1500 });
+      const result = (await handle.result()) as ExtractionResult;
+      assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
+      assert.equal(result.terminalReceipt.cleanupAttempted, false);
+      for (const f of result.manifest.files) assert.ok(await exists(f.path));
+    });
+  });
+
+  it('duplicate and concurrent signals and updates all get the first decision', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 2 });
+      await waitForManifest(handle);
+      const updates = [
+        handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] }),
+        handle.signal(targetCommitSignal, { outcome: 'committed' }).then(() => null),
+        handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] }),
+        handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] }),
+      ];
+      const receipts = (await Promise.all(updates)).filter((r) => r !== null);
+      assert.equal(new Set(receipts.map((r) => JSON.stringify(r))).size, 1, 'one receipt for everyone');
+      const result = (await handle.result()) as ExtractionResult;
+      assert.deepEqual(result.terminalReceipt, receipts[0]);
+    });
+  });
+
+  it('an update before extraction completes is rejected by the validator, writing nothing', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 2 });
+      await assert.rejects(handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] }), (err: Error) => {
+        assert.equal((err.cause as { type?: string }).type, 'NOT_AWAITING_COMMIT');
+        return true;
+      });
+      await waitForManifest(handle);
+      await assert.rejects(handle.executeUpdate(commitUpdate, { args: [{ outcome: 'bogus' as 'failed' }] }), (err: Error) => {
+        assert.equal((err.cause as { type?: string }).type, 'INPUT_INVALID');
+        return true;
+      });
+      const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+      assert.equal(receipt.outcome, 'abort');
+      const events = (await handle.fetchHistory()).events ?? [];
+      assert.equal(events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length, 1, 'rejected updates left no trace in history');
+    });
+  });
+
+  it('cancelling the workflow means abort: sessions closed, files deleted', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 3 });
+      const manifest = await waitForManifest(handle);
+      await handle.cancel();
+      await assert.rejects(handle.result(), WorkflowFailedError);
+      for (const f of manifest.files) assert.equal(await exists(f.path), false);
+      const history = await handle.fetchHistory();
+      assert.ok(history.events?.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseOutputs'));
+    });
+  });
+
+  it('cancelling during extraction closes every session and leaves no file', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 4, outDir: 'cancel-early' });
+      for (let s = await handle.query(statusQuery); s.partitionsTotal === 0; s = await handle.query(statusQuery)) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await handle.cancel();
+      await assert.rejects(handle.result(), WorkflowFailedError);
+      const folder = join(live().outRoot, 'cancel-early');
+      const left = await readdir(folder, { recursive: true }).catch(() => []);
+      assert.deepEqual(left, [], `left behind: ${left.join(', ')}`);
+    });
+  });
+
+  it('the workflow history never contains the source password', async () => {
+    const url = new URL(live().pg.url);
+    url.password = 'hunter2-do-not-leak';
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await start(taskQueue, { table, partitions: 2, commitDeadlineMs: 1000 });
+        await handle.result();
+        const history = JSON.stringify(await handle.fetchHistory());
+        assert.ok(history.includes('extractionWorkflow'));
+        assert.ok(!history.includes('hunter2'), 'password absent from history');
+      },
+      { sourceUrl: url.toString() },
+    );
+  });
+
+  it('bad input fails the run with a stable, non-retryable type and leaves nothing behind', async () => {
+    await admin().query('SELECT 1');
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'wf.does_not_exist', partitions: 2 });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.ok(err instanceof WorkflowFailedError);
+        assert.match(JSON.stringify(err.cause), /TABLE_NOT_FOUND/);
+        return true;
+      });
+    });
+  });
+});
