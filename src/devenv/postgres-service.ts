@@ -15,7 +15,7 @@ export interface PostgresService {
   /** A superuser connection URL. */
   url: string;
   origin: 'environment' | 'local-cluster' | 'testcontainers';
-  /** Stops what this helper started; a no-op for an external server. */
+  /** Stops what this helper started (a kept cluster keeps its data); a no-op for a server it reused. */
   stop(): Promise<void>;
 }
 
@@ -102,11 +102,11 @@ async function startLocalCluster(binDir: string, options: StartPostgresOptions):
     url,
     origin: 'local-cluster',
     stop: async () => {
-      if (keep) return;
+      if (running) return;
       try {
-        runAs(user, pgCtl, ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+        runAs(user, pgCtl, ['-D', dataDir, '-m', keep ? 'fast' : 'immediate', '-w', 'stop']);
       } finally {
-        rmSync(base, { recursive: true, force: true });
+        if (!keep) rmSync(base, { recursive: true, force: true });
       }
     },
   };

@@ -1,0 +1,21 @@
+# The pg-extract worker image: `docker compose up` runs it beside PostgreSQL and Temporal.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY test ./test
+COPY scripts ./scripts
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production PG_EXTRACT_OUT_DIR=/extracts
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist/src ./dist/src
+RUN mkdir -p /extracts && chown node:node /extracts
+USER node
+ENTRYPOINT ["node", "dist/src/cli/main.js"]
+CMD ["worker"]
