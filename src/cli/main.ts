@@ -9,7 +9,7 @@ import { extractionStatus, reportCommit, startExtraction, waitForManifest } from
 import { connectionConfig, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
 import { confinedPath } from '../output-root';
-import type { ExtractionRequest } from '../shared/extraction-input';
+import { type ExtractionRequest, parseExtractionInput } from '../shared/extraction-input';
 import type { TargetCommitOutcome } from '../shared/extraction-types';
 import { runWorkerFromEnv } from '../worker';
 import { printError } from './errors';
@@ -23,7 +23,7 @@ interface GlobalOptions {
 
 async function withClient<T>(globals: GlobalOptions, work: (client: Client, taskQueue: string) => Promise<T>): Promise<T> {
   const config = connectionConfig();
-  const connection = await Connection.connect({ address: globals.address ?? config.temporalAddress });
+  const connection = await Connection.connect({ address: globals.address ?? config.temporalAddress, connectTimeout: '5 seconds' });
   try {
     return await work(new Client({ connection, namespace: globals.namespace ?? config.namespace }), globals.taskQueue ?? config.taskQueue);
   } finally {
@@ -92,9 +92,11 @@ program
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
     };
-    if (opts.out !== undefined) confinedPath(outputRoot(), opts.out);
+    // Validate before connecting: bad input has no side effect, not even a connection.
+    const input = parseExtractionInput(request);
+    if (input.outDir !== undefined) confinedPath(outputRoot(), input.outDir);
     await withClient(program.opts<GlobalOptions>(), async (client, taskQueue) => {
-      const handle = await startExtraction(client, request, { taskQueue, workflowId: opts.workflowId });
+      const handle = await startExtraction(client, input, { taskQueue, workflowId: opts.workflowId });
       if (!opts.wait) {
         console.log(opts.json ? JSON.stringify({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId }) : `started ${handle.workflowId}`);
         return;

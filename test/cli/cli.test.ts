@@ -1,0 +1,93 @@
+/** The pg-extract CLI as a user runs it: a real process against the live Temporal server and PostgreSQL. */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const run = promisify(execFile);
+const CLI = join(__dirname, '..', '..', 'src', 'cli', 'main.js');
+
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe('pg-extract CLI (live)', function () {
+  this.timeout(120_000);
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('start --wait --json prints the manifest; commit --json prints the terminal receipt; status reads the run', async () => {
+    const table = await seedMixedTable('cli', 5_000);
+    const expected = await tableDigest(`SELECT * FROM ${table}`);
+    await withWorker(async ({ taskQueue }) => {
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const started = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
+      assert.equal(started.code, 0, started.stderr);
+      const doc = JSON.parse(started.stdout);
+      assert.deepEqual(Object.keys(doc).sort(), ['extractionReceipt', 'files', 'totals', 'workflowId']);
+      assert.equal(doc.files.length, 3);
+      for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256']);
+      assert.deepEqual(doc.totals.rows, 5_000);
+      assert.deepEqual(await filesDigest(table, doc.files.map((f: { path: string }) => f.path)), expected);
+      assert.equal(doc.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
+
+      const status = await cli(['status', doc.workflowId, '--json'], env);
+      assert.equal(JSON.parse(status.stdout).phase, 'awaiting_commit');
+
+      const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
+      assert.equal(committed.code, 0, committed.stderr);
+      const receipt = JSON.parse(committed.stdout);
+      assert.deepEqual(Object.keys(receipt).sort(), ['cleanupAttempted', 'cleanupErrorCode', 'cleanupSucceeded', 'decidedAt', 'filesDeleted', 'filesRetained', 'outcome']);
+      assert.equal(receipt.outcome, 'success');
+      for (const f of doc.files) await assert.rejects(access(f.path));
+
+      const again = await cli(['commit', doc.workflowId, '--outcome', 'failed', '--json'], env);
+      assert.deepEqual(JSON.parse(again.stdout), receipt, 'a late report gets the same receipt');
+    });
+  });
+
+  const badStarts: [string, string[], string][] = [
+    ['an injected table name', ['--table', 'public.t; DROP TABLE x'], 'IDENTIFIER_INVALID'],
+    ['a table name with a quote', ['--table', `a'b`], 'IDENTIFIER_INVALID'],
+    ['an injected key', ['--table', 'a.b', '--key', 'id) OR (1=1'], 'IDENTIFIER_INVALID'],
+    ['an injected column', ['--table', 'a.b', '--columns', 'id,"x"";--'], 'IDENTIFIER_INVALID'],
+    ['partitions 0', ['--table', 'a.b', '--partitions', '0'], 'INPUT_INVALID'],
+    ['partitions -1', ['--table', 'a.b', '--partitions', '-1'], 'INPUT_INVALID'],
+    ['partitions 2.5', ['--table', 'a.b', '--partitions', '2.5'], 'INPUT_INVALID'],
+    ['partitions 10^9', ['--table', 'a.b', '--partitions', '1000000000'], 'INPUT_INVALID'],
+    ['an unknown format', ['--table', 'a.b', '--format', 'xml'], 'INPUT_INVALID'],
+    ['an output folder above the root', ['--table', 'a.b', '--out', '../../etc'], 'OUTPUT_PATH_ESCAPES_ROOT'],
+    ['an absolute output folder elsewhere', ['--table', 'a.b', '--out', '/etc/cron.d'], 'OUTPUT_PATH_ESCAPES_ROOT'],
+    ['a source name with a URL in it', ['--table', 'a.b', '--source', 'postgres://u:p@h/db'], 'INPUT_INVALID'],
+  ];
+  for (const [what, args, code] of badStarts) {
+    it(`start rejects ${what} with ${code}, exit 2, before connecting anywhere`, async () => {
+      // A closed port: a connection attempt would fail differently (TEMPORAL_UNREACHABLE).
+      const r = await cli(['start', ...args], { TEMPORAL_ADDRESS: '127.0.0.1:1', PG_EXTRACT_OUT_DIR: live().outRoot });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`^error ${code}: `, 'm'));
+    });
+  }
+
+  it('commit rejects an unknown outcome with INPUT_INVALID', async () => {
+    const r = await cli(['commit', 'wf-1', '--outcome', 'maybe'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^error INPUT_INVALID: /m);
+  });
+
+  it('an unreachable Temporal server is reported with a code and a hint, exit 1', async () => {
+    await admin().query('SELECT 1');
+    const r = await cli(['status', 'wf-1'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error TEMPORAL_UNREACHABLE: /m);
+  });
+});
