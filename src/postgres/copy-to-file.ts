@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { ClientBase } from 'pg';
+import type { Client } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 
 /** The file part of a receipt: what was written, byte for byte. */
@@ -53,10 +53,15 @@ export interface CopyToFileOptions {
 /**
  * Runs `copySql` on `client` and writes the stream to `path`. The caller owns the transaction;
  * the COPY's row count is on the returned stream once the next query on `client` returns.
+ * If writing fails or is aborted mid-COPY, the session is still in COPY mode and can run nothing
+ * else (not even ROLLBACK), so it is closed here; the server then rolls the transaction back.
  */
-export async function copyToFile(client: ClientBase, copySql: string, path: string, options: CopyToFileOptions): Promise<WrittenFile & { rowCount: () => number }> {
+export async function copyToFile(client: Client, copySql: string, path: string, options: CopyToFileOptions): Promise<WrittenFile & { rowCount: () => number }> {
   const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   const source = client.query(copyTo(copySql));
+  // A server-side COPY error ends the protocol exchange cleanly; any other failure leaves it mid-stream.
+  let serverFailed = false;
+  source.once('error', () => (serverFailed = true));
   const digest = new Digest(options.onBytes ?? (() => undefined));
   const sink = createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 });
   try {
@@ -66,6 +71,7 @@ export async function copyToFile(client: ClientBase, copySql: string, path: stri
     await rename(temp, path);
     await fsyncPath(dirname(path), 'r');
   } catch (err) {
+    if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
     await rm(temp, { force: true });
     throw err;
   }

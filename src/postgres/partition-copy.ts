@@ -3,7 +3,7 @@
  * SET TRANSACTION SNAPSHOT '<id>' as the first statement, COPY its range into a file, commit,
  * and report its backend pid and the snapshot text it saw as evidence of the import.
  */
-import type { ClientBase } from 'pg';
+import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { type SplitKey, type TableRequest, resolveTable, selectSql } from './catalog';
 import { copyToFile } from './copy-to-file';
@@ -43,7 +43,7 @@ export function isSnapshotLost(err: unknown): boolean {
 
 /** Runs on a fresh session the caller closes. The file appears under `path` only when complete. */
 export async function copyPartition(
-  client: ClientBase,
+  client: Client,
   request: PartitionRequest,
   path: string,
   options: { onBytes?: (bytes: number) => void; signal?: AbortSignal } = {},

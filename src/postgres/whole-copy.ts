@@ -4,7 +4,7 @@
  * the window is the server clock from that query to after the COPY, so it brackets the read.
  */
 import { rm } from 'node:fs/promises';
-import type { ClientBase } from 'pg';
+import type { Client } from 'pg';
 import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, SnapshotAuthority, digestSourceToken } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
@@ -34,7 +34,7 @@ export interface WholeCopyOptions {
 }
 
 /** Runs on a fresh session the caller closes. On failure: rolled back, no file left. */
-export async function wholeCopy(client: ClientBase, table: ResolvedTable, path: string, options: WholeCopyOptions): Promise<ExtractResult<WholeCopyFile>> {
+export async function wholeCopy(client: Client, table: ResolvedTable, path: string, options: WholeCopyOptions): Promise<ExtractResult<WholeCopyFile>> {
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   let renamed = false;

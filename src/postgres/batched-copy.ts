@@ -1,0 +1,137 @@
+/**
+ * Batched COPY: a lazy sequence of files from one REPEATABLE READ READ ONLY transaction. Nothing
+ * is acquired when the object is built; the transaction and snapshot start on the first batch.
+ * Batches are keyset ranges (one index probe per batch, linear overall — never LIMIT/OFFSET) or,
+ * without a key, ctid page ranges. The receipt completes only after a terminal empty batch proves
+ * exhaustion; the transaction stays open until the terminal outcome.
+ */
+import { join } from 'node:path';
+import type { Client } from 'pg';
+import {
+  ClockAuthority,
+  ExtractionLifecycleAuthority,
+  type FileEvidence,
+  FileReleaseAuthority,
+  SnapshotAuthority,
+  TerminalAuthority,
+  type TerminalOutcome,
+  digestSourceToken,
+} from '../lifecycle';
+import { type ResolvedTable, selectSql } from './catalog';
+import { copyToFile } from './copy-to-file';
+import { type ExportFormat, copyOutSql, fileExtension } from './export-format';
+import { utcText } from './session';
+import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
+
+export interface BatchFile {
+  index: number;
+  path: string;
+  rows: number;
+  bytes: number;
+  sha256: string;
+}
+
+/** Options for {@link BatchedCopy}. */
+export interface BatchedCopyOptions {
+  folder: string;
+  format: ExportFormat;
+  /** Rows per batch with a key; pages per batch (×100) without one. @default 100_000 */
+  batchRows?: number;
+}
+
+export class BatchedCopy implements AsyncIterable<BatchFile> {
+  readonly authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
+  readonly terminal: TerminalAuthority;
+  readonly files: string[] = [];
+  readonly #client: Client;
+  readonly #table: ResolvedTable;
+  readonly #options: BatchedCopyOptions;
+  #inTransaction = false;
+  #started = false;
+
+  /** Holds `client` (a fresh session) until the terminal decision. */
+  constructor(client: Client, table: ResolvedTable, options: BatchedCopyOptions) {
+    this.#client = client;
+    this.#table = table;
+    this.#options = options;
+    const release = new FileReleaseAuthority();
+    const files = this.files;
+    this.terminal = new TerminalAuthority({
+      get files() {
+        return files;
+      },
+      releaseFiles: (paths) => release.releaseAll(paths),
+      closeSource: (outcome) => this.#close(outcome),
+    });
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<BatchFile> {
+    if (this.#started) throw new Error('a batched copy is read once');
+    this.#started = true;
+    const c = this.#client;
+    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    this.#inTransaction = true;
+    const first = await c.query<{ snapshot: string; started: string; snapshot_at: string }>(
+      `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at`,
+    );
+    const row = first.rows[0]!;
+    this.authority.acquire(row.started);
+    this.authority.acquireSnapshot(SnapshotAuthority.repeatableRead, digestSourceToken(row.snapshot), row.snapshot_at);
+    const evidence: FileEvidence[] = [];
+    const batches = this.#table.key ? this.#keysetBatches() : await this.#pageBatches();
+    let index = 0;
+    for await (const { where, last } of batches) {
+      const path = join(this.#options.folder, `batch-${String(index).padStart(6, '0')}${fileExtension(this.#options.format)}`);
+      const written = await copyToFile(c, copyOutSql(selectSql(this.#table, where), this.#options.format), path, { gzip: this.#options.format.gzip });
+      const done = await c.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+      this.files.push(path);
+      const batch = { index: index++, path, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256 };
+      evidence.push({ name: path, rows: batch.rows, bytes: batch.bytes, sha256: batch.sha256 });
+      // The terminal batch reads past everything already read; finding it empty proves exhaustion.
+      if (last && batch.rows === 0) this.authority.complete(evidence, done.rows[0]!.at);
+      yield batch;
+    }
+  }
+
+  /** NULL keys first, then keyset ranges (last, max of the next n]: each bounded by one index scan. */
+  async *#keysetBatches(): AsyncGenerator<{ where: string; last: boolean }> {
+    const key = quoteIdent(this.#table.key!.name);
+    const type = this.#table.key!.sqlType;
+    const relation = quoteQualified(this.#table.schema, this.#table.table);
+    const size = Math.max(1, Math.floor(this.#options.batchRows ?? 100_000));
+    yield { where: `${key} IS NULL`, last: false };
+    for (let last: string | null = null; ; ) {
+      const lower: string = last === null ? `${key} IS NOT NULL` : `${key} > ${quoteLiteral(last)}::${type}`;
+      const probe = await this.#client.query<{ max: string | null }>(
+        `SELECT max(k)::text AS max FROM (SELECT ${key} AS k FROM ${relation} WHERE ${lower} ORDER BY ${key} LIMIT ${size}) s`,
+      );
+      const max = probe.rows[0]?.max ?? null;
+      if (max === null) {
+        yield { where: lower, last: true };
+        return;
+      }
+      yield { where: `${lower} AND ${key} <= ${quoteLiteral(max)}::${type}`, last: false };
+      last = max;
+    }
+  }
+
+  /** ctid page ranges up to the relation's size at the snapshot; later pages hold only invisible rows. */
+  async #pageBatches(): Promise<AsyncGenerator<{ where: string; last: boolean }>> {
+    const relation = quoteQualified(this.#table.schema, this.#table.table);
+    const r = await this.#client.query<{ pages: string }>(
+      `SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages`,
+    );
+    const pages = Number(r.rows[0]!.pages);
+    const step = Math.max(1, Math.ceil((this.#options.batchRows ?? 100_000) / 100));
+    return (async function* () {
+      for (let from = 0; from < pages; from += step) yield { where: `ctid >= '(${from},0)'::tid AND ctid < '(${from + step},0)'::tid`, last: false };
+      yield { where: `ctid >= '(${pages},0)'::tid`, last: true };
+    })();
+  }
+
+  async #close(outcome: TerminalOutcome): Promise<void> {
+    if (!this.#inTransaction) return;
+    this.#inTransaction = false;
+    await this.#client.query(outcome === 'success' ? 'COMMIT' : 'ROLLBACK');
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Internal query: source and target are the same database, so no file and no cursor. The
+ * target session runs `INSERT INTO <staging> SELECT …` under the owned staging guard; the
+ * extraction window is that statement, bracketed by the server clock. No snapshot is claimed:
+ * the statement's own snapshot is not one a receipt can prove. Completion is not target commit.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ClientBase } from 'pg';
+import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, ownedStagingHandle } from '../lifecycle';
+import { type ResolvedTable, selectSql } from './catalog';
+import { utcText } from './session';
+import { quoteIdent, quoteQualified } from './sql';
+
+/** The staging table the caller owns once {@link insertSelectIntoStaging} resolves. */
+export interface StagingTable {
+  schema: string;
+  name: string;
+  rows: number;
+}
+
+/** Options for {@link insertSelectIntoStaging}. */
+export interface InternalQueryOptions {
+  /** Schema for the staging table. @default the source's schema */
+  schema?: string;
+  signal?: AbortSignal;
+  /** Runs after the INSERT, before ownership passes (contract checks); a rejection drops staging. */
+  validate?: (staging: StagingTable) => Promise<void>;
+}
+
+export async function insertSelectIntoStaging(target: ClientBase, source: ResolvedTable, options: InternalQueryOptions = {}): Promise<ExtractResult<StagingTable>> {
+  const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
+  const schema = options.schema ?? source.schema;
+  const name = `pg_extract_stg_${randomBytes(6).toString('hex')}`;
+  const staging = quoteQualified(schema, name);
+  const columns = source.columns.map((c) => quoteIdent(c.name)).join(', ');
+  const { result } = await ownedStagingHandle({
+    signal: options.signal,
+    create: async () => {
+      await target.query(`CREATE TABLE ${staging} AS ${selectSql(source)} WITH NO DATA`);
+      return staging;
+    },
+    drop: async () => void (await target.query(`DROP TABLE IF EXISTS ${staging}`)),
+    materialize: async () => {
+      const before = await target.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+      authority.acquire(before.rows[0]!.at);
+      const inserted = await target.query(`INSERT INTO ${staging} (${columns}) ${selectSql(source)}`);
+      const after = await target.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+      const table: StagingTable = { schema, name, rows: inserted.rowCount ?? 0 };
+      await options.validate?.(table);
+      authority.complete([], after.rows[0]!.at);
+      return table;
+    },
+  });
+  return new ExtractResult(result, authority);
+}

@@ -1,0 +1,152 @@
+/**
+ * Streaming rows, batched COPY and internal query against real PostgreSQL: acquisition on first
+ * consumption, completion only after exhaustion, commit or rollback by outcome, staging guarded.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Client } from 'pg';
+import { ErrorCode } from '../../src/errors';
+import { BatchedCopy, type BatchFile } from '../../src/postgres/batched-copy';
+import { resolveTable } from '../../src/postgres/catalog';
+import { insertSelectIntoStaging } from '../../src/postgres/internal-query';
+import { closeSession, openSession } from '../../src/postgres/session';
+import { RowStream } from '../../src/postgres/streaming-rows';
+import { utcMicros } from '../../src/lifecycle';
+import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+
+async function sessionState(client: Client): Promise<{ state: string; inTransaction: boolean }> {
+  const pid = (client as unknown as { processID: number }).processID;
+  const r = await admin().query(`SELECT state, xact_start IS NOT NULL AS in_tx FROM pg_stat_activity WHERE pid = $1`, [pid]);
+  return { state: r.rows[0].state, inTransaction: r.rows[0].in_tx };
+}
+
+async function seed(schema: string, rows: number, nullEvery = 0): Promise<void> {
+  await admin().query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (id int, v text)`);
+  await admin().query(`INSERT INTO ${schema}.t SELECT CASE WHEN $2 > 0 AND g % $2 = 0 THEN NULL ELSE g END, 'v' || g FROM generate_series(1, $1::int) g`, [rows, nullEvery]);
+  await admin().query(`CREATE UNIQUE INDEX ON ${schema}.t (id)`);
+}
+
+describe('lazy strategies (live PostgreSQL)', () => {
+  let client: Client;
+  beforeEach(async () => {
+    client = await openSession(live().pg.url, 'stream');
+  });
+  afterEach(async () => {
+    await closeSession(client);
+    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
+  });
+
+  describe('streaming rows', () => {
+    it('acquires on first read, completes on exhaustion, and holds the transaction until success commits', async () => {
+      await seed('sr', 2_500);
+      const stream = new RowStream(client, await resolveTable(client, { schema: 'sr', table: 't' }), { fetchRows: 1000 });
+      assert.equal(stream.authority.state, 'pending');
+      assert.equal((await sessionState(client)).inTransaction, false, 'construction opened nothing');
+      let rows = 0;
+      for await (const batch of stream) {
+        if (rows === 0) {
+          assert.equal(stream.authority.state, 'reading');
+          await admin().query(`INSERT INTO sr.t VALUES (100000, 'late')`);
+        }
+        rows += batch.length;
+      }
+      assert.equal(rows, 2_500, 'a row inserted mid-stream is not in the snapshot');
+      const receipt = stream.authority.latest()!;
+      assert.equal(receipt.evidence[0]!.rows, 2_500);
+      assert.ok(receipt.extractionCompletedAt && receipt.snapshotAuthority === 'postgresql.repeatable_read');
+      assert.deepEqual(await sessionState(client), { state: 'idle in transaction', inTransaction: true }, 'open until the terminal outcome');
+      const terminal = await stream.terminal.decide('success');
+      assert.equal(terminal.outcome, 'success');
+      assert.equal((await sessionState(client)).inTransaction, false);
+    });
+
+    for (const outcome of ['abort', 'retain_commit_unknown'] as const) {
+      it(`${outcome} rolls back and closes the cursor, even mid-stream`, async () => {
+        await seed(`sr_${outcome.slice(0, 5)}`, 3_000);
+        const stream = new RowStream(client, await resolveTable(client, { schema: `sr_${outcome.slice(0, 5)}`, table: 't' }), { fetchRows: 500 });
+        const it = stream[Symbol.asyncIterator]();
+        await it.next();
+        assert.equal(stream.authority.latest()!.extractionCompletedAt, null, 'not exhausted, not complete');
+        await stream.terminal.decide(outcome);
+        assert.equal((await sessionState(client)).inTransaction, false);
+        const cursors = await client.query('SELECT count(*)::int AS n FROM pg_cursors');
+        assert.equal(cursors.rows[0].n, 0);
+      });
+    }
+  });
+
+  describe('batched COPY', () => {
+    it('is pending until first consumption; completes only after the terminal empty batch; NULL keys once', async () => {
+      await seed('bc', 10_000, 97);
+      const folder = await mkdtemp(join(live().outRoot, 'bc-'));
+      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bc', table: 't' }), { folder, format: { format: 'csv', header: false, gzip: false }, batchRows: 3_000 });
+      assert.equal(copy.authority.state, 'pending');
+      const batches: BatchFile[] = [];
+      for await (const batch of copy) {
+        batches.push(batch);
+        if (batches.length === 1) await admin().query(`INSERT INTO bc.t VALUES (20000, 'late')`);
+        const last = batch.rows === 0 && batches.length > 2;
+        assert.equal(copy.authority.state, last ? 'complete' : 'reading', `batch ${batch.index}`);
+      }
+      assert.equal(batches.at(-1)!.rows, 0, 'ends with an empty batch');
+      assert.equal(batches[0]!.rows, Math.floor(10_000 / 97), 'NULL keys in their own batch');
+      assert.deepEqual(await filesDigest('bc.t', copy.files, { format: 'csv', header: false }), await tableDigest(`SELECT * FROM bc.t WHERE id IS DISTINCT FROM 20000`));
+      assert.equal((await sessionState(client)).inTransaction, true, 'open until the terminal outcome');
+      const terminal = await copy.terminal.decide('abort');
+      assert.equal(terminal.filesDeleted.length, copy.files.length);
+      assert.equal((await sessionState(client)).inTransaction, false);
+    });
+
+    it('without a key it batches by ctid page ranges', async () => {
+      await admin().query(`DROP SCHEMA IF EXISTS bp CASCADE; CREATE SCHEMA bp; CREATE TABLE bp.t (v text)`);
+      await admin().query(`INSERT INTO bp.t SELECT repeat('y', 100) || g FROM generate_series(1, 4000) g`);
+      const folder = await mkdtemp(join(live().outRoot, 'bp-'));
+      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bp', table: 't' }), { folder, format: { format: 'csv', header: false, gzip: true }, batchRows: 1_000 });
+      const batches: BatchFile[] = [];
+      for await (const b of copy) batches.push(b);
+      assert.ok(batches.length > 3);
+      assert.equal(copy.authority.state, 'complete');
+      assert.deepEqual(await filesDigest('bp.t', copy.files, { format: 'csv', header: false, gzip: true }), await tableDigest('SELECT * FROM bp.t'));
+      await copy.terminal.decide('success');
+    });
+  });
+
+  describe('internal query', () => {
+    it('INSERT … SELECT into an owned staging table: window = that statement, no snapshot claim', async () => {
+      await seed('iq', 1_000);
+      const source = await resolveTable(client, { schema: 'iq', table: 't' });
+      const result = await insertSelectIntoStaging(client, source);
+      const r = result.extractionReceipt!;
+      assert.equal(result.artifact.rows, 1_000);
+      assert.equal(r.snapshotAuthority, null);
+      assert.equal(r.sourceToken, null);
+      assert.ok(utcMicros(r.extractionStartedAt) <= utcMicros(r.extractionCompletedAt!));
+      const staged = await admin().query(`SELECT count(*)::int AS n FROM iq.${result.artifact.name}`);
+      assert.equal(staged.rows[0].n, 1_000);
+      await admin().query(`DROP TABLE iq.${result.artifact.name}`);
+    });
+
+    it('a failed contract check drops the staging table and keeps the primary error', async () => {
+      await seed('iqf', 10);
+      const source = await resolveTable(client, { schema: 'iqf', table: 't' });
+      const primary = new Error('row count contract violated');
+      await assert.rejects(insertSelectIntoStaging(client, source, { validate: async () => Promise.reject(primary) }), (e) => e === primary);
+      const left = await admin().query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'iqf' AND tablename LIKE 'pg_extract_stg_%'`);
+      assert.equal(left.rows[0].n, 0);
+    });
+
+    it('cancellation before ownership passes drops the staging table', async () => {
+      await seed('iqc', 10);
+      const source = await resolveTable(client, { schema: 'iqc', table: 't' });
+      const controller = new AbortController();
+      await assert.rejects(
+        insertSelectIntoStaging(client, source, { signal: controller.signal, validate: () => new Promise<void>(() => controller.abort()) }),
+        { code: ErrorCode.STAGING_CANCELLED },
+      );
+      const left = await admin().query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'iqc' AND tablename LIKE 'pg_extract_stg_%'`);
+      assert.equal(left.rows[0].n, 0);
+    });
+  });
+});
