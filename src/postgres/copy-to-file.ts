@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { Client } from 'pg';
+import { type Client, DatabaseError } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 
 /** The file part of a receipt: what was written, byte for byte. */
@@ -59,9 +59,10 @@ export interface CopyToFileOptions {
 export async function copyToFile(client: Client, copySql: string, path: string, options: CopyToFileOptions): Promise<WrittenFile & { rowCount: () => number }> {
   const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   const source = client.query(copyTo(copySql));
-  // A server-side COPY error ends the protocol exchange cleanly; any other failure leaves it mid-stream.
+  // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
+  // destroys the stream (also an 'error') and leaves the protocol mid-COPY.
   let serverFailed = false;
-  source.once('error', () => (serverFailed = true));
+  source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
   const digest = new Digest(options.onBytes ?? (() => undefined));
   const sink = createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 });
   try {

@@ -45,7 +45,7 @@ export interface KeyBounds {
 interface OrdinalCodec<T> {
   parse(text: string): T | undefined;
   format(value: T): string;
-  /** `lo + (hi - lo) * i / n` */
+  /** The i-th of n cut points between lo and hi. */
   interpolate(lo: T, hi: T, i: number, n: number): T;
   less(a: T, b: T): boolean;
 }
@@ -53,7 +53,8 @@ interface OrdinalCodec<T> {
 const bigintCodec = (parse: (t: string) => bigint | undefined, format: (v: bigint) => string): OrdinalCodec<bigint> => ({
   parse,
   format,
-  interpolate: (lo, hi, i, n) => lo + ((hi - lo) * BigInt(i)) / BigInt(n),
+  // Discrete keys: split the hi - lo + 1 values evenly, so even a span of 1 can be cut.
+  interpolate: (lo, hi, i, n) => lo + ((hi - lo + 1n) * BigInt(i)) / BigInt(n),
   less: (a, b) => a < b,
 });
 

@@ -92,4 +92,23 @@ describe('whole COPY (live PostgreSQL)', () => {
       await closeSession(client);
     }
   });
+
+  it('an abort mid-COPY closes the session (it cannot run ROLLBACK mid-stream) and leaves no file', async () => {
+    await seedMixedTable('wca', 50_000);
+    const client = await openSession(live().pg.url, 'whole-copy');
+    const dir = join(live().outRoot, 'wca');
+    await import('node:fs/promises').then((fs) => fs.mkdir(dir, { recursive: true }));
+    const controller = new AbortController();
+    try {
+      const table = await resolveTable(client, { schema: 'wca', table: 't' });
+      await assert.rejects(
+        wholeCopy(client, table, join(dir, 'x.csv'), { format: csv, name: 'x.csv', signal: controller.signal, onBytes: () => controller.abort() }),
+        { name: 'AbortError' },
+      );
+      assert.deepEqual(await readdir(dir), []);
+      assert.deepEqual(await settleSessions(), [], 'the session was closed, not left idle in transaction');
+    } finally {
+      await closeSession(client);
+    }
+  });
 });
