@@ -7,7 +7,7 @@ import { access, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate, statusQuery, targetCommitSignal } from '../../src/shared/definitions';
+import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/shared/definitions';
 import type { ExtractionRequest } from '../../src/shared/extraction-input';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
@@ -60,6 +60,48 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       });
     });
   }
+
+  it('one partition runs the whole-COPY strategy: the transaction\'s own snapshot, one file', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 1, commitDeadlineMs: 60_000 });
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.strategy, 'whole_copy');
+      assert.equal(manifest.extractionReceipt.snapshotAuthority, 'postgresql.repeatable_read');
+      assert.equal(manifest.extractionReceipt.sourceToken, manifest.snapshotDigest);
+      assert.deepEqual(await filesDigest(table, [manifest.files[0]!.path]), expected);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  for (const [format, gzip] of [['binary', false], ['csv', true], ['binary', true]] as const) {
+    it(`writes ${format}${gzip ? ' + gzip' : ''} files that load back to the exact rows`, async () => {
+      await withWorker(async ({ taskQueue }) => {
+        const handle = await start(taskQueue, { table, partitions: 2, format, gzip });
+        const manifest = await waitForManifest(handle);
+        assert.ok(manifest.files.every((f) => f.path.endsWith(`${format === 'binary' ? '.pgcopy' : '.csv'}${gzip ? '.gz' : ''}`)));
+        assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path), { format, header: true, gzip }), expected);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      });
+    });
+  }
+
+  it('Web UI sees table, phase, rows and outcome as search attributes, and a summary', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 2 });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+      await handle.result();
+      const d = await handle.describe();
+      assert.equal(d.typedSearchAttributes.get(SearchAttributes.table), table);
+      assert.equal(d.typedSearchAttributes.get(SearchAttributes.phase), 'done');
+      assert.equal(d.typedSearchAttributes.get(SearchAttributes.outcome), 'abort');
+      assert.equal(d.typedSearchAttributes.get(SearchAttributes.rows), expected.count);
+      assert.match((await d.staticSummary()) ?? '', new RegExp(`Extract ${table.replace('.', '\\.')}`));
+      const listed = [];
+      for await (const w of live().temporal.client.workflow.list({ query: `PgExtractTable = '${table}' AND PgExtractOutcome = 'abort'` })) listed.push(w.workflowId);
+      assert.ok(listed.includes(handle.workflowId), 'searchable by table and outcome');
+    });
+  });
 
   it('no answer before the deadline → retain_commit_unknown, files kept as evidence', async () => {
     await withWorker(async ({ taskQueue }) => {
