@@ -21,7 +21,10 @@ export interface ExtractionWorkerOptions {
   outputRoot: string;
   /** Resolves a source name to its URL; only the worker ever sees URLs. */
   sourceUrl: (name: string) => string;
-  /** A pre-built bundle (tests build one for many workers); else bundled from ./workflows. */
+  /**
+   * A pre-built workflow bundle (`{ code }` or `{ codePath }`); else ./workflows is bundled at
+   * start-up, which takes seconds. `pg-extract worker` reads PG_EXTRACT_WORKFLOW_BUNDLE (a path).
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /**
    * Concurrent activities per worker: each partition holds one PostgreSQL session.
@@ -48,6 +51,8 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: createActivities({ outputRoot: options.outputRoot, sourceUrl: options.sourceUrl, holderTaskQueue }),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 8,
+    // A crashed worker's cached workflows move to another worker after this, not the 10 s default.
+    stickyQueueScheduleToStartTimeout: '3 seconds',
   });
   const holder = await Worker.create({
     ...common,
@@ -88,6 +93,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       taskQueue: config.taskQueue,
       outputRoot: root,
       sourceUrl: (name) => sourceUrl(name, env),
+      ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
     });
     console.error(`pg-extract worker on ${config.temporalAddress} namespace=${config.namespace} queue=${config.taskQueue} out=${root}`);
     await worker.run();

@@ -26,8 +26,11 @@ export function createCleanupActivities({ outputRoot }: { outputRoot: string }) 
       return withFailures(async () => {
         const req = parseReleaseRequest(raw);
         const report = await new FileReleaseAuthority().releaseAll(req.paths.map((p) => confinedPath(outputRoot, p)));
-        for (const folder of req.sweepFolders.map((f) => confinedPath(outputRoot, f))) await sweepTemps(folder);
-        for (const folder of req.discardFolders.map((f) => confinedPath(outputRoot, f))) await discardFolder(folder, outputRoot);
+        // A file that could not be deleted stays where the receipt says it is: its folder is only swept.
+        const discard = report.failures.length === 0 ? req.discardFolders : [];
+        const sweep = report.failures.length === 0 ? req.sweepFolders : [...req.sweepFolders, ...req.discardFolders];
+        for (const folder of sweep.map((f) => confinedPath(outputRoot, f))) await sweepTemps(folder);
+        for (const folder of discard.map((f) => confinedPath(outputRoot, f))) await discardFolder(folder, outputRoot);
         return report;
       });
     },

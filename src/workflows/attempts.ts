@@ -92,22 +92,22 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
   const holder = holderActivities(queue, input);
   const holdScope = new CancellationScope();
   const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
-  // Rejects whenever the hold ends, normally or not; only consulted while partitions run.
-  let released = false;
+  // Rejects whenever the hold ends, normally or not; only consulted until completion.
+  let planReceived = false;
   const holdEnded = held.then(
     () => {
-      if (!released) throw asHolderFailure(new Error('the snapshot holder ended before completion'));
-      return undefined as never;
+      throw asHolderFailure(new Error('the snapshot holder ended before completion'), true);
     },
     (err: unknown) => {
-      throw asHolderFailure(err);
+      throw asHolderFailure(err, planReceived);
     },
   );
   holdEnded.catch(() => undefined);
   const partitionScope = new CancellationScope();
   let partitions: Promise<ManifestFile>[] = [];
   try {
-    const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err))), holdEnded]);
+    const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
+    planReceived = true;
     scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
     await quick.prepareOutputFolder(scope.folder);
     status.partitionsTotal = plan.ranges.length;
@@ -132,10 +132,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
       }),
     );
     const files = await Promise.race([Promise.all(partitions), holdEnded]);
-    released = true;
     const receipt = await holder.control
       .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
-      .catch((err) => Promise.reject(asHolderFailure(err)));
+      .catch((err) => Promise.reject(asHolderFailure(err, true)));
     await held.catch(() => undefined);
     return {
       workflowId,

@@ -14,15 +14,17 @@ export function failureType(err: unknown): string | undefined {
 }
 
 /**
- * Holder activities fail as "snapshot lost" unless they failed on bad input: a timeout or a
- * crash of the holding worker means the exporting transaction is gone.
+ * Whether a holder failure means the snapshot is gone. Once the plan was handed out, any end of
+ * the holder (its worker died, its session was killed or timed out) loses the snapshot. Before
+ * that, only a timeout does (the holding worker vanished); an error such as an unknown table or
+ * an unreachable source is the run's own failure, and a fresh snapshot would not help.
  */
-export function holderFailureCode(err: unknown): string {
-  const type = failureType(err);
-  if (type && type !== ErrorCode.SNAPSHOT_LOST && err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.nonRetryable) {
-    return type;
+export function holderLostSnapshot(err: unknown, planReceived: boolean): boolean {
+  if (planReceived || failureType(err) === ErrorCode.SNAPSHOT_LOST) return true;
+  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof TimeoutFailure) return true;
   }
-  return ErrorCode.SNAPSHOT_LOST;
+  return false;
 }
 
 export function isSnapshotLost(err: unknown): boolean {
@@ -35,11 +37,8 @@ export function describeFailure(err: unknown): string {
   return failureType(err) ?? 'FAILED';
 }
 
-/** Re-raises a holder failure as a SNAPSHOT_LOST ApplicationFailure (or its own input error). */
-export function asHolderFailure(err: unknown): unknown {
-  if (isCancellation(err)) return err;
-  const code = holderFailureCode(err);
-  return code === ErrorCode.SNAPSHOT_LOST
-    ? ApplicationFailure.create({ type: code, message: 'the snapshot holder was lost', cause: err instanceof Error ? err : undefined })
-    : err;
+/** Re-raises a holder failure as SNAPSHOT_LOST when it lost the snapshot, else unchanged. */
+export function asHolderFailure(err: unknown, planReceived: boolean): unknown {
+  if (isCancellation(err) || !holderLostSnapshot(err, planReceived)) return err;
+  return ApplicationFailure.create({ type: ErrorCode.SNAPSHOT_LOST, message: 'the snapshot holder was lost', cause: err instanceof Error ? err : undefined });
 }

@@ -3,7 +3,7 @@
  * for the whole run, started by the root hooks and stopped after. A missing service fails the
  * run with a message that says how to provide it; nothing is skipped.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -18,6 +18,10 @@ export interface LiveServices {
   bundle: WorkflowBundle;
   /** A fresh output root for this run. */
   outRoot: string;
+  /** The workflow bundle as a file, for worker processes (PG_EXTRACT_WORKFLOW_BUNDLE). */
+  bundlePath: string;
+  /** Scratch space of this run, removed at the end. */
+  scratch: string;
 }
 
 let services: LiveServices | undefined;
@@ -55,14 +59,17 @@ export async function startServices(): Promise<LiveServices> {
     startTemporal(),
     bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never }),
   ]);
-  services = { pg, temporal, bundle, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
+  const scratch = mkdtempSync(join(tmpdir(), 'pg-extract-test-'));
+  const bundlePath = join(scratch, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  services = { pg, temporal, bundle, bundlePath, scratch, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
   return services;
 }
 
 export async function stopServices(): Promise<void> {
   if (!services) return;
-  const { pg, temporal, outRoot } = services;
+  const { pg, temporal, outRoot, scratch } = services;
   services = undefined;
   await Promise.allSettled([temporal.teardown(), pg.stop()]);
-  rmSync(outRoot, { recursive: true, force: true });
+  for (const dir of [outRoot, scratch]) rmSync(dir, { recursive: true, force: true });
 }

@@ -1,0 +1,39 @@
+/** `pg-extract worker` as a real OS process, for crash and shutdown tests; its output is kept for scanning. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { live } from './services';
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+const CLI = join(__dirname, '..', '..', 'src', 'cli', 'main.js');
+
+export async function spawnWorker(taskQueue: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
+  const { temporal, pg, outRoot, bundlePath } = live();
+  const child = spawn(process.execPath, [CLI, 'worker'], {
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: temporal.address,
+      PG_EXTRACT_TASK_QUEUE: taskQueue,
+      PG_EXTRACT_OUT_DIR: outRoot,
+      PG_EXTRACT_SOURCE_URL: pg.url,
+      PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  for (const until = Date.now() + 30_000; !output.includes('pg-extract worker on'); ) {
+    if (child.exitCode !== null || Date.now() > until) throw new Error(`worker did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return { child, output: () => output, exited };
+}
