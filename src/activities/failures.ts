@@ -7,6 +7,13 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { NON_RETRYABLE_CODES, PgExtractError } from '../errors';
 import { redactUrl } from '../config';
 
+/** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
+function failureTypeOf(e: { name?: string; code?: unknown }): string {
+  if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return `SQLSTATE_${e.code}`;
+  if (typeof e?.code === 'string' && /^E[A-Z0-9_]+$/.test(e.code)) return e.code;
+  return e?.name ?? 'Error';
+}
+
 export function toActivityFailure(err: unknown): Error {
   if (err instanceof ApplicationFailure || err instanceof CancelledFailure) return err;
   if (err instanceof PgExtractError) {
@@ -18,9 +25,9 @@ export function toActivityFailure(err: unknown): Error {
     });
     return failure;
   }
-  const e = err as { name?: string; message?: string; code?: string };
+  const e = err as { name?: string; message?: string; code?: unknown };
   return ApplicationFailure.create({
-    type: typeof e?.code === 'string' ? `SQLSTATE_${e.code}` : (e?.name ?? 'Error'),
+    type: failureTypeOf(e),
     message: redactUrl(String(e?.message ?? err)),
   });
 }

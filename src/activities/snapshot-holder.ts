@@ -15,6 +15,13 @@ import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPlanView, parseNamed } from './requests';
 
+/**
+ * How often the holder proves its session alive. Partitions notice a dead snapshot at once (their
+ * import fails); the probe covers the quiet time before completion. It is not a keep-alive: the
+ * coordinator's transaction turns idle_in_transaction_session_timeout off for itself.
+ */
+const PROBE_INTERVAL_MS = 5_000;
+
 interface Deferred<T> {
   promise: Promise<T>;
   resolve(value: T): void;
@@ -100,7 +107,7 @@ export function createHolderActivities({ registry, sourceUrl }: HolderDeps) {
             done = await Promise.race([
               held.finished.promise.then(() => true),
               ctx.cancelled.then(() => true),
-              new Promise<false>((res) => setTimeout(res, heartbeatInterval(), false)),
+              new Promise<false>((res) => setTimeout(res, PROBE_INTERVAL_MS, false)),
             ]);
             if (!done) await coordinator.probe();
           }
