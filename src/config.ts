@@ -34,7 +34,7 @@ export function targetUrl(name: string, env: NodeJS.ProcessEnv = process.env): s
 }
 
 function connectionUrl(kind: 'SOURCE' | 'TARGET', name: string, env: NodeJS.ProcessEnv): string {
-  const variable = name === 'default' ? `PG_EXTRACT_${kind}_URL` : `PG_EXTRACT_${kind}_${name.toUpperCase()}_URL`;
+  const variable = name === 'default' && kind === 'SOURCE' ? 'PG_EXTRACT_SOURCE_URL' : `PG_EXTRACT_${kind}_${name.toUpperCase()}_URL`;
   const url = env[variable];
   if (!url) {
     throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `${kind.toLowerCase()} ${JSON.stringify(name)} is not configured on this worker (set ${variable})`, {

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
-import { connectionConfig, outputRoot, redactUrl, sourceUrl } from './config';
+import { connectionConfig, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
 import { ensureSearchAttributes } from './search-attributes';
 
 /** Options for {@link createExtractionWorker}. */
@@ -21,6 +21,8 @@ export interface ExtractionWorkerOptions {
   outputRoot: string;
   /** Resolves a source name to its URL; only the worker ever sees URLs. */
   sourceUrl: (name: string) => string;
+  /** Resolves a target name (built-in loader) to its URL. @default none configured */
+  targetUrl?: (name: string) => string;
   /**
    * A pre-built workflow bundle (`{ code }` or `{ codePath }`); else ./workflows is bundled at
    * start-up, which takes seconds. `pg-extract worker` reads PG_EXTRACT_WORKFLOW_BUNDLE (a path).
@@ -49,7 +51,12 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
     ...common,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-    activities: createActivities({ outputRoot: options.outputRoot, sourceUrl: options.sourceUrl, holderTaskQueue }),
+    activities: createActivities({
+      outputRoot: options.outputRoot,
+      sourceUrl: options.sourceUrl,
+      targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),
+      holderTaskQueue,
+    }),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 8,
     // A crashed worker's cached workflows move to another worker after this, not the 10 s default.
     stickyQueueScheduleToStartTimeout: '3 seconds',
@@ -93,6 +100,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       taskQueue: config.taskQueue,
       outputRoot: root,
       sourceUrl: (name) => sourceUrl(name, env),
+      targetUrl: (name) => targetUrl(name, env),
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
     });
     console.error(`pg-extract worker on ${config.temporalAddress} namespace=${config.namespace} queue=${config.taskQueue} out=${root}`);

@@ -4,6 +4,7 @@
  */
 import { createCleanupActivities } from './cleanup';
 import { type ExtractDeps, createExtractActivities } from './extract';
+import { createLoadActivities } from './load';
 import { type HolderDeps, createHolderActivities } from './snapshot-holder';
 
 export { SnapshotHolderRegistry } from './snapshot-holder';
@@ -11,6 +12,8 @@ export { SnapshotHolderRegistry } from './snapshot-holder';
 export interface ActivityDeps extends ExtractDeps {
   /** This worker's own holder task queue, handed to workflows that need a snapshot held. */
   holderTaskQueue: string;
+  /** Resolves a target name to its URL (PG_EXTRACT_TARGET_<NAME>_URL); only the worker sees it. */
+  targetUrl: (name: string) => string;
 }
 
 /** Activities any worker on the main task queue runs. */
@@ -18,6 +21,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createExtractActivities(deps),
     ...createCleanupActivities(deps),
+    ...createLoadActivities(deps),
     async holderTaskQueue(): Promise<string> {
       return deps.holderTaskQueue;
     },

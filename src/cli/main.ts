@@ -75,6 +75,9 @@ program
   .option('--no-header', 'omit the CSV header line')
   .option('--gzip', 'gzip the files')
   .option('--out <dir>', 'output folder under the worker output root (PG_EXTRACT_OUT_DIR)')
+  .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
+  .option('--target-table <schema.table>', 'target table for --target')
+  .option('--mode <append|replace>', 'how --target loads', 'append')
   .option('--commit-deadline <seconds>', 'wait this long for the target commit before retaining the files', secondsArg)
   .option('--workflow-id <id>', 'workflow id (default derived from the table and time)')
   .option('--wait', 'wait until extraction is complete and print the manifest')
@@ -91,6 +94,7 @@ program
       gzip: Boolean(opts.gzip),
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
+      ...(opts.target !== undefined ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode } } : {}),
     };
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseExtractionInput(request);

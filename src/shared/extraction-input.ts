@@ -39,6 +39,17 @@ export const extractionInputSchema = z.strictObject({
     .refine((v) => !v.includes('\0'), 'no NUL bytes')
     .refine((v) => isAbsolute(v) || !normalize(v).startsWith('..'), { message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } })
     .optional(),
+  /**
+   * Load into a PostgreSQL target with the built-in loader (the worker resolves `name` from
+   * PG_EXTRACT_TARGET_<NAME>_URL) instead of waiting for an external target owner.
+   */
+  target: z
+    .strictObject({
+      name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a target name: letters, digits, underscores'),
+      table: z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))),
+      mode: z.enum(['append', 'replace']).default('append'),
+    })
+    .optional(),
   /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
   commitDeadlineMs: millis(30 * 24 * HOUR).default(24 * HOUR),
   /** Fresh snapshots to try when the snapshot holder is lost. */

@@ -3,7 +3,7 @@ import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import type { ArtifactTerminalReceipt, TerminalOutcome } from '../lifecycle/terminal';
 import type { PartitionRange } from '../postgres/range-planner';
 
-export type Phase = 'planning' | 'extracting' | 'awaiting_commit' | 'cleaning_up' | 'done';
+export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done';
 
 /** What the target owner says about its commit. */
 export type TargetCommitOutcome = 'committed' | 'failed' | 'unknown';
@@ -70,6 +70,8 @@ export interface ExtractionResult {
   extractionReceipt: ExtractionLifecycleReceipt;
   terminalReceipt: ArtifactTerminalReceipt;
   attempts: AttemptRecord[];
-  /** The target owner's operation id, when it gave one. */
+  /** The target owner's operation id, when it gave one (the built-in loader's fence id). */
   operationId: string | null;
+  /** What the built-in loader reported, when `target` was set. */
+  load: { outcome: TargetCommitOutcome; reason: string | null; rows: number | null } | null;
 }

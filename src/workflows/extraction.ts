@@ -31,6 +31,8 @@ const OUTCOME_OF: Record<TargetCommit['outcome'], TerminalOutcome> = {
 };
 
 const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
+// The fence makes a retried load a no-op once one attempt committed, so retrying is safe.
+const loader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
 
 function checkCommit(commit: unknown): asserts commit is TargetCommit {
   const c = commit as TargetCommit | null;
@@ -87,7 +89,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     {
       validator: (c) => {
         checkCommit(c);
-        if (status.phase === 'planning' || status.phase === 'extracting') {
+        if (status.phase === 'planning' || status.phase === 'extracting' || status.phase === 'loading') {
           throw ApplicationFailure.nonRetryable(`extraction is still ${status.phase}`, 'NOT_AWAITING_COMMIT');
         }
       },
@@ -97,6 +99,21 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   status.phase = 'extracting';
   progress();
   manifest = await extractWithFreshSnapshots(input, status, attempts, progress);
+
+  let load: ExtractionResult['load'] = null;
+  if (input.target) {
+    status.phase = 'loading';
+    progress();
+    const { workflowId, runId } = workflowInfo();
+    const report = await loader.loadTarget({
+      target: input.target,
+      files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
+      format: { format: input.format, header: input.header, gzip: input.gzip },
+      operationId: `${workflowId}:${runId}:attempt-${manifest.attempt}`,
+    });
+    load = { outcome: report.outcome, reason: report.reason, rows: report.rows };
+    commit = { outcome: report.outcome, operationId: report.operationId };
+  }
 
   status.phase = 'awaiting_commit';
   progress();
@@ -128,7 +145,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   progress();
   await condition(allHandlersFinished);
   if (cancelled) throw cancelled;
-  return { manifest, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null };
+  return { manifest, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null, load };
 }
 
 async function extractWithFreshSnapshots(

@@ -13,7 +13,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { createActivities, createHolderActivities, SnapshotHolderRegistry } from '../../src/activities';
 import { startExtraction } from '../../src/client';
-import { sourceUrl } from '../../src/config';
+import { sourceUrl, targetUrl } from '../../src/config';
 import { ErrorCode, PgExtractError } from '../../src/errors';
 import { type ExtractionInput, parseExtractionInput } from '../../src/shared/extraction-input';
 import { admin, ourSessions } from '../support/database';
@@ -71,7 +71,7 @@ describe('bad input (live)', function () {
     // Expected failures would each print a stack at WARN; errors still show.
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
     const urls = (name: string): string => sourceUrl(name, { PG_EXTRACT_SOURCE_URL: live().pg.url });
-    const activities = () => createActivities({ outputRoot: root, sourceUrl: urls, holderTaskQueue: 'q' });
+    const activities = () => createActivities({ outputRoot: root, sourceUrl: urls, targetUrl: (name) => targetUrl(name, {}), holderTaskQueue: 'q' });
     const partition = (patch: Record<string, unknown>) => ({
       input: valid(),
       snapshotId: '00000003-0000001B-1',

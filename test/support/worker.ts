@@ -16,6 +16,8 @@ export interface TestWorkerOptions {
   /** Source URL for the `default` source. @default the live PostgreSQL */
   sourceUrl?: string;
   maxConcurrentActivities?: number;
+  /** Target name → URL for the built-in loader. */
+  targets?: Record<string, string>;
 }
 
 export async function startTestWorker(options: TestWorkerOptions = {}): Promise<{ worker: ExtractionWorker; running: Promise<void>; taskQueue: string }> {
@@ -28,6 +30,11 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     outputRoot: outRoot,
     workflowBundle: bundle,
     maxConcurrentActivities: options.maxConcurrentActivities,
+    targetUrl: (name) => {
+      const target = options.targets?.[name];
+      if (!target) throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `target ${name} is not configured`, { field: 'target' });
+      return target;
+    },
     sourceUrl: (name) => {
       if (name !== 'default') throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `source ${name} is not configured`, { field: 'source' });
       return url;

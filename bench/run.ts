@@ -1,0 +1,277 @@
+/**
+ * `npm run bench`: extraction speed and memory, side by side, in one invocation. Baselines
+ * (server COPY to /dev/null, psql \copy, hand-split parallel psql, pg_dump -j2, pgcopydb) and our
+ * full Temporal workflow run interleaved, each at least `--runs` times; the table reports medians
+ * and ratios to the best baseline. Results go to bench/results/latest.json.
+ *
+ *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling]
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { Client as PgClient } from 'pg';
+import { startExtraction, waitForManifest } from '../src/client';
+import { projectRoot } from '../src/devenv/project-root';
+import { freePort, startPostgres } from '../src/devenv/postgres-service';
+import { startDevServer } from '../src/devenv/temporal-dev-server';
+import { commitUpdate } from '../src/shared/definitions';
+import type { ExtractionRequest } from '../src/shared/extraction-input';
+
+const run = promisify(execFile);
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const ROWS = arg('--rows', process.argv.includes('--quick') ? 200_000 : 5_000_000);
+const RUNS = Math.max(3, arg('--runs', 3));
+
+interface Method {
+  name: string;
+  kind: 'baseline' | 'ours';
+  /** Runs once; returns the output bytes and, for ours, the worker's peak RSS. */
+  once(): Promise<{ bytes: number; peakRssMb?: number }>;
+}
+
+interface Result {
+  name: string;
+  kind: string;
+  seconds: number[];
+  medianSeconds: number;
+  rowsPerSecond: number;
+  mbPerSecond: number;
+  peakRssMb: number | null;
+  ratioToBestBaseline?: number;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function seed(url: string, schema: string, rows: number): Promise<void> {
+  const pg = new PgClient({ connectionString: url });
+  await pg.connect();
+  try {
+    const have = await pg.query(`SELECT count(*)::int AS n FROM ${schema}.t`).catch(() => null);
+    if (have?.rows[0].n === rows) return;
+    await pg.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    await pg.query(`CREATE TABLE ${schema}.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)`);
+    await pg.query(
+      `INSERT INTO ${schema}.t SELECT g, 'customer ' || (g % 9973), (g % 100000) / 100.0, timestamptz '2026-01-01' + g * interval '1 second',
+              g % 2 = 0, md5(g::text)::uuid, repeat(chr((97 + g % 26)::int), (20 + g % 30)::int) FROM generate_series(1, $1::bigint) g`,
+      [rows],
+    );
+    await pg.query(`VACUUM ANALYZE ${schema}.t`);
+  } finally {
+    await pg.end();
+  }
+}
+
+async function dirBytes(dir: string): Promise<number> {
+  const { stdout } = await run('du', ['-sb', dir]);
+  return Number(stdout.split('\t')[0]);
+}
+
+/** Samples a process's peak RSS (VmHWM) from /proc. */
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function main(): Promise<void> {
+  const scratch = join(tmpdir(), `pg-extract-bench-${process.pid}`);
+  mkdirSync(scratch, { recursive: true });
+  const pg = await startPostgres({ settings: { shared_buffers: '1GB', max_wal_size: '4GB' } });
+  const port = await freePort();
+  const temporal = await startDevServer({ port, uiPort: await freePort(), logFile: join(scratch, 'temporal.log') });
+  try {
+    await measure(pg.url, temporal.address, scratch);
+  } finally {
+    await temporal.stop();
+    await pg.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+async function measure(pgUrl: string, temporalAddress: string, scratch: string): Promise<void> {
+  const pg = { url: pgUrl };
+  const temporal = { address: temporalAddress };
+  console.error(`seeding ${ROWS} rows…`);
+  await seed(pg.url, 'bench', ROWS);
+  await seed(pg.url, 'bench_empty', 0);
+  const bundlePath = join(scratch, 'bundle.js');
+  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never })).code);
+
+  const outRoot = join(scratch, 'out');
+  const taskQueue = 'bench';
+  const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker.js')], {
+    env: { ...process.env, TEMPORAL_ADDRESS: temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: outRoot, PG_EXTRACT_SOURCE_URL: pg.url, PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    worker.stderr!.on('data', (d: Buffer) => d.toString().includes('pg-extract worker on') && resolve());
+    worker.once('exit', () => reject(new Error('worker exited')));
+  });
+  const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+  const psql = (sql: string) => run('psql', [pg.url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { maxBuffer: 1 << 20 });
+  const out = (name: string): string => {
+    const dir = join(scratch, name);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  };
+
+  const handSplit = (ways: number): Method => ({
+    name: `psql \\copy ×${ways} (hand-split)`,
+    kind: 'baseline',
+    async once() {
+      const dir = out(`split${ways}`);
+      const step = Math.ceil(ROWS / ways);
+      await Promise.all(
+        Array.from({ length: ways }, (_, i) => psql(`\\copy (SELECT * FROM bench.t WHERE id > ${i * step} AND id <= ${(i + 1) * step}) TO '${dir}/part-${i}.csv' (FORMAT csv, HEADER)`)),
+      );
+      return { bytes: await dirBytes(dir) };
+    },
+  });
+
+  const ours = (label: string, request: Omit<ExtractionRequest, 'table'>, table = 'bench.t'): Method => ({
+    name: `pg-extract ${label}`,
+    kind: 'ours',
+    async once() {
+      const handle = await startExtraction(client, { table, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
+      const manifest = await waitForManifest(handle, 50);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!) };
+    },
+  });
+
+  const methods: Method[] = [
+    { name: "server COPY TO '/dev/null'", kind: 'baseline', once: async () => (await psql(`COPY (SELECT * FROM bench.t) TO '/dev/null' (FORMAT csv)`), { bytes: 0 }) },
+    {
+      name: 'psql \\copy (one session)',
+      kind: 'baseline',
+      async once() {
+        const dir = out('psql1');
+        await psql(`\\copy (SELECT * FROM bench.t) TO '${dir}/all.csv' (FORMAT csv, HEADER)`);
+        return { bytes: await dirBytes(dir) };
+      },
+    },
+    handSplit(2),
+    handSplit(4),
+    {
+      name: 'pg_dump -Fd -j2 -a',
+      kind: 'baseline',
+      async once() {
+        const dir = join(out('dump'), 'd');
+        await run('pg_dump', ['-d', pg.url, '-Fd', '-j2', '-a', '-t', 'bench.t', '-Z0', '-f', dir]);
+        return { bytes: await dirBytes(dir) };
+      },
+    },
+    ours('1 partition csv', { partitions: 1 }),
+    ours('2 partitions csv', { partitions: 2 }),
+    ours('4 partitions csv', { partitions: 4 }),
+    ours('2 partitions binary', { partitions: 2, format: 'binary' }),
+    ours('4 partitions binary', { partitions: 4, format: 'binary' }),
+    ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
+    ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
+  ];
+  const pgcopydb = await run('pgcopydb', ['--version']).then(() => true, () => false);
+  if (pgcopydb) {
+    const target = pg.url.replace(/\/[^/]*$/, '/bench_target');
+    methods.push({
+      name: 'pgcopydb copy table-data ×2 (PG → PG)',
+      kind: 'baseline',
+      async once() {
+        await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
+        await psql('CREATE DATABASE bench_target');
+        await run('psql', [target, '-q', '-c', 'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)']);
+        const dir = out('pgcopydb');
+        const filters = join(scratch, 'pgcopydb-filters.ini');
+        writeFileSync(filters, '[include-only-table]\nbench.t\n');
+        await run('pgcopydb', ['copy', 'table-data', '--source', pg.url, '--target', target, '--table-jobs', '2', '--split-tables-larger-than', '1MB', '--dir', join(dir, 'work'), '--filters', filters, '--not-consistent'], { maxBuffer: 64 << 20 });
+        return { bytes: 0 };
+      },
+    });
+  } else {
+    console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baseline is skipped');
+  }
+
+  const times = new Map<string, { seconds: number[]; bytes: number; rss: number[] }>();
+  for (let r = 0; r < RUNS; r++) {
+    for (const m of methods) {
+      const t0 = process.hrtime.bigint();
+      const { bytes, peakRssMb: rss } = await m.once();
+      const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+      const entry = times.get(m.name) ?? { seconds: [], bytes, rss: [] };
+      entry.seconds.push(seconds);
+      if (rss !== undefined) entry.rss.push(rss);
+      times.set(m.name, entry);
+      console.error(`run ${r + 1}/${RUNS}  ${m.name.padEnd(40)} ${seconds.toFixed(2)} s`);
+    }
+  }
+
+  // Fixed cost of a run and of each partition: an empty table with 1 and with 16 partitions.
+  const overhead = async (partitions: number): Promise<number> => {
+    const xs: number[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const t0 = process.hrtime.bigint();
+      await ours('empty', { partitions }, 'bench_empty.t').once();
+      xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
+    }
+    return median(xs);
+  };
+  const empty1 = await overhead(2);
+  const empty16 = await overhead(16);
+
+  const results: Result[] = methods.map((m) => {
+    const e = times.get(m.name)!;
+    const med = median(e.seconds);
+    return {
+      name: m.name,
+      kind: m.kind,
+      seconds: e.seconds,
+      medianSeconds: med,
+      rowsPerSecond: Math.round(ROWS / med),
+      mbPerSecond: Number((e.bytes / 1e6 / med).toFixed(1)),
+      peakRssMb: e.rss.length ? Math.round(Math.max(...e.rss)) : null,
+    };
+  });
+  const best = Math.min(...results.filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb')).map((r) => r.medianSeconds));
+  for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best).toFixed(2));
+  const byName = (n: string) => results.find((r) => r.name === n)!.medianSeconds;
+  const summary = {
+    rows: ROWS,
+    runs: RUNS,
+    machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+    date: new Date().toISOString(),
+    results,
+    goals: {
+      twoPartitionsVsHandSplit2: Number((byName('pg-extract 2 partitions csv') / byName('psql \\copy ×2 (hand-split)')).toFixed(2)),
+      twoPartitionsVsPgDumpJ2: Number((byName('pg-extract 2 partitions csv') / byName('pg_dump -Fd -j2 -a')).toFixed(2)),
+      workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0)),
+    },
+    overhead: { emptyRun2PartitionsSeconds: empty1, perPartitionSeconds: Number(((empty16 - empty1) / 14).toFixed(3)) },
+  };
+
+  console.log(`\n${ROWS} rows, median of ${RUNS} interleaved runs — ${summary.machine}\n`);
+  console.log('| method | median s | rows/s | MB/s | × best baseline | worker peak RSS MB |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of results) console.log(`| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} |`);
+  console.log(`\noverhead: an empty 2-partition run ${empty1.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
+  console.log(`goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2}; / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; worker peak RSS ${summary.goals.workerPeakRssMb} MB`);
+  const resultsDir = join(projectRoot(), 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
+
+  worker.kill('SIGTERM');
+  await client.connection.close();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,155 @@
+/**
+ * The built-in target owner for PostgreSQL: load a manifest's files into a target table in one
+ * transaction, guarded by a commit fence. Files are COPYed into a staging table (under the owned
+ * staging guard), verified against the manifest's rows and sha256 before anything moves, then
+ * moved into the target (append or replace) and the fence row `(operation_id, intent_digest)` is
+ * written in the same transaction. If COMMIT's acknowledgement is lost, {@link reconcileCommit}
+ * asks the fence what happened; a retried load finds its fence row and loads nothing twice.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import type { Client } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
+import type { ExportFormat } from './export-format';
+import { quoteIdent, quoteQualified } from './sql';
+
+/** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
+export const FENCE_SCHEMA = 'pgextract';
+export const FENCE_TABLE = 'commit_fence';
+const FENCE = quoteQualified(FENCE_SCHEMA, FENCE_TABLE);
+
+export interface LoadFile {
+  path: string;
+  rows: number;
+  sha256: string;
+}
+
+export interface LoadRequest {
+  files: LoadFile[];
+  format: ExportFormat;
+  schema: string;
+  table: string;
+  mode: 'append' | 'replace';
+  /** Stable per extraction attempt: the same load retried has the same id. */
+  operationId: string;
+}
+
+export type LoadResult = { status: 'committed'; rows: number; intentDigest: string } | { status: 'already_committed'; intentDigest: string };
+
+/** The digest of what a load intends to write: every file's name, rows and sha256, in order. */
+export function intentDigest(request: Pick<LoadRequest, 'files' | 'schema' | 'table' | 'mode'>): string {
+  const h = createHash('sha256');
+  h.update(`${request.schema}.${request.table}:${request.mode}\n`);
+  for (const f of request.files) h.update(`${f.rows}:${f.sha256}\n`);
+  return `sha256:${h.digest('hex')}`;
+}
+
+function failure(code: ErrorCode, message: string, disposition: string, cause?: unknown): PgExtractError {
+  return Object.assign(new PgExtractError(code, message, { cause }), { disposition });
+}
+
+export async function ensureFence(client: Client): Promise<void> {
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
+  await client.query(
+    `CREATE TABLE IF NOT EXISTS ${FENCE} (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`,
+  );
+}
+
+class Hasher extends Transform {
+  readonly hash = createHash('sha256');
+  override _transform(chunk: Buffer, _e: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    done(null, chunk);
+  }
+}
+
+/** Copies one file into `staging`, hashing the bytes as they are read; returns rows and sha256. */
+async function copyFileInto(client: Client, staging: string, file: LoadFile, format: ExportFormat): Promise<{ rows: number; sha256: string }> {
+  const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header ? 'true' : 'false'}`;
+  const sink = client.query(copyFrom(`COPY ${staging} FROM STDIN (${options})`));
+  const hasher = new Hasher();
+  await (format.gzip ? pipeline(createReadStream(file.path), hasher, createGunzip(), sink) : pipeline(createReadStream(file.path), hasher, sink));
+  return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
+}
+
+/**
+ * Loads on `client` (a fresh target session). Throws with a `disposition` the outcome mapping
+ * understands: a checksum mismatch is cleanup-safe (abort); a lost COMMIT acknowledgement is
+ * TARGET_COMMIT_AMBIGUOUS and must be reconciled.
+ */
+export async function loadIntoTarget(client: Client, request: LoadRequest): Promise<LoadResult> {
+  const target = quoteQualified(request.schema, request.table);
+  const digest = intentDigest(request);
+  await ensureFence(client);
+  await client.query('BEGIN');
+  try {
+    const fenced = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1 FOR UPDATE`, [request.operationId]);
+    if (fenced.rows[0]) {
+      await client.query('ROLLBACK');
+      if (fenced.rows[0].intent_digest !== digest) {
+        throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${request.operationId} already committed a different load`, FailureDisposition.preserveEvidence);
+      }
+      return { status: 'already_committed', intentDigest: digest };
+    }
+    await client.query('SAVEPOINT pg_extract_staging');
+    const staging = quoteQualified(request.schema, `pg_extract_stg_${createHash('sha256').update(request.operationId).digest('hex').slice(0, 12)}`);
+    const { result: rows } = await ownedStagingHandle({
+      // Created inside the load's transaction: dropping is rolling back to before it, which works
+      // even when a failed COPY has aborted the transaction.
+      create: async () => void (await client.query(`CREATE TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
+      drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
+      materialize: async () => {
+        let total = 0;
+        for (const file of request.files) {
+          const loaded = await copyFileInto(client, staging, file, request.format);
+          if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
+            throw failure(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`, FailureDisposition.cleanupSafe);
+          }
+          total += loaded.rows;
+        }
+        if (request.mode === 'replace') await client.query(`DELETE FROM ${target}`);
+        await client.query(`INSERT INTO ${target} SELECT * FROM ${staging}`);
+        await client.query(`DROP TABLE ${staging}`);
+        await client.query(`INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4)`, [request.operationId, digest, `${request.schema}.${request.table}`, total]);
+        return total;
+      },
+    });
+    try {
+      await client.query('COMMIT');
+    } catch (err) {
+      throw failure(ErrorCode.TARGET_COMMIT_AMBIGUOUS, 'the COMMIT was sent but its acknowledgement was lost', FailureDisposition.preserveEvidence, err);
+    }
+    return { status: 'committed', rows, intentDigest: digest };
+  } catch (err) {
+    if ((err as PgExtractError).code !== ErrorCode.TARGET_COMMIT_AMBIGUOUS) {
+      await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
+    }
+    throw err;
+  }
+}
+
+/** What the fence says about an operation whose COMMIT is ambiguous. */
+export type Reconciliation = 'committed' | 'not_committed' | 'unknown';
+
+/** Looks the operation up on a fresh session; an unreachable target is `unknown`. */
+export async function reconcileCommit(open: () => Promise<Client>, operationId: string, digest: string): Promise<Reconciliation> {
+  let client: Client | undefined;
+  try {
+    client = await open();
+    const r = await client.query<{ intent_digest: string }>(
+      `SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`,
+      [operationId],
+    );
+    if (!r.rows[0]) return 'not_committed';
+    return r.rows[0].intent_digest === digest ? 'committed' : 'unknown';
+  } catch {
+    return 'unknown';
+  } finally {
+    await client?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The built-in PostgreSQL target loader, with a second database as the target: exact rows,
+ * checksum verification, a COMMIT whose acknowledgement is lost (reconciled through the fence),
+ * an unreachable target after that (files retained), and a retried load that loads once.
+ */
+import assert from 'node:assert/strict';
+import { access, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DefaultLogger } from '@temporalio/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { type LoadReport, createLoadActivities } from '../../src/activities/load';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { ensureFence, reconcileCommit } from '../../src/postgres/target-loader';
+import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { admin, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const TARGET_DB = 'load_target';
+
+function targetUrl(): string {
+  const url = new URL(live().pg.url);
+  url.pathname = `/${TARGET_DB}`;
+  return url.toString();
+}
+
+async function onTarget<T>(work: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: targetUrl(), application_name: 'pg-extract-test' });
+  await c.connect();
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function targetDigest(): Promise<{ count: number; md5: string }> {
+  return onTarget(async (c) => {
+    const r = await c.query(`SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM dst.t x`);
+    return r.rows[0];
+  });
+}
+
+async function orphanStagingTables(): Promise<number> {
+  return onTarget(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`)).rows[0].n);
+}
+
+/** Makes the next COMMIT on the target pause inside a deferred trigger, so a test can act "at the moment of COMMIT". */
+async function slowCommit(): Promise<void> {
+  await onTarget(async (c) => {
+    await c.query(`CREATE SCHEMA IF NOT EXISTS pgextract`);
+    await c.query(`CREATE TABLE IF NOT EXISTS pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`);
+    await c.query(`CREATE OR REPLACE FUNCTION public.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$`);
+    await c.query(`DROP TRIGGER IF EXISTS slow_commit ON pgextract.commit_fence`);
+    await c.query(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON pgextract.commit_fence DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.slow_commit()`);
+  });
+}
+
+async function terminateTargetAtCommit(before?: () => Promise<void>): Promise<void> {
+  for (const until = Date.now() + 30_000; Date.now() < until; ) {
+    const r = await admin().query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND query = 'COMMIT' AND state = 'active'`, [TARGET_DB]);
+    if (r.rows[0]) {
+      await before?.();
+      await admin().query('SELECT pg_terminate_backend($1)', [r.rows[0].pid]);
+      return;
+    }
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  throw new Error('the load never reached COMMIT');
+}
+
+describe('built-in PostgreSQL target loader (live)', function () {
+  this.timeout(120_000);
+  let table: string;
+  let expected: { count: number; md5: string };
+
+  before(async () => {
+    table = await seedMixedTable('src', 20_000);
+    expected = await tableDigest(`SELECT * FROM ${table}`);
+  });
+  beforeEach(async () => {
+    await admin().query(`DROP DATABASE IF EXISTS ${TARGET_DB} WITH (FORCE)`);
+    await admin().query(`CREATE DATABASE ${TARGET_DB}`);
+    await onTarget((c) => c.query(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`));
+  });
+  afterEach(async () => {
+    await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
+    assert.equal(await orphanStagingTables(), 0, 'no staging table orphaned');
+    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
+  });
+
+  const run = (extra: Record<string, unknown> = {}) =>
+    withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', mode: 'append' }, ...extra }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        return { result: (await handle.result()) as ExtractionResult, manifest };
+      },
+      { targets: { warehouse: targetUrl() } },
+    );
+
+  it('loads the exact rows in one transaction with a fence row, then the files are deleted (success)', async () => {
+    const { result, manifest } = await run();
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
+    assert.deepEqual(await targetDigest(), expected);
+    const fence = await onTarget((c) => c.query('SELECT operation_id, rows FROM pgextract.commit_fence'));
+    assert.equal(fence.rows.length, 1);
+    assert.equal(fence.rows[0].operation_id, result.operationId);
+    for (const f of manifest.files) await assert.rejects(access(f.path));
+  });
+
+  it('replace mode swaps the target contents in the same transaction', async () => {
+    await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'stale')`));
+    const { result } = await run({ target: { name: 'warehouse', table: 'dst.t', mode: 'replace' } });
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(await targetDigest(), expected);
+  });
+
+  it('the target backend terminated at the moment of COMMIT → reconciled as not committed → abort', async () => {
+    await slowCommit();
+    const [{ result }] = await Promise.all([run(), terminateTargetAtCommit()]);
+    assert.deepEqual(result.load, { outcome: 'failed', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
+    assert.equal(result.terminalReceipt.outcome, 'abort');
+    assert.equal((await targetDigest()).count, 0, 'nothing committed');
+  });
+
+  it('the target unreachable after an ambiguous COMMIT → retain_commit_unknown, files kept, source sessions closed', async () => {
+    await slowCommit();
+    const [{ result, manifest }] = await Promise.all([run(), terminateTargetAtCommit(async () => void (await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`)))]);
+    assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
+    assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
+    for (const f of manifest.files) await access(f.path);
+    assert.deepEqual([...result.terminalReceipt.filesRetained].sort(), manifest.files.map((f) => f.path).sort());
+  });
+
+  describe('the load activity itself', () => {
+    const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
+    let files: { path: string; rows: number; sha256: string }[];
+    before(async () => {
+      // Files as an extraction would leave them (CSV with header, two rows each).
+      const { createHash } = await import('node:crypto');
+      files = [];
+      for (const [i, body] of ['id,name\n1,a\n2,b\n', 'id,name\n3,c\n4,d\n'].entries()) {
+        const path = join(live().outRoot, `load-${i}.csv`);
+        await writeFile(path, body);
+        files.push({ path, rows: 2, sha256: createHash('sha256').update(body).digest('hex') });
+      }
+    });
+    const activity = () => createLoadActivities({ targetUrl: () => targetUrl(), outputRoot: live().outRoot }).loadTarget;
+    const request = (patch: Record<string, unknown> = {}) => ({
+      target: { name: 'warehouse', table: 'dst.u', mode: 'append' as const },
+      files,
+      format: { format: 'csv' as const, header: true, gzip: false },
+      operationId: 'op-retry-1',
+      ...patch,
+    });
+    beforeEach(async () => onTarget((c) => c.query('CREATE TABLE dst.u (id int, name text)')));
+
+    it('a sha256 mismatch aborts before commit and drops staging', async () => {
+      const bad = [{ ...files[0]!, sha256: 'f'.repeat(64) }, files[1]!];
+      const report: LoadReport = await env.run(activity(), request({ files: bad }));
+      assert.deepEqual([report.outcome, report.reason], ['failed', 'TARGET_CHECKSUM_MISMATCH']);
+      assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 0);
+    });
+
+    it('a retried load (same operation id) loads exactly once', async () => {
+      const first: LoadReport = await env.run(activity(), request());
+      const second: LoadReport = await env.run(activity(), request());
+      assert.deepEqual([first.outcome, first.rows], ['committed', 4]);
+      assert.deepEqual([second.outcome, second.rows], ['committed', null], 'the fence answered the retry');
+      assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
+    });
+
+    it('a load whose files are outside the output root is refused', async () => {
+      await assert.rejects(env.run(activity(), request({ files: [{ path: '/etc/hostname', rows: 1, sha256: 'a'.repeat(64) }] })), /OUTPUT_PATH_ESCAPES_ROOT|leaves the output root/);
+    });
+  });
+
+  it('reconcile reads the fence: found → committed, other intent → unknown, absent → not committed, unreachable → unknown', async () => {
+    const open = async (): Promise<Client> => {
+      const c = new Client({ connectionString: targetUrl() });
+      await c.connect();
+      return c;
+    };
+    await onTarget(async (c) => {
+      await ensureFence(c);
+      await c.query(`INSERT INTO pgextract.commit_fence (operation_id, intent_digest, target, rows) VALUES ('op-a', 'sha256:x', 'dst.t', 1)`);
+    });
+    assert.equal(await reconcileCommit(open, 'op-a', 'sha256:x'), 'committed');
+    assert.equal(await reconcileCommit(open, 'op-a', 'sha256:y'), 'unknown');
+    assert.equal(await reconcileCommit(open, 'op-b', 'sha256:x'), 'not_committed');
+    const unreachable = async (): Promise<Client> => {
+      const c = new Client({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
+      await c.connect();
+      return c;
+    };
+    assert.equal(await reconcileCommit(unreachable, 'op-a', 'sha256:x'), 'unknown');
+  });
+});
