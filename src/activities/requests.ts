@@ -66,7 +66,7 @@ export interface SnapshotPlanView {
   table: { schema: string; table: string; columns: string[] };
   key: SplitKey | null;
   ranges: PartitionRange[];
-  rowCount: number;
+  rowCount: number | null;
 }
 
 export interface CompleteSnapshotRequest {

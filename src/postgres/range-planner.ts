@@ -35,8 +35,10 @@ export interface KeyBounds {
   /** MIN/MAX as text (session TimeZone UTC); null when every key is NULL or the table is empty. */
   min: string | null;
   max: string | null;
-  rowCount: number;
-  nullCount: number;
+  /** COUNT(*) when it was counted (auto partitioning); null when only MIN/MAX were read. */
+  rowCount: number | null;
+  /** Whether any key IS NULL. */
+  hasNulls: boolean;
   /** Sorted quantile values as text (e.g. percentile_disc over a sample); may be empty. */
   quantiles?: readonly string[];
 }
@@ -102,14 +104,13 @@ export function autoPartitionCount(rowCount: number, options: { targetRows: numb
 
 /** Plans at most `partitions` key ranges (plus one NULL range when NULL keys exist). */
 export function planKeyRanges(bounds: KeyBounds, partitions: number): PartitionRange[] {
-  const nonNull = bounds.rowCount - bounds.nullCount;
-  const nulls: PartitionRange[] = bounds.nullCount > 0 ? [{ kind: 'nulls' }] : [];
-  if (bounds.rowCount === 0) return [{ kind: 'all' }];
-  if (nonNull === 0 || bounds.min === null || bounds.max === null) return nulls;
+  const nulls: PartitionRange[] = bounds.hasNulls ? [{ kind: 'nulls' }] : [];
+  // No non-NULL key: only the NULL partition, or (an empty table) one empty, receipted partition.
+  if (bounds.min === null || bounds.max === null) return nulls.length ? nulls : [{ kind: 'all' }];
   const codec = CODECS[bounds.kind];
   const lo = codec.parse(bounds.min);
   const hi = codec.parse(bounds.max);
-  const keyRanges = Math.max(1, Math.min(partitions - nulls.length || 1, nonNull));
+  const keyRanges = Math.max(1, Math.min(partitions - nulls.length || 1, bounds.rowCount ?? partitions));
   let cuts: unknown[] = [];
   if (lo !== undefined && hi !== undefined && keyRanges > 1) {
     const quantiles = (bounds.quantiles ?? []).map((q) => codec.parse(q)).filter((q) => q !== undefined);

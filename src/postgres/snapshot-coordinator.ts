@@ -40,8 +40,8 @@ export interface SnapshotPlan {
   coordinatorPid: number;
   table: ResolvedTable;
   ranges: PartitionRange[];
-  /** COUNT(*) inside the snapshot; -1 when not counted (no key). */
-  rowCount: number;
+  /** COUNT(*) inside the snapshot when `auto` needed it; null otherwise (MIN/MAX come from the index). */
+  rowCount: number | null;
 }
 
 const SAMPLE_ABOVE_ROWS = 1_000_000;
@@ -105,32 +105,45 @@ export class SnapshotCoordinator {
   }
 }
 
-async function planRanges(client: ClientBase, table: ResolvedTable, planning: PlanningOptions): Promise<{ ranges: PartitionRange[]; rowCount: number }> {
+async function planRanges(client: ClientBase, table: ResolvedTable, planning: PlanningOptions): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
   const relation = quoteQualified(table.schema, table.table);
-  const wanted = (rows: number): number =>
+  const auto = planning.partitions === 'auto';
+  const wanted = (rows: number | null): number =>
     planning.partitions === 'auto'
-      ? autoPartitionCount(rows, { targetRows: planning.targetRowsPerPartition ?? 250_000, max: planning.maxPartitions ?? 16 })
+      ? autoPartitionCount(rows ?? 0, { targetRows: planning.targetRowsPerPartition ?? 250_000, max: planning.maxPartitions ?? 16 })
       : planning.partitions;
   if (table.key) {
     const key = quoteIdent(table.key.name);
-    const b = await client.query<{ min: string | null; max: string | null; rows: string; nulls: string }>(
-      `SELECT min(${key})::text AS min, max(${key})::text AS max, count(*)::text AS rows, (count(*) - count(${key}))::text AS nulls FROM ${relation}`,
+    // A fixed partition count needs no COUNT(*): MIN, MAX and "any NULL?" are index probes.
+    const b = await client.query<{ min: string | null; max: string | null; rows: string | null; has_nulls: boolean }>(
+      auto
+        ? `SELECT min(${key})::text AS min, max(${key})::text AS max, count(*)::text AS rows, count(*) > count(${key}) AS has_nulls FROM ${relation}`
+        : `SELECT min(${key})::text AS min, max(${key})::text AS max, NULL::text AS rows, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls FROM ${relation}`,
     );
     const row = b.rows[0]!;
-    const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: Number(row.rows), nullCount: Number(row.nulls) };
+    const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: row.rows === null ? null : Number(row.rows), hasNulls: row.has_nulls };
     const n = wanted(bounds.rowCount);
-    if (n > 1 && bounds.rowCount - bounds.nullCount > 1) bounds.quantiles = await sampleQuantiles(client, relation, key, n, bounds.rowCount);
+    if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
+      bounds.quantiles = await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await estimatedRows(client, relation)));
+    }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
   if (table.relkind === 'r' || table.relkind === 'm') {
-    const p = await client.query<{ pages: string; rows: string }>(
+    const p = await client.query<{ pages: string; rows: string | null }>(
       `SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages,
-              (SELECT count(*) FROM ${relation})::text AS rows`,
+              ${auto ? `(SELECT count(*) FROM ${relation})::text` : 'NULL::text'} AS rows`,
     );
-    const rows = Number(p.rows[0]!.rows);
-    return { ranges: rows === 0 ? [{ kind: 'all' }] : planPageRanges(Number(p.rows[0]!.pages), wanted(rows)), rowCount: rows };
+    const pages = Number(p.rows[0]!.pages);
+    const rows = p.rows[0]!.rows === null ? null : Number(p.rows[0]!.rows);
+    return { ranges: rows === 0 || pages === 0 ? [{ kind: 'all' }] : planPageRanges(pages, wanted(rows)), rowCount: rows };
   }
-  return { ranges: [{ kind: 'all' }], rowCount: -1 };
+  return { ranges: [{ kind: 'all' }], rowCount: null };
+}
+
+/** The planner's row estimate: only used to decide how much to sample. */
+async function estimatedRows(client: ClientBase, relation: string): Promise<number> {
+  const r = await client.query<{ n: string }>(`SELECT greatest(reltuples, 0)::bigint::text AS n FROM pg_class WHERE oid = ${quoteLiteral(relation)}::regclass`);
+  return Number(r.rows[0]?.n ?? 0);
 }
 
 /** n-1 quantiles of the key, exact for small tables, from a page sample for large ones. */

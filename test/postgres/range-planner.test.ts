@@ -5,7 +5,7 @@ import type { KeyKind } from '../../src/postgres/catalog';
 import { type KeyRange, autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/postgres/range-planner';
 
 function keyRanges(kind: KeyKind, min: string, max: string, n: number, quantiles: string[] = []): KeyRange[] {
-  return planKeyRanges({ kind, min, max, rowCount: 1_000_000, nullCount: 0, quantiles }, n) as KeyRange[];
+  return planKeyRanges({ kind, min, max, rowCount: 1_000_000, hasNulls: false, quantiles }, n) as KeyRange[];
 }
 
 /** The first range is open below, the last open above, and each upper bound is the next lower bound. */
@@ -59,11 +59,11 @@ describe('range planner', () => {
   });
 
   it('NULL keys get one partition of their own; all-NULL and empty tables are handled', () => {
-    const withNulls = planKeyRanges({ kind: 'integer', min: '1', max: '100', rowCount: 110, nullCount: 10 }, 3);
+    const withNulls = planKeyRanges({ kind: 'integer', min: '1', max: '100', rowCount: null, hasNulls: true }, 3);
     assert.deepEqual(withNulls.at(-1), { kind: 'nulls' });
     assert.equal(withNulls.filter((r) => r.kind === 'nulls').length, 1);
-    assert.deepEqual(planKeyRanges({ kind: 'integer', min: null, max: null, rowCount: 5, nullCount: 5 }, 4), [{ kind: 'nulls' }]);
-    assert.deepEqual(planKeyRanges({ kind: 'integer', min: null, max: null, rowCount: 0, nullCount: 0 }, 4), [{ kind: 'all' }]);
+    assert.deepEqual(planKeyRanges({ kind: 'integer', min: null, max: null, rowCount: 5, hasNulls: true }, 4), [{ kind: 'nulls' }]);
+    assert.deepEqual(planKeyRanges({ kind: 'integer', min: null, max: null, rowCount: 0, hasNulls: false }, 4), [{ kind: 'all' }]);
   });
 
   it('unparseable bounds (e.g. infinity) fall back to one open range rather than guessing', () => {
