@@ -44,6 +44,7 @@ export const ErrorCode = {
   TARGET_CHECKSUM_MISMATCH: 'TARGET_CHECKSUM_MISMATCH',
   TARGET_COMMIT_AMBIGUOUS: 'TARGET_COMMIT_AMBIGUOUS',
   TARGET_FENCE_CONFLICT: 'TARGET_FENCE_CONFLICT',
+  TARGET_NOT_SAME_DATABASE: 'TARGET_NOT_SAME_DATABASE',
   // Runtime failures.
   SNAPSHOT_LOST: 'SNAPSHOT_LOST',
   SOURCE_READ_FAILED: 'SOURCE_READ_FAILED',
@@ -89,6 +90,7 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.COLUMN_NOT_FOUND,
   ErrorCode.KEY_TYPE_UNSUPPORTED,
   ErrorCode.SNAPSHOT_LOST,
+  ErrorCode.TARGET_NOT_SAME_DATABASE,
 ];
 
 /** The stable code of `err` or of the first error in its `.cause` chain that has one. */

@@ -15,8 +15,12 @@ export function manifestJson(m: Manifest) {
 export function printManifest(m: Manifest): void {
   const r = m.extractionReceipt;
   console.log(`${m.workflowId}: ${m.table} extracted (${m.strategy}, attempt ${m.attempt})`);
-  console.log(`  window   ${r.extractionStartedAt} → ${r.extractionCompletedAt} (${r.clockAuthority})`);
-  console.log(`  snapshot ${r.snapshotAuthority ?? 'none'} ${r.sourceToken ?? ''}`);
+  if (r) {
+    console.log(`  window   ${r.extractionStartedAt} → ${r.extractionCompletedAt} (${r.clockAuthority})`);
+    console.log(`  snapshot ${r.snapshotAuthority ?? 'none claimed'} ${r.sourceToken ?? ''}`);
+  } else {
+    console.log('  window   not observed by this run (the commit fence answered a retried load)');
+  }
   for (const f of m.files) console.log(`  part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`);
   console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; awaiting the target commit (pg-extract commit ${m.workflowId} --outcome …)`);
 }

@@ -39,6 +39,39 @@ export interface LoadRequest {
   operationId: string;
 }
 
+/**
+ * Runs `work` inside one target transaction behind the fence: an operation already recorded
+ * returns `already_committed`; otherwise `work` writes, the fence row is added, and COMMIT runs.
+ * A lost COMMIT acknowledgement is TARGET_COMMIT_AMBIGUOUS (reconcile with {@link reconcileCommit}).
+ */
+export async function fencedTransaction(client: Client, operationId: string, digest: string, target: string, work: () => Promise<number>): Promise<LoadResult> {
+  await ensureFence(client);
+  await client.query('BEGIN');
+  try {
+    const fenced = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1 FOR UPDATE`, [operationId]);
+    if (fenced.rows[0]) {
+      await client.query('ROLLBACK');
+      if (fenced.rows[0].intent_digest !== digest) {
+        throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${operationId} already committed a different load`, FailureDisposition.preserveEvidence);
+      }
+      return { status: 'already_committed', intentDigest: digest };
+    }
+    const rows = await work();
+    await client.query(`INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4)`, [operationId, digest, target, rows]);
+    try {
+      await client.query('COMMIT');
+    } catch (err) {
+      throw failure(ErrorCode.TARGET_COMMIT_AMBIGUOUS, 'the COMMIT was sent but its acknowledgement was lost', FailureDisposition.preserveEvidence, err);
+    }
+    return { status: 'committed', rows, intentDigest: digest };
+  } catch (err) {
+    if ((err as PgExtractError).code !== ErrorCode.TARGET_COMMIT_AMBIGUOUS) {
+      await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
+    }
+    throw err;
+  }
+}
+
 export type LoadResult = { status: 'committed'; rows: number; intentDigest: string } | { status: 'already_committed'; intentDigest: string };
 
 /** The digest of what a load intends to write: every file's name, rows and sha256, in order. */
@@ -84,20 +117,9 @@ async function copyFileInto(client: Client, staging: string, file: LoadFile, for
  */
 export async function loadIntoTarget(client: Client, request: LoadRequest): Promise<LoadResult> {
   const target = quoteQualified(request.schema, request.table);
-  const digest = intentDigest(request);
-  await ensureFence(client);
-  await client.query('BEGIN');
-  try {
-    const fenced = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1 FOR UPDATE`, [request.operationId]);
-    if (fenced.rows[0]) {
-      await client.query('ROLLBACK');
-      if (fenced.rows[0].intent_digest !== digest) {
-        throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${request.operationId} already committed a different load`, FailureDisposition.preserveEvidence);
-      }
-      return { status: 'already_committed', intentDigest: digest };
-    }
+  const staging = quoteQualified(request.schema, `pg_extract_stg_${createHash('sha256').update(request.operationId).digest('hex').slice(0, 12)}`);
+  return fencedTransaction(client, request.operationId, intentDigest(request), `${request.schema}.${request.table}`, async () => {
     await client.query('SAVEPOINT pg_extract_staging');
-    const staging = quoteQualified(request.schema, `pg_extract_stg_${createHash('sha256').update(request.operationId).digest('hex').slice(0, 12)}`);
     const { result: rows } = await ownedStagingHandle({
       // Created inside the load's transaction: dropping is rolling back to before it, which works
       // even when a failed COPY has aborted the transaction.
@@ -112,25 +134,19 @@ export async function loadIntoTarget(client: Client, request: LoadRequest): Prom
           }
           total += loaded.rows;
         }
-        if (request.mode === 'replace') await client.query(`DELETE FROM ${target}`);
-        await client.query(`INSERT INTO ${target} SELECT * FROM ${staging}`);
-        await client.query(`DROP TABLE ${staging}`);
-        await client.query(`INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4)`, [request.operationId, digest, `${request.schema}.${request.table}`, total]);
+        await moveIntoTarget(client, staging, target, request.mode);
         return total;
       },
     });
-    try {
-      await client.query('COMMIT');
-    } catch (err) {
-      throw failure(ErrorCode.TARGET_COMMIT_AMBIGUOUS, 'the COMMIT was sent but its acknowledgement was lost', FailureDisposition.preserveEvidence, err);
-    }
-    return { status: 'committed', rows, intentDigest: digest };
-  } catch (err) {
-    if ((err as PgExtractError).code !== ErrorCode.TARGET_COMMIT_AMBIGUOUS) {
-      await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
-    }
-    throw err;
-  }
+    return rows;
+  });
+}
+
+/** Staging → target in the caller's transaction: `replace` empties the target first. */
+export async function moveIntoTarget(client: Client, staging: string, target: string, mode: 'append' | 'replace'): Promise<void> {
+  if (mode === 'replace') await client.query(`DELETE FROM ${target}`);
+  await client.query(`INSERT INTO ${target} SELECT * FROM ${staging}`);
+  await client.query(`DROP TABLE ${staging}`);
 }
 
 /** What the fence says about an operation whose COMMIT is ambiguous. */

@@ -48,6 +48,11 @@ export const extractionInputSchema = z.strictObject({
       name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a target name: letters, digits, underscores'),
       table: z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))),
       mode: z.enum(['append', 'replace']).default('append'),
+      /**
+       * `files`: extract to files, then COPY them in. `internal`: source and target are the same
+       * database, so one `INSERT INTO staging … SELECT` on the target session, no files.
+       */
+      via: z.enum(['files', 'internal']).default('files'),
     })
     .optional(),
   /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */

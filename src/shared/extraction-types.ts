@@ -35,13 +35,14 @@ export interface Manifest {
   table: string;
   /** The extraction attempt (one exported snapshot) these files come from. */
   attempt: number;
-  strategy: 'whole_copy' | 'partitioned_copy';
+  strategy: 'whole_copy' | 'partitioned_copy' | 'internal_query';
   coordinatorPid: number | null;
-  /** Digest of the coordinator's pg_current_snapshot() text; every file's snapshotDigest equals it. */
-  snapshotDigest: string;
+  /** Digest of the coordinator's pg_current_snapshot() text; every file's snapshotDigest equals it. Null when no snapshot is claimed (internal query). */
+  snapshotDigest: string | null;
   files: ManifestFile[];
   totals: { rows: number; bytes: number };
-  extractionReceipt: ExtractionLifecycleReceipt;
+  /** Null only for an internal-query load that the fence answered on a retry: this run observed no read. */
+  extractionReceipt: ExtractionLifecycleReceipt | null;
 }
 
 /** One snapshot attempt and how it ended. */
@@ -67,7 +68,7 @@ export interface ExtractionStatus {
 
 export interface ExtractionResult {
   manifest: Manifest;
-  extractionReceipt: ExtractionLifecycleReceipt;
+  extractionReceipt: ExtractionLifecycleReceipt | null;
   terminalReceipt: ArtifactTerminalReceipt;
   attempts: AttemptRecord[];
   /** The target owner's operation id, when it gave one (the built-in loader's fence id). */

@@ -15,6 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
+import type { LoadReport } from '../activities/load';
 import { ErrorCode } from '../errors';
 import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
 import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../shared/definitions';
@@ -96,28 +97,51 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     },
   );
 
-  status.phase = 'extracting';
-  progress();
-  manifest = await extractWithFreshSnapshots(input, status, attempts, progress);
-
+  const { workflowId, runId } = workflowInfo();
   let load: ExtractionResult['load'] = null;
-  if (input.target) {
-    status.phase = 'loading';
-    progress();
-    const { workflowId, runId } = workflowInfo();
-    const report = await loader.loadTarget({
-      target: input.target,
-      files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
-      format: { format: input.format, header: input.header, gzip: input.gzip },
-      operationId: `${workflowId}:${runId}:attempt-${manifest.attempt}`,
-    });
+  const loaded = (report: LoadReport): void => {
     load = { outcome: report.outcome, reason: report.reason, rows: report.rows };
     commit = { outcome: report.outcome, operationId: report.operationId };
+  };
+  if (input.target?.via === 'internal') {
+    // Same database: one INSERT … SELECT on the target session, no files, no snapshot claim.
+    status.phase = 'loading';
+    progress();
+    const { report, receipt } = await loader.loadInternal({ input, operationId: `${workflowId}:${runId}:internal` });
+    manifest = {
+      workflowId,
+      table: input.table,
+      attempt: 1,
+      strategy: 'internal_query',
+      coordinatorPid: null,
+      snapshotDigest: null,
+      files: [],
+      totals: { rows: report.rows ?? 0, bytes: 0 },
+      extractionReceipt: receipt,
+    };
+    attempts.push({ attempt: 1, result: 'completed', reason: null, releasedFiles: 0 });
+    loaded(report);
+  } else {
+    status.phase = 'extracting';
+    progress();
+    manifest = await extractWithFreshSnapshots(input, status, attempts, progress);
+    if (input.target) {
+      status.phase = 'loading';
+      progress();
+      loaded(
+        await loader.loadTarget({
+          target: { name: input.target.name, table: input.target.table, mode: input.target.mode },
+          files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
+          format: { format: input.format, header: input.header, gzip: input.gzip },
+          operationId: `${workflowId}:${runId}:attempt-${manifest.attempt}`,
+        }),
+      );
+    }
   }
 
   status.phase = 'awaiting_commit';
   progress();
-  const folders = [attemptFolder(input, manifest.attempt)];
+  const folders = manifest.files.length ? [attemptFolder(input, manifest.attempt)] : [];
   const terminal = new TerminalAuthority({
     files: manifest.files.map((f) => f.path),
     releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),

@@ -148,7 +148,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
         files.push({ path, rows: 2, sha256: createHash('sha256').update(body).digest('hex') });
       }
     });
-    const activity = () => createLoadActivities({ targetUrl: () => targetUrl(), outputRoot: live().outRoot }).loadTarget;
+    const activity = () => createLoadActivities({ targetUrl: () => targetUrl(), sourceUrl: () => live().pg.url, outputRoot: live().outRoot }).loadTarget;
     const request = (patch: Record<string, unknown> = {}) => ({
       target: { name: 'warehouse', table: 'dst.u', mode: 'append' as const },
       files,
@@ -197,5 +197,42 @@ describe('built-in PostgreSQL target loader (live)', function () {
       return c;
     };
     assert.equal(await reconcileCommit(unreachable, 'op-a', 'sha256:x'), 'unknown');
+  });
+
+  describe('internal query (source and target are one database)', () => {
+    beforeEach(async () => admin().query(`DROP SCHEMA IF EXISTS dsti CASCADE; CREATE SCHEMA dsti; CREATE TABLE dsti.t (LIKE ${table})`));
+
+    it('one INSERT … SELECT behind the fence: exact rows, no files, a receipt with no snapshot claim', async () => {
+      const result = await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(live().temporal.client, { table, target: { name: 'same', table: 'dsti.t', via: 'internal' } }, { taskQueue });
+          return (await handle.result()) as ExtractionResult;
+        },
+        { targets: { same: live().pg.url } },
+      );
+      assert.equal(result.manifest.strategy, 'internal_query');
+      assert.deepEqual(result.manifest.files, []);
+      assert.equal(result.terminalReceipt.outcome, 'success');
+      assert.deepEqual(await tableDigest('SELECT * FROM dsti.t'), expected);
+      const r = result.extractionReceipt!;
+      assert.ok(r.extractionCompletedAt, 'the window is the statement');
+      assert.equal(r.snapshotAuthority, null);
+      assert.equal(r.sourceToken, null);
+      const staging = await admin().query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`);
+      assert.equal(staging.rows[0].n, 0);
+    });
+
+    it('refuses a target in another database with TARGET_NOT_SAME_DATABASE', async () => {
+      await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(live().temporal.client, { table, target: { name: 'warehouse', table: 'dst.t', via: 'internal' } }, { taskQueue });
+          await assert.rejects(handle.result(), (err: Error) => {
+            assert.match(JSON.stringify(err.cause), /TARGET_NOT_SAME_DATABASE/);
+            return true;
+          });
+        },
+        { targets: { warehouse: targetUrl() } },
+      );
+    });
   });
 });

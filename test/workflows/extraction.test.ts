@@ -45,7 +45,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         assert.equal(new Set(manifest.files.map((f) => f.backendPid)).size, 4, 'four distinct sessions');
         assert.ok(!manifest.files.some((f) => f.backendPid === manifest.coordinatorPid));
         assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot seen by all');
-        assert.equal(manifest.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
+        assert.equal(manifest.extractionReceipt!.snapshotAuthority, 'postgresql.exported_snapshot');
         assert.equal((await handle.query(statusQuery)).phase, 'awaiting_commit');
         const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: report, operationId: 'op-1' }] });
         assert.equal(receipt.outcome, outcome);
@@ -66,8 +66,8 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       const handle = await start(taskQueue, { table, partitions: 1, commitDeadlineMs: 60_000 });
       const manifest = await waitForManifest(handle);
       assert.equal(manifest.strategy, 'whole_copy');
-      assert.equal(manifest.extractionReceipt.snapshotAuthority, 'postgresql.repeatable_read');
-      assert.equal(manifest.extractionReceipt.sourceToken, manifest.snapshotDigest);
+      assert.equal(manifest.extractionReceipt!.snapshotAuthority, 'postgresql.repeatable_read');
+      assert.equal(manifest.extractionReceipt!.sourceToken, manifest.snapshotDigest);
       assert.deepEqual(await filesDigest(table, [manifest.files[0]!.path]), expected);
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });

@@ -1,0 +1,30 @@
+/** The worker registers the search attributes it upserts when a namespace lacks them (a bare start-dev). */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { msToTs } from '@temporalio/common/lib/time';
+import { ensureSearchAttributes } from '../../src/search-attributes';
+import { SearchAttributes } from '../../src/shared/definitions';
+import { live } from '../support/services';
+
+describe('search attribute registration (live)', function () {
+  this.timeout(60_000);
+
+  it('adds the missing attributes to a fresh namespace once, and nothing the second time', async () => {
+    const { connection } = live().temporal;
+    const namespace = `bare-${randomUUID().slice(0, 8)}`;
+    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    let added: string[] = [];
+    // A new namespace takes a moment to become visible to the operator service.
+    for (const until = Date.now() + 20_000; ; ) {
+      try {
+        added = await ensureSearchAttributes(connection, namespace);
+        break;
+      } catch (err) {
+        if (Date.now() > until) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    assert.deepEqual(added.sort(), Object.values(SearchAttributes).map((k) => k.name).sort());
+    assert.deepEqual(await ensureSearchAttributes(connection, namespace), []);
+  });
+});
