@@ -6,9 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
 import { connectionConfig, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
+import { PinoTemporalLogger, createLogger } from './logging';
 import { ensureSearchAttributes } from './search-attributes';
 
 /** Options for {@link createExtractionWorker}. */
@@ -81,14 +82,23 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
   };
 }
 
-/** `pg-extract worker` / `npm run worker`: configuration from the environment. */
+/**
+ * `pg-extract worker` / `npm run worker`: configuration from the environment. Logs are pino JSON
+ * on stderr; PG_EXTRACT_METRICS_ADDRESS (e.g. 127.0.0.1:9464) serves Prometheus metrics.
+ */
 export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = connectionConfig(env);
   const root = outputRoot(env);
+  const logger = createLogger(env);
+  const metrics = env.PG_EXTRACT_METRICS_ADDRESS;
+  Runtime.install({
+    logger: new PinoTemporalLogger(logger),
+    ...(metrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metrics } } } } : {}),
+  });
   const client = await Connection.connect({ address: config.temporalAddress });
   try {
     const added = await ensureSearchAttributes(client, config.namespace);
-    if (added.length) console.error(`registered search attributes: ${added.join(', ')}`);
+    if (added.length) logger.info({ added }, 'registered search attributes');
   } finally {
     await client.close();
   }
@@ -103,7 +113,10 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       targetUrl: (name) => targetUrl(name, env),
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
     });
-    console.error(`pg-extract worker on ${config.temporalAddress} namespace=${config.namespace} queue=${config.taskQueue} out=${root}`);
+    logger.info(
+      { address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, outputRoot: root, metrics: metrics ?? null },
+      `pg-extract worker on ${config.temporalAddress} queue ${config.taskQueue}`,
+    );
     await worker.run();
   } finally {
     await connection.close();

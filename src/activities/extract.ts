@@ -15,6 +15,7 @@ import { checkOutputFile } from '../output-root';
 import type { ManifestFile } from '../shared/extraction-types';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { countExtracted } from './metrics';
 import { type PartitionActivityRequest, type WholeCopyActivityRequest, parseNamed, parsePartitionRequest } from './requests';
 import { tableRequestOf } from './table-request';
 
@@ -45,6 +46,7 @@ export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) 
             path,
             { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal },
           );
+          countExtracted(file, 'partition');
           return {
             path,
             name: relative(outputRoot, path),
@@ -80,6 +82,7 @@ export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) 
             signal: Context.current().cancellationSignal,
           });
           const f = result.artifact;
+          countExtracted(f, 'whole_copy');
           return {
             file: {
               path,

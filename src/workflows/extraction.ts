@@ -23,7 +23,7 @@ import type { ExtractionInput } from '../shared/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from '../shared/extraction-types';
 import { type AttemptScope, partitionedAttempt, wholeCopyAttempt } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
-import { publishStatus } from './visibility';
+import { countAttempt, countOutcome, publishStatus } from './visibility';
 
 const OUTCOME_OF: Record<TargetCommit['outcome'], TerminalOutcome> = {
   committed: 'success',
@@ -165,6 +165,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [] });
     return receipt;
   });
+  countOutcome(outcome);
+  for (const attempt of attempts) countAttempt(attempt);
   status.phase = 'done';
   progress();
   await condition(allHandlersFinished);

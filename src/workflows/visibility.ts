@@ -2,9 +2,10 @@
  * What a person sees in Temporal Web UI: typed search attributes (table, phase, outcome, rows)
  * and a Markdown "current details" block with partitions done/total. Called on every change.
  */
-import { setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { metricMeter, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { SearchAttributes } from '../shared/definitions';
-import type { ExtractionStatus } from '../shared/extraction-types';
+import type { AttemptRecord, ExtractionStatus } from '../shared/extraction-types';
+import type { TerminalOutcome } from '../lifecycle/terminal';
 
 export function publishStatus(status: ExtractionStatus): void {
   upsertSearchAttributes([
@@ -22,4 +23,14 @@ export function publishStatus(status: ExtractionStatus): void {
       `| ${status.partitionsDone}/${status.partitionsTotal} | ${status.rows} | ${status.bytes} | ${status.attempt} | ${status.outcome ?? '—'} |`,
     ].join('\n'),
   );
+}
+
+/** Counts one terminal outcome (replay-safe: the SDK drops metrics emitted during replay). */
+export function countOutcome(outcome: TerminalOutcome): void {
+  metricMeter.createCounter('pg_extract_outcomes', 'runs', 'terminal outcomes recorded').add(1, { outcome });
+}
+
+/** Counts one extraction attempt by how it ended. */
+export function countAttempt(attempt: AttemptRecord): void {
+  metricMeter.createCounter('pg_extract_attempts', 'attempts', 'snapshot attempts by result').add(1, { result: attempt.result });
 }

@@ -1,0 +1,56 @@
+/** What an operator reads: pino JSON logs from the worker process and its Prometheus endpoint. */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { freePort } from '../../src/devenv/postgres-service';
+import { commitUpdate } from '../../src/shared/definitions';
+import { seedMixedTable, settleSessions } from '../support/database';
+import { live } from '../support/services';
+import { spawnWorker } from '../support/worker-process';
+
+/** The value of the first sample of `name` whose labels include every `labels` pair. */
+function sample(metrics: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of metrics.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) return Number(m[3]);
+  }
+  return undefined;
+}
+
+describe('observability (live)', function () {
+  this.timeout(90_000);
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('the worker logs pino JSON and serves our counters beside Temporal metrics on PG_EXTRACT_METRICS_ADDRESS', async () => {
+    const table = await seedMixedTable('observe', 3_000);
+    const taskQueue = `observe-${randomUUID()}`;
+    const address = `127.0.0.1:${await freePort()}`;
+    const worker = await spawnWorker(taskQueue, { PG_EXTRACT_METRICS_ADDRESS: address, PG_EXTRACT_LOG_LEVEL: 'info' });
+    try {
+      const handle = await startExtraction(live().temporal.client, { table, partitions: 3 }, { taskQueue });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      let metrics = '';
+      for (const until = Date.now() + 10_000; sample(metrics, 'pg_extract_outcomes', { outcome: 'success' }) === undefined; ) {
+        if (Date.now() > until) throw new Error(`no pg_extract_outcomes in:\n${metrics.slice(0, 2000)}`);
+        await new Promise((r) => setTimeout(r, 250));
+        metrics = await (await fetch(`http://${address}/metrics`)).text();
+      }
+      assert.equal(sample(metrics, 'pg_extract_rows', { strategy: 'partition' }), 3_000);
+      assert.equal(sample(metrics, 'pg_extract_partitions', { strategy: 'partition' }), 3);
+      assert.ok((sample(metrics, 'pg_extract_bytes', { strategy: 'partition' }) ?? 0) > 0);
+      assert.equal(sample(metrics, 'pg_extract_attempts', { result: 'completed' }), 1);
+      assert.ok(metrics.includes('temporal_'), 'the Temporal worker metrics are on the same endpoint');
+
+      const lines = worker.output().split('\n').filter((l) => l.trim());
+      const records = lines.map((l) => JSON.parse(l) as { level: number; msg: string; service: string });
+      assert.ok(records.length > 0 && records.every((r) => typeof r.level === 'number' && typeof r.msg === 'string' && r.service === 'pg-extract'), 'every line is a pino record');
+      assert.ok(records.some((r) => r.msg.startsWith('pg-extract worker on')));
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
+  });
+});
