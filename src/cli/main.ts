@@ -13,6 +13,7 @@ import { type ExtractionRequest, parseExtractionInput } from '../shared/extracti
 import type { TargetCommitOutcome } from '../shared/extraction-types';
 import { runWorkerFromEnv } from '../worker';
 import { printError } from './errors';
+import { followProgress } from './progress';
 import { manifestJson, printManifest, printReceipt, printStatus } from './output';
 
 interface GlobalOptions {
@@ -105,9 +106,11 @@ program
         console.log(opts.json ? JSON.stringify({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId }) : `started ${handle.workflowId}`);
         return;
       }
-      const manifest = await waitForManifest(handle);
-      if (opts.json) console.log(JSON.stringify(manifestJson(manifest)));
-      else printManifest(manifest);
+      if (opts.json) {
+        console.log(JSON.stringify(manifestJson(await waitForManifest(handle))));
+      } else {
+        printManifest(await followProgress(handle, process.stderr));
+      }
     });
   });
 

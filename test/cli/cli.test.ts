@@ -55,6 +55,22 @@ describe('pg-extract CLI (live)', function () {
     });
   });
 
+  it('start --wait shows progress: plain lines when not on a terminal, a redrawn bar with MB/s on one', async () => {
+    const table = await seedMixedTable('cliprog', 5_000);
+    await withWorker(async ({ taskQueue }) => {
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const plain = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--commit-deadline', '5'], env);
+      assert.equal(plain.code, 0, plain.stderr);
+      assert.match(plain.stderr, /^(planning|extracting) \d\/\d partitions, \d+ rows$/m);
+      assert.match(plain.stderr, /3\/3 partitions, 5000 rows$/m);
+      assert.match(plain.stdout, /total 5000 rows/);
+      // `script` gives the CLI a pseudo-terminal, as a person's shell would.
+      const command = [process.execPath, CLI, 'start', '--table', table, '--partitions', '3', '--wait', '--commit-deadline', '5'].map((a) => `'${a}'`).join(' ');
+      const tty = await run('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, timeout: 60_000 });
+      assert.match(tty.stdout, /\r\[#{20}\] \w+ 3\/3 partitions, 5,000 rows, [\d.]+ MB, [\d.]+ MB\/s/);
+    });
+  });
+
   const badStarts: [string, string[], string][] = [
     ['an injected table name', ['--table', 'public.t; DROP TABLE x'], 'IDENTIFIER_INVALID'],
     ['a table name with a quote', ['--table', `a'b`], 'IDENTIFIER_INVALID'],

@@ -1,0 +1,60 @@
+/**
+ * Follows a run until its manifest exists, reporting progress: a redrawn bar with rows, bytes,
+ * MB/s and an ETA on a terminal, one plain line per change otherwise. Live bytes come from the
+ * running partitions' heartbeats (describe → pending activities), finished ones from the status.
+ */
+import type { WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { manifestQuery, statusQuery } from '../shared/definitions';
+import type { ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
+
+/** Bytes reported by the heartbeats of the run's pending activities. */
+async function heartbeatBytes(handle: WorkflowHandle): Promise<number> {
+  const { raw } = await handle.describe();
+  let bytes = 0;
+  for (const activity of raw.pendingActivities ?? []) {
+    const payload = activity.heartbeatDetails?.payloads?.[0];
+    if (!payload) continue;
+    const details = defaultPayloadConverter.fromPayload<{ bytes?: unknown }>(payload);
+    if (typeof details?.bytes === 'number') bytes += details.bytes;
+  }
+  return bytes;
+}
+
+function formatSeconds(s: number): string {
+  return s >= 90 ? `${Math.round(s / 60)}m` : `${Math.max(0, Math.round(s))}s`;
+}
+
+export function progressLine(s: ExtractionStatus, liveBytes: number, elapsedSeconds: number, width = 20): string {
+  const total = Math.max(1, s.partitionsTotal);
+  const filled = Math.round((s.partitionsDone / total) * width);
+  const bytes = s.bytes + liveBytes;
+  const rate = elapsedSeconds > 0 ? bytes / 1e6 / elapsedSeconds : 0;
+  const eta = s.partitionsDone > 0 && s.partitionsDone < total ? ` ETA ${formatSeconds((elapsedSeconds / s.partitionsDone) * (total - s.partitionsDone))}` : '';
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${s.phase} ${s.partitionsDone}/${s.partitionsTotal} partitions, ${s.rows.toLocaleString('en-US')} rows, ${(bytes / 1e6).toFixed(1)} MB, ${rate.toFixed(1)} MB/s${eta}`;
+}
+
+/** Polls until the manifest exists (or the run closed without one), writing progress to `out`. */
+export async function followProgress(handle: WorkflowHandle, out: NodeJS.WriteStream, pollMs = 500): Promise<Manifest> {
+  const started = Date.now();
+  let last = '';
+  for (;;) {
+    // Queries answer on closed runs too, so the last state is always drawn. Two queries may be
+    // answered from different workflow states: asking for the manifest first keeps status the newer.
+    const manifest = await handle.query(manifestQuery).catch(() => null);
+    const status = await handle.query(statusQuery);
+    if (out.isTTY) {
+      out.write(`\r${progressLine(status, manifest ? 0 : await heartbeatBytes(handle), (Date.now() - started) / 1000)}\x1b[K`);
+    } else {
+      const line = `${status.phase} ${status.partitionsDone}/${status.partitionsTotal} partitions, ${status.rows} rows`;
+      if (line !== last) out.write(`${line}\n`);
+      last = line;
+    }
+    if (manifest) {
+      if (out.isTTY) out.write('\n');
+      return manifest;
+    }
+    if ((await handle.describe()).status.name !== 'RUNNING') return ((await handle.result()) as ExtractionResult).manifest;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
