@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
-import { type PostgresService, startPostgres } from '../../src/devenv/postgres-service';
+import { type PostgresService, freePort, startPostgres } from '../../src/devenv/postgres-service';
 import { findTemporalCli } from '../../src/devenv/temporal-cli';
 import { SearchAttributes } from '../../src/shared/definitions';
 
@@ -22,6 +22,8 @@ export interface LiveServices {
   bundlePath: string;
   /** Scratch space of this run, removed at the end. */
   scratch: string;
+  /** Temporal Web UI of the dev server, or null when TEMPORAL_ADDRESS points elsewhere. */
+  webUi: string | null;
 }
 
 let services: LiveServices | undefined;
@@ -31,7 +33,7 @@ export function live(): LiveServices {
   return services;
 }
 
-async function startTemporal(): Promise<TestWorkflowEnvironment> {
+async function startTemporal(uiPort: number): Promise<TestWorkflowEnvironment> {
   const searchAttributes = Object.values(SearchAttributes);
   if (process.env.TEMPORAL_ADDRESS) return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
   const cli = findTemporalCli({ log: (line) => console.error(line) });
@@ -40,6 +42,8 @@ async function startTemporal(): Promise<TestWorkflowEnvironment> {
       server: {
         ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
         ip: '127.0.0.1',
+        ui: true,
+        uiPort,
         searchAttributes,
       },
     });
@@ -54,15 +58,17 @@ async function startTemporal(): Promise<TestWorkflowEnvironment> {
 export async function startServices(): Promise<LiveServices> {
   // Worker state changes at INFO drown the test report; warnings and errors still show.
   Runtime.install({ logger: new DefaultLogger((process.env.TEST_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN') });
+  const uiPort = await freePort();
   const [pg, temporal, bundle] = await Promise.all([
     startPostgres(),
-    startTemporal(),
+    startTemporal(uiPort),
     bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never }),
   ]);
   const scratch = mkdtempSync(join(tmpdir(), 'pg-extract-test-'));
   const bundlePath = join(scratch, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
-  services = { pg, temporal, bundle, bundlePath, scratch, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
+  const webUi = process.env.TEMPORAL_ADDRESS ? null : `http://127.0.0.1:${uiPort}`;
+  services = { pg, temporal, bundle, bundlePath, scratch, webUi, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
   return services;
 }
 
