@@ -5,6 +5,8 @@
  * and ratios to the best baseline. Results go to bench/results/latest.json.
  *
  *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling]
+ *
+ * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -107,8 +109,18 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
 
   const outRoot = join(scratch, 'out');
   const taskQueue = 'bench';
+  const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
+  const TABLE_DDL = 'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)';
   const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker.js')], {
-    env: { ...process.env, TEMPORAL_ADDRESS: temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: outRoot, PG_EXTRACT_SOURCE_URL: pg.url, PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath },
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: temporal.address,
+      PG_EXTRACT_TASK_QUEUE: taskQueue,
+      PG_EXTRACT_OUT_DIR: outRoot,
+      PG_EXTRACT_SOURCE_URL: pg.url,
+      PG_EXTRACT_TARGET_BENCH_URL: targetUrl,
+      PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -143,7 +155,8 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     async once() {
       const handle = await startExtraction(client, { table, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
       const manifest = await waitForManifest(handle, 50);
-      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      // With a target the built-in loader is the target owner; otherwise we answer for one.
+      if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
       return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!) };
     },
@@ -179,20 +192,30 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
     ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
   ];
+  // The PG → PG path through our built-in loader, against a fresh target table each run.
+  const loaderRun = ours('2 partitions → PG (built-in loader)', { partitions: 2, target: { name: 'bench', table: 'bench.t', mode: 'append' } });
+  methods.push({
+    ...loaderRun,
+    async once() {
+      await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
+      await psql('CREATE DATABASE bench_target');
+      await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
+      return loaderRun.once();
+    },
+  });
   const pgcopydb = await run('pgcopydb', ['--version']).then(() => true, () => false);
   if (pgcopydb) {
-    const target = pg.url.replace(/\/[^/]*$/, '/bench_target');
     methods.push({
       name: 'pgcopydb copy table-data ×2 (PG → PG)',
       kind: 'baseline',
       async once() {
         await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
         await psql('CREATE DATABASE bench_target');
-        await run('psql', [target, '-q', '-c', 'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)']);
+        await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
         const dir = out('pgcopydb');
         const filters = join(scratch, 'pgcopydb-filters.ini');
         writeFileSync(filters, '[include-only-table]\nbench.t\n');
-        await run('pgcopydb', ['copy', 'table-data', '--source', pg.url, '--target', target, '--table-jobs', '2', '--split-tables-larger-than', '1MB', '--dir', join(dir, 'work'), '--filters', filters, '--not-consistent'], { maxBuffer: 64 << 20 });
+        await run('pgcopydb', ['copy', 'table-data', '--source', pg.url, '--target', targetUrl, '--table-jobs', '2', '--split-tables-larger-than', '1MB', '--dir', join(dir, 'work'), '--filters', filters, '--not-consistent'], { maxBuffer: 64 << 20 });
         return { bytes: 0 };
       },
     });
@@ -227,6 +250,24 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   const empty1 = await overhead(2);
   const empty16 = await overhead(16);
 
+  // 10× the rows should take about 10× the time: 2 partitions on 1 M and on 10 M rows.
+  let scaling: { rows1M: number; rows10M: number; ratio: number } | null = null;
+  if (process.argv.includes('--scaling')) {
+    const timed = async (rows: number): Promise<number> => {
+      const schema = `bench_${rows / 1_000_000}m`;
+      await seed(pg.url, schema, rows);
+      const xs: number[] = [];
+      for (let r = 0; r < RUNS; r++) {
+        const t0 = process.hrtime.bigint();
+        await ours('scaling', { partitions: 2 }, `${schema}.t`).once();
+        xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
+      }
+      return median(xs);
+    };
+    const [one, ten] = [await timed(1_000_000), await timed(10_000_000)];
+    scaling = { rows1M: one, rows10M: ten, ratio: Number((ten / one).toFixed(2)) };
+  }
+
   const results: Result[] = methods.map((m) => {
     const e = times.get(m.name)!;
     const med = median(e.seconds);
@@ -253,8 +294,12 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
       twoPartitionsVsHandSplit2: Number((byName('pg-extract 2 partitions csv') / byName('psql \\copy ×2 (hand-split)')).toFixed(2)),
       twoPartitionsVsPgDumpJ2: Number((byName('pg-extract 2 partitions csv') / byName('pg_dump -Fd -j2 -a')).toFixed(2)),
       workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0)),
+      pgToPgVsPgcopydb: pgcopydb
+        ? Number((byName('pg-extract 2 partitions → PG (built-in loader)') / byName('pgcopydb copy table-data ×2 (PG → PG)')).toFixed(2))
+        : null,
     },
     overhead: { emptyRun2PartitionsSeconds: empty1, perPartitionSeconds: Number(((empty16 - empty1) / 14).toFixed(3)) },
+    scaling,
   };
 
   console.log(`\n${ROWS} rows, median of ${RUNS} interleaved runs — ${summary.machine}\n`);
@@ -262,7 +307,8 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   console.log('|---|---|---|---|---|---|');
   for (const r of results) console.log(`| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} |`);
   console.log(`\noverhead: an empty 2-partition run ${empty1.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
-  console.log(`goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2}; / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; worker peak RSS ${summary.goals.workerPeakRssMb} MB`);
+  if (scaling) console.log(`scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s, 10 M rows ${scaling.rows10M.toFixed(2)} s: ×${scaling.ratio}`);
+  console.log(`goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2}; / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${summary.goals.pgToPgVsPgcopydb ?? 'n/a'}`);
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
