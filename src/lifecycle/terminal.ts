@@ -90,35 +90,30 @@ export class TerminalAuthority {
       }
     }
     const files = [...this.#resources.files];
-    if (outcome === 'retain_commit_unknown') {
-      return Object.freeze({
-        outcome,
-        decidedAt,
-        cleanupAttempted: false,
-        cleanupSucceeded: closeCode === null,
-        cleanupErrorCode: closeCode,
-        filesDeleted: Object.freeze([]),
-        filesRetained: Object.freeze(files),
-      });
-    }
-    let report: ReleaseReport;
-    try {
-      report = await this.#resources.releaseFiles(files);
-    } catch {
-      report = { deleted: [], failures: files.map((path) => ({ path, code: CleanupCode.RELEASE_FAILED })) };
-    }
+    // Retained files are evidence: nothing is deleted, so nothing can fail to be.
+    const retain = outcome === 'retain_commit_unknown';
+    const report = retain ? { deleted: [], failures: [] } : await this.#release(files);
     const deleted = new Set(report.deleted);
-    const allDeleted = files.every((f) => deleted.has(f));
-    const errorCode = report.failures[0]?.code ?? closeCode ?? (allDeleted ? null : CleanupCode.RELEASE_FAILED);
+    const missed = !retain && !files.every((f) => deleted.has(f));
+    const errorCode = report.failures[0]?.code ?? closeCode ?? (missed ? CleanupCode.RELEASE_FAILED : null);
     return Object.freeze({
       outcome,
       decidedAt,
-      cleanupAttempted: true,
+      cleanupAttempted: !retain,
       cleanupSucceeded: errorCode === null,
       cleanupErrorCode: errorCode,
       filesDeleted: Object.freeze(files.filter((f) => deleted.has(f))),
       filesRetained: Object.freeze(files.filter((f) => !deleted.has(f))),
     });
+  }
+
+  /** Release never throws to the caller: a throwing releaser counts as every file failing. */
+  async #release(files: string[]): Promise<ReleaseReport> {
+    try {
+      return await this.#resources.releaseFiles(files);
+    } catch {
+      return { deleted: [], failures: files.map((path) => ({ path, code: CleanupCode.RELEASE_FAILED })) };
+    }
   }
 }
 
