@@ -64,10 +64,6 @@ export class SnapshotHolderRegistry {
   delete(key: string): void {
     this.#held.delete(key);
   }
-
-  get size(): number {
-    return this.#held.size;
-  }
 }
 
 export interface HolderDeps {

@@ -113,8 +113,3 @@ export function createReceipt(fields: ReceiptFields): ExtractionLifecycleReceipt
   const evidence = Object.freeze(parsed.data.evidence.map((e) => Object.freeze({ ...e })));
   return Object.freeze({ ...parsed.data, evidence });
 }
-
-/** True once every row/byte has been consumed and receipted. */
-export function isComplete(receipt: ExtractionLifecycleReceipt): boolean {
-  return receipt.extractionCompletedAt !== null;
-}

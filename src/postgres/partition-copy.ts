@@ -37,10 +37,6 @@ export interface PartitionRequest {
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
 const LOST_SNAPSHOT_STATES = new Set(['22023', '55000', '0A000']);
 
-export function isSnapshotLost(err: unknown): boolean {
-  return err instanceof PgExtractError && err.code === ErrorCode.SNAPSHOT_LOST;
-}
-
 /** Runs on a fresh session the caller closes. The file appears under `path` only when complete. */
 export async function copyPartition(
   client: Client,
