@@ -12,15 +12,13 @@ import {
   ExtractionLifecycleAuthority,
   type FileEvidence,
   FileReleaseAuthority,
-  SnapshotAuthority,
   TerminalAuthority,
   type TerminalOutcome,
-  digestSourceToken,
 } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
 import { copyToFile } from './copy-to-file';
 import { type ExportFormat, copyOutSql, fileExtension } from './export-format';
-import { utcText } from './session';
+import { beginRepeatableRead, serverNow } from './server-clock';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
 export interface BatchFile {
@@ -69,26 +67,20 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
     if (this.#started) throw new Error('a batched copy is read once');
     this.#started = true;
     const c = this.#client;
-    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     this.#inTransaction = true;
-    const first = await c.query<{ snapshot: string; started: string; snapshot_at: string }>(
-      `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at`,
-    );
-    const row = first.rows[0]!;
-    this.authority.acquire(row.started);
-    this.authority.acquireSnapshot(SnapshotAuthority.repeatableRead, digestSourceToken(row.snapshot), row.snapshot_at);
+    await beginRepeatableRead(c, this.authority);
     const evidence: FileEvidence[] = [];
     const batches = this.#table.key ? this.#keysetBatches() : await this.#pageBatches();
     let index = 0;
     for await (const { where, last } of batches) {
       const path = join(this.#options.folder, `batch-${String(index).padStart(6, '0')}${fileExtension(this.#options.format)}`);
       const written = await copyToFile(c, copyOutSql(selectSql(this.#table, where), this.#options.format), path, { gzip: this.#options.format.gzip });
-      const done = await c.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+      const completedAt = await serverNow(c);
       this.files.push(path);
       const batch = { index: index++, path, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256 };
       evidence.push({ name: path, rows: batch.rows, bytes: batch.bytes, sha256: batch.sha256 });
       // The terminal batch reads past everything already read; finding it empty proves exhaustion.
-      if (last && batch.rows === 0) this.authority.complete(evidence, done.rows[0]!.at);
+      if (last && batch.rows === 0) this.authority.complete(evidence, completedAt);
       yield batch;
     }
   }

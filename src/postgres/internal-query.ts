@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { ClientBase } from 'pg';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, ownedStagingHandle } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
-import { utcText } from './session';
+import { serverNow } from './server-clock';
 import { quoteIdent, quoteQualified } from './sql';
 
 /** The staging table the caller owns once {@link insertSelectIntoStaging} resolves. */
@@ -41,13 +41,12 @@ export async function insertSelectIntoStaging(target: ClientBase, source: Resolv
     },
     drop: async () => void (await target.query(`DROP TABLE IF EXISTS ${staging}`)),
     materialize: async () => {
-      const before = await target.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
-      authority.acquire(before.rows[0]!.at);
+      authority.acquire(await serverNow(target));
       const inserted = await target.query(`INSERT INTO ${staging} (${columns}) ${selectSql(source)}`);
-      const after = await target.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+      const completedAt = await serverNow(target);
       const table: StagingTable = { schema, name, rows: inserted.rowCount ?? 0 };
       await options.validate?.(table);
-      authority.complete([], after.rows[0]!.at);
+      authority.complete([], completedAt);
       return table;
     },
   });

@@ -10,7 +10,7 @@ import { copyToFile } from './copy-to-file';
 import { type ExportFormat, copyOutSql } from './export-format';
 import type { PartitionRange } from './range-planner';
 import { rangePredicate } from './range-predicate';
-import { utcText } from './session';
+import { serverNow, utcText } from './server-clock';
 import { snapshotIdLiteral } from './sql';
 
 export interface PartitionFile {
@@ -69,7 +69,7 @@ export async function copyPartition(
       onBytes: options.onBytes,
       signal: options.signal,
     });
-    const done = await client.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
+    const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;
     return {
@@ -79,7 +79,7 @@ export async function copyPartition(
       backendPid: row.pid,
       snapshotText: row.snapshot,
       startedAt: row.started,
-      completedAt: done.rows[0]!.at,
+      completedAt,
     };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));

@@ -27,8 +27,3 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
 export async function closeSession(client: Client): Promise<void> {
   await client.end().catch(() => undefined);
 }
-
-/** SQL for an instant as an ISO-8601 UTC string with microseconds. */
-export function utcText(expr: string): string {
-  return `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
-}

@@ -16,7 +16,7 @@ import {
 } from '../lifecycle';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
-import { utcText } from './session';
+import { serverNow, utcText } from './server-clock';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
 /** How many partitions to plan. */
@@ -93,8 +93,7 @@ export class SnapshotCoordinator {
 
   /** All partitions are receipted: record completion on the server clock, then commit. */
   async complete(evidence: readonly FileEvidence[]): Promise<ExtractionLifecycleReceipt> {
-    const done = await this.client.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
-    const receipt = this.authority.complete(evidence, done.rows[0]!.at);
+    const receipt = this.authority.complete(evidence, await serverNow(this.client));
     await this.client.query('COMMIT');
     return receipt;
   }

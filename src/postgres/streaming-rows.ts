@@ -6,16 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { ClientBase } from 'pg';
-import {
-  ClockAuthority,
-  ExtractionLifecycleAuthority,
-  SnapshotAuthority,
-  TerminalAuthority,
-  type TerminalOutcome,
-  digestSourceToken,
-} from '../lifecycle';
+import { ClockAuthority, ExtractionLifecycleAuthority, TerminalAuthority, type TerminalOutcome } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
-import { utcText } from './session';
+import { beginRepeatableRead, serverNow } from './server-clock';
 
 const CURSOR = 'pg_extract_rows';
 
@@ -54,13 +47,7 @@ export class RowStream implements AsyncIterable<unknown[][]> {
     if (this.#state !== 'idle') throw new Error(`a row stream is read once (it is ${this.#state})`);
     this.#state = 'open';
     const c = this.#client;
-    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const first = await c.query<{ snapshot: string; started: string; snapshot_at: string }>(
-      `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at`,
-    );
-    const row = first.rows[0]!;
-    this.authority.acquire(row.started);
-    this.authority.acquireSnapshot(SnapshotAuthority.repeatableRead, digestSourceToken(row.snapshot), row.snapshot_at);
+    await beginRepeatableRead(c, this.authority);
     await c.query(`DECLARE ${CURSOR} NO SCROLL CURSOR FOR ${this.#select}`);
     this.#cursorOpen = true;
     const hash = createHash('sha256');
@@ -79,8 +66,7 @@ export class RowStream implements AsyncIterable<unknown[][]> {
     }
     await c.query(`CLOSE ${CURSOR}`);
     this.#cursorOpen = false;
-    const done = await c.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
-    this.authority.complete([{ name: this.#name, rows, bytes, sha256: hash.digest('hex') }], done.rows[0]!.at);
+    this.authority.complete([{ name: this.#name, rows, bytes, sha256: hash.digest('hex') }], await serverNow(c));
     this.#state = 'exhausted';
   }
 

@@ -6,11 +6,11 @@
 import { rm } from 'node:fs/promises';
 import type { Client } from 'pg';
 import { addNote } from '../errors';
-import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, SnapshotAuthority, digestSourceToken } from '../lifecycle';
+import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
 import { copyToFile } from './copy-to-file';
 import { type ExportFormat, copyOutSql } from './export-format';
-import { utcText } from './session';
+import { beginRepeatableRead, serverNow } from './server-clock';
 
 export interface WholeCopyFile {
   path: string;
@@ -36,17 +36,9 @@ export interface WholeCopyOptions {
 /** Runs on a fresh session the caller closes. On failure: rolled back, no file left. */
 export async function wholeCopy(client: Client, table: ResolvedTable, path: string, options: WholeCopyOptions): Promise<ExtractResult<WholeCopyFile>> {
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
-  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   let renamed = false;
   try {
-    const first = await client.query<{ snapshot: string; started: string; snapshot_at: string; pid: number }>(
-      `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started,
-              ${utcText('clock_timestamp()')} AS snapshot_at, pg_backend_pid() AS pid`,
-    );
-    const row = first.rows[0]!;
-    authority.acquire(row.started);
-    const snapshotDigest = digestSourceToken(row.snapshot);
-    authority.acquireSnapshot(SnapshotAuthority.repeatableRead, snapshotDigest, row.snapshot_at);
+    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority);
     await options.onSnapshot?.();
     const written = await copyToFile(client, copyOutSql(selectSql(table), options.format), path, {
       gzip: options.format.gzip,
@@ -54,9 +46,9 @@ export async function wholeCopy(client: Client, table: ResolvedTable, path: stri
       signal: options.signal,
     });
     renamed = true;
-    const done = await client.query<{ at: string }>(`SELECT ${utcText('clock_timestamp()')} AS at`);
-    const file: WholeCopyFile = { path, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, backendPid: row.pid, snapshotDigest };
-    authority.complete([{ name: options.name, rows: file.rows, bytes: file.bytes, sha256: file.sha256 }], done.rows[0]!.at);
+    const completedAt = await serverNow(client);
+    const file: WholeCopyFile = { path, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, backendPid, snapshotDigest };
+    authority.complete([{ name: options.name, rows: file.rows, bytes: file.bytes, sha256: file.sha256 }], completedAt);
     await client.query('COMMIT');
     return new ExtractResult(file, authority);
   } catch (err) {
