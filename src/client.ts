@@ -33,16 +33,16 @@ export async function startExtraction(client: Client, request: ExtractionRequest
   });
 }
 
-/** Polls until the manifest exists (awaiting the target commit) or the run has closed. */
-export async function waitForManifest(handle: WorkflowHandle, pollMs = 250): Promise<Manifest> {
+/**
+ * Polls until the manifest exists (awaiting the target commit) or the run has closed. `onPoll`
+ * sees every poll's manifest (null until it exists), e.g. to draw progress.
+ */
+export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPoll?: (manifest: Manifest | null) => Promise<void>): Promise<Manifest> {
   for (;;) {
-    const description = await handle.describe();
-    if (description.status.name !== 'RUNNING') {
-      const result = (await handle.result()) as ExtractionResult;
-      return result.manifest;
-    }
     const manifest = await handle.query(manifestQuery).catch(() => null);
+    await onPoll?.(manifest);
     if (manifest) return manifest;
+    if ((await handle.describe()).status.name !== 'RUNNING') return ((await handle.result()) as ExtractionResult).manifest;
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }

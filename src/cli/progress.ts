@@ -5,8 +5,9 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { manifestQuery, statusQuery } from '../shared/definitions';
-import type { ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
+import { waitForManifest } from '../client';
+import { statusQuery } from '../shared/definitions';
+import type { ExtractionStatus, Manifest } from '../shared/extraction-types';
 
 /** Bytes reported by the heartbeats of the run's pending activities. */
 async function heartbeatBytes(handle: WorkflowHandle): Promise<number> {
@@ -34,27 +35,20 @@ export function progressLine(s: ExtractionStatus, liveBytes: number, elapsedSeco
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${s.phase} ${s.partitionsDone}/${s.partitionsTotal} partitions, ${s.rows.toLocaleString('en-US')} rows, ${(bytes / 1e6).toFixed(1)} MB, ${rate.toFixed(1)} MB/s${eta}`;
 }
 
-/** Polls until the manifest exists (or the run closed without one), writing progress to `out`. */
+/** Waits for the manifest (or the run's end), writing progress to `out` on every poll. */
 export async function followProgress(handle: WorkflowHandle, out: NodeJS.WriteStream, pollMs = 500): Promise<Manifest> {
   const started = Date.now();
   let last = '';
-  for (;;) {
-    // Queries answer on closed runs too, so the last state is always drawn. Two queries may be
-    // answered from different workflow states: asking for the manifest first keeps status the newer.
-    const manifest = await handle.query(manifestQuery).catch(() => null);
+  return waitForManifest(handle, pollMs, async (manifest) => {
+    // Asked after the manifest, the status is never older than it (two queries can be answered
+    // from different workflow states); queries answer on closed runs too.
     const status = await handle.query(statusQuery);
     if (out.isTTY) {
-      out.write(`\r${progressLine(status, manifest ? 0 : await heartbeatBytes(handle), (Date.now() - started) / 1000)}\x1b[K`);
+      out.write(`\r${progressLine(status, manifest ? 0 : await heartbeatBytes(handle), (Date.now() - started) / 1000)}\x1b[K${manifest ? '\n' : ''}`);
     } else {
       const line = `${status.phase} ${status.partitionsDone}/${status.partitionsTotal} partitions, ${status.rows} rows`;
       if (line !== last) out.write(`${line}\n`);
       last = line;
     }
-    if (manifest) {
-      if (out.isTTY) out.write('\n');
-      return manifest;
-    }
-    if ((await handle.describe()).status.name !== 'RUNNING') return ((await handle.result()) as ExtractionResult).manifest;
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
+  });
 }
