@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { ExtractionLifecycleReceipt, FileEvidence } from '../lifecycle/receipt';
+import type { FileEvidence } from '../lifecycle/receipt';
 import type { SplitKey } from '../postgres/catalog';
 import type { PartitionRange } from '../postgres/range-planner';
 import { isSnapshotId } from '../postgres/sql';
@@ -87,8 +87,6 @@ export interface ReleaseOutputsRequest {
   /** Folders to remove with everything in them (a discarded attempt, a released run). */
   discardFolders: string[];
 }
-
-export type { ExtractionLifecycleReceipt };
 
 function invalid(err: z.ZodError): PgExtractError {
   const issue = err.issues[0]!;

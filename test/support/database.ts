@@ -61,13 +61,18 @@ export async function settleSessions(timeoutMs = 5000): Promise<{ pid: number; a
   }
 }
 
-/** count + md5 of the table's rows in id order, computed inside `snapshotId` when given. */
+/** count + md5 over the rows of `from` (a relation or a parenthesized query aliased x), in text order. */
+export function digestSql(from: string): string {
+  return `SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM ${from}`;
+}
+
+/** {@link digestSql} of `query`, computed inside `snapshotId` when given. */
 export async function tableDigest(query: string, snapshotId?: string): Promise<{ count: number; md5: string }> {
   const client = await admin().connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     if (snapshotId) await client.query(`SET TRANSACTION SNAPSHOT '${snapshotId}'`);
-    const r = await client.query(`SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM (${query}) x`);
+    const r = await client.query(digestSql(`(${query}) x`));
     await client.query('COMMIT');
     return r.rows[0];
   } finally {
@@ -92,7 +97,7 @@ export async function filesDigest(table: string, files: string[], format: { form
       const sink = client.query(from(`COPY scratch FROM STDIN (${options})`));
       await (format.gzip ? pipeline(createReadStream(file), createGunzip(), sink) : pipeline(createReadStream(file), sink));
     }
-    const r = await client.query(`SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM scratch x`);
+    const r = await client.query(digestSql('scratch x'));
     return r.rows[0];
   } finally {
     await client.query('DROP TABLE IF EXISTS scratch').catch(() => undefined);

@@ -13,7 +13,7 @@ import { type LoadReport, createLoadActivities } from '../../src/activities/load
 import { startExtraction, waitForManifest } from '../../src/client';
 import { ensureFence, reconcileCommit } from '../../src/postgres/target-loader';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
-import { admin, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
@@ -37,7 +37,7 @@ async function onTarget<T>(work: (c: Client) => Promise<T>): Promise<T> {
 
 async function targetDigest(): Promise<{ count: number; md5: string }> {
   return onTarget(async (c) => {
-    const r = await c.query(`SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM dst.t x`);
+    const r = await c.query(digestSql('dst.t x'));
     return r.rows[0];
   });
 }
