@@ -11,7 +11,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { type Client, DatabaseError } from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
+import { CopyOutStream } from './copy-out-stream';
 
 /** The file part of a receipt: what was written, byte for byte. */
 export interface WrittenFile {
@@ -58,7 +58,7 @@ export interface CopyToFileOptions {
  */
 export async function copyToFile(client: Client, copySql: string, path: string, options: CopyToFileOptions): Promise<WrittenFile & { rowCount: () => number }> {
   const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const source = client.query(copyTo(copySql));
+  const source = client.query(new CopyOutStream(copySql));
   // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
   // destroys the stream (also an 'error') and leaves the protocol mid-COPY.
   let serverFailed = false;

@@ -1,0 +1,143 @@
+/**
+ * CopyOutStream against real PostgreSQL, with pg-copy-streams as the reference decoder: the same
+ * bytes for csv and binary, errors before and during the COPY leave a usable session, notices
+ * mid-COPY are passed over, and a slow reader still gets every byte. The last case feeds the
+ * decoder a protocol-framed response split at every byte offset, so headers straddling reads
+ * are covered wherever they fall, and pg gets back exactly the bytes after CopyDone.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { PassThrough, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Client, type Connection, DatabaseError } from 'pg';
+import { to as referenceCopyTo } from 'pg-copy-streams';
+import { CopyOutStream } from '../../src/postgres/copy-out-stream';
+import { admin, seedMixedTable } from '../support/database';
+import { live } from '../support/services';
+
+async function withClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: live().pg.url, application_name: 'pg-extract/test' });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Reads a COPY through `stream` into a sha256 and byte count, optionally slowly. */
+async function drain(stream: NodeJS.ReadableStream, delayMs = 0): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const sink = new Writable({
+    highWaterMark: 1024,
+    write(chunk: Buffer, _enc, done) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      delayMs ? setTimeout(done, delayMs) : done();
+    },
+  });
+  await pipeline(stream, sink);
+  return { bytes, sha256: hash.digest('hex') };
+}
+
+describe('CopyOutStream (live PostgreSQL)', () => {
+  before(async () => {
+    await seedMixedTable('cos', 30_000);
+    // Rows far larger than a socket read and than the 1 MiB block.
+    await admin().query(`DROP TABLE IF EXISTS cos.wide; CREATE TABLE cos.wide AS SELECT g AS id, repeat(md5(g::text), 40000 * g) AS v FROM generate_series(1, 3) g`);
+  });
+
+  for (const [format, sql] of [
+    ['csv', 'COPY (SELECT * FROM cos.t ORDER BY 1) TO STDOUT (FORMAT csv, HEADER)'],
+    ['binary', 'COPY (SELECT * FROM cos.t ORDER BY 1) TO STDOUT (FORMAT binary)'],
+    ['wide rows', 'COPY (SELECT * FROM cos.wide ORDER BY 1) TO STDOUT (FORMAT csv)'],
+  ] as const) {
+    it(`yields the same bytes and row count as pg-copy-streams (${format})`, async () => {
+      await withClient(async (client) => {
+        const reference = client.query(referenceCopyTo(sql));
+        const expected = await drain(reference);
+        const ours = client.query(new CopyOutStream(sql));
+        assert.deepEqual(await drain(ours), expected);
+        await client.query('SELECT 1');
+        assert.equal(ours.rowCount, reference.rowCount);
+        assert.ok(ours.rowCount > 0);
+      });
+    });
+  }
+
+  it('yields nothing for an empty result, and the row count is 0', async () => {
+    await withClient(async (client) => {
+      const stream = client.query(new CopyOutStream('COPY (SELECT 1 WHERE false) TO STDOUT'));
+      assert.deepEqual(await drain(stream), { bytes: 0, sha256: createHash('sha256').digest('hex') });
+      await client.query('SELECT 1');
+      assert.equal(stream.rowCount, 0);
+    });
+  });
+
+  it('reports a server error before the COPY starts and leaves the session usable', async () => {
+    await withClient(async (client) => {
+      await assert.rejects(drain(client.query(new CopyOutStream('COPY (SELECT * FROM cos.missing) TO STDOUT'))), (err) => err instanceof DatabaseError && err.code === '42P01');
+      assert.equal((await client.query('SELECT 7 AS n')).rows[0].n, 7);
+    });
+  });
+
+  it('reports a server error in the middle of the COPY and leaves the session usable', async () => {
+    await withClient(async (client) => {
+      const sql = 'COPY (SELECT g, 1 / (g - 20000) FROM generate_series(1, 40000) g) TO STDOUT';
+      await assert.rejects(drain(client.query(new CopyOutStream(sql))), (err) => err instanceof DatabaseError && err.code === '22012');
+      assert.equal((await client.query('SELECT 7 AS n')).rows[0].n, 7);
+    });
+  });
+
+  it('passes over notices sent between rows', async () => {
+    await withClient(async (client) => {
+      await client.query(`CREATE OR REPLACE FUNCTION pg_temp.noisy(g int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF g % 1000 = 0 THEN RAISE NOTICE 'row %', g; END IF; RETURN g; END $$`);
+      const notices: string[] = [];
+      client.on('notice', (n) => notices.push(n.message ?? ''));
+      const sql = 'COPY (SELECT pg_temp.noisy(g) FROM generate_series(1, 5000) g) TO STDOUT';
+      const out = await drain(client.query(new CopyOutStream(sql)));
+      const expected = Array.from({ length: 5000 }, (_, i) => `${i + 1}\n`).join('');
+      assert.deepEqual(out, { bytes: expected.length, sha256: createHash('sha256').update(expected).digest('hex') });
+    });
+  });
+
+  it('delivers every byte to a reader slower than the socket', async () => {
+    await withClient(async (client) => {
+      const sql = 'COPY (SELECT * FROM cos.t ORDER BY 1) TO STDOUT (FORMAT csv)';
+      const expected = await drain(client.query(referenceCopyTo(sql)));
+      assert.deepEqual(await drain(client.query(new CopyOutStream(sql)), 2), expected);
+    });
+  });
+
+  it('decodes a response split at every byte offset', async () => {
+    // A COPY response as the server frames it: CopyOutResponse, rows with a notice between them,
+    // CopyDone, then what pg must get back: CommandComplete and ReadyForQuery.
+    const message = (code: string, body: Buffer) => Buffer.concat([Buffer.from(code), Buffer.from([0, 0, 0, 0].map((_, i) => ((body.length + 4) >>> (24 - 8 * i)) & 0xff)), body]);
+    const rows = Array.from({ length: 40 }, (_, g) => Buffer.from(`${g}\t${'x'.repeat(g % 7)}\n`));
+    const tail = Buffer.concat([message('C', Buffer.from('COPY 40\0')), message('Z', Buffer.from('I'))]);
+    const response = Buffer.concat([
+      message('H', Buffer.from([0, 0, 2, 0, 0, 0, 0])),
+      ...rows.slice(0, 20).map((r) => message('d', r)),
+      message('N', Buffer.from('SNOTICE\0Mhello\0\0')),
+      ...rows.slice(20).map((r) => message('d', r)),
+      message('c', Buffer.alloc(0)),
+      tail,
+    ]);
+    const payload = Buffer.concat(rows);
+    const expected = { bytes: payload.length, sha256: createHash('sha256').update(payload).digest('hex') };
+    for (let cut = 1; cut < response.length; cut++) {
+      const socket = new PassThrough();
+      let handedBack = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => (handedBack = Buffer.concat([handedBack, chunk])));
+      const stream = new CopyOutStream('COPY …');
+      stream.submit({ stream: socket, query: () => undefined } as unknown as Connection);
+      const result = drain(stream);
+      socket.write(response.subarray(0, cut));
+      socket.write(response.subarray(cut));
+      assert.deepEqual(await result, expected, `split at ${cut}`);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(handedBack, tail, `split at ${cut}`);
+    }
+  });
+});
