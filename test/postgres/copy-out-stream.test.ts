@@ -9,19 +9,19 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Client, type Connection, DatabaseError } from 'pg';
+import { type Client, type Connection, DatabaseError } from 'pg';
 import { to as referenceCopyTo } from 'pg-copy-streams';
 import { CopyOutStream } from '../../src/postgres/copy-out-stream';
-import { admin, seedMixedTable } from '../support/database';
+import { closeSession, openSession } from '../../src/postgres/session';
+import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 
 async function withClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: live().pg.url, application_name: 'pg-extract/test' });
-  await client.connect();
+  const client = await openSession(live().pg.url, 'stream');
   try {
     return await work(client);
   } finally {
-    await client.end();
+    await closeSession(client);
   }
 }
 
@@ -42,6 +42,7 @@ async function drain(stream: NodeJS.ReadableStream, delayMs = 0): Promise<{ byte
 }
 
 describe('CopyOutStream (live PostgreSQL)', () => {
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
   before(async () => {
     await seedMixedTable('cos', 30_000);
     // Rows far larger than a socket read and than the 1 MiB block.
