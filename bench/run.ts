@@ -22,6 +22,7 @@ import { freePort, startPostgres } from '../src/devenv/postgres-service';
 import { startDevServer } from '../src/devenv/temporal-dev-server';
 import { commitUpdate } from '../src/shared/definitions';
 import type { ExtractionRequest } from '../src/shared/extraction-input';
+import { workerProcessEnv } from '../src/worker-runtime';
 
 const run = promisify(execFile);
 
@@ -112,7 +113,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
   const TABLE_DDL = 'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)';
   const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker.js')], {
-    env: {
+    env: workerProcessEnv({
       ...process.env,
       TEMPORAL_ADDRESS: temporal.address,
       PG_EXTRACT_TASK_QUEUE: taskQueue,
@@ -120,7 +121,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
       PG_EXTRACT_SOURCE_URL: pg.url,
       PG_EXTRACT_TARGET_BENCH_URL: targetUrl,
       PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath,
-    },
+    }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   await new Promise<void>((resolve, reject) => {

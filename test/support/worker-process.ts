@@ -1,6 +1,7 @@
 /** `pg-extract worker` as a real OS process, for crash and shutdown tests; its output is kept for scanning. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { workerProcessEnv } from '../../src/worker-runtime';
 import { live } from './services';
 
 export interface WorkerProcess {
@@ -16,7 +17,7 @@ const CLI = join(__dirname, '..', '..', 'src', 'cli', 'main.js');
 export async function spawnWorker(taskQueue: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
   const { temporal, pg, outRoot, bundlePath } = live();
   const child = spawn(process.execPath, [CLI, 'worker'], {
-    env: {
+    env: workerProcessEnv({
       ...process.env,
       TEMPORAL_ADDRESS: temporal.address,
       PG_EXTRACT_TASK_QUEUE: taskQueue,
@@ -24,7 +25,7 @@ export async function spawnWorker(taskQueue: string, env: Record<string, string>
       PG_EXTRACT_SOURCE_URL: pg.url,
       PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath,
       ...env,
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -1,0 +1,32 @@
+/**
+ * Process settings a worker should start with. Both are read only at process start, so they travel
+ * as environment to whatever launches the worker (`npm run worker`, the Dockerfile, the bench, the
+ * tests' worker processes); nothing here can apply them to a process that is already running.
+ *
+ * Measured on 2 M rows, nine 2- and 4-partition runs in a row on one worker: peak RSS 284 MB
+ * without them, 228 MB with them, at the same speed (the V8 profile shows no more GC time). Row
+ * data lives in Buffers outside the V8 heap; both settings make freed Buffers go back to the OS sooner.
+ */
+
+/**
+ * - `--max-semi-space-size=4` (MB): V8's young generation is scavenged when it fills with small
+ *   JS objects, and only a scavenge frees the Buffers those objects point to. The default (16 MB)
+ *   lets tens of MB of read and block Buffers wait for it; 1 MB saved 20 MB more but tripled GC time.
+ * - `MALLOC_MMAP_THRESHOLD_=131072`: glibc raises its mmap threshold to the size of the largest
+ *   block freed so far, so after the first 1 MiB block every block comes from the malloc heap,
+ *   which keeps the pages; a fixed threshold keeps 1 MiB blocks on mmap, returned on free.
+ */
+export const WORKER_V8_FLAGS = ['--max-semi-space-size=4'] as const;
+export const WORKER_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' } as const;
+
+/** `env` plus the worker settings; the flags are appended to any NODE_OPTIONS already there. */
+export function workerProcessEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const nodeOptions = [env.NODE_OPTIONS, ...WORKER_V8_FLAGS.filter((f) => !env.NODE_OPTIONS?.includes(f))].filter(Boolean).join(' ');
+  return { ...WORKER_MALLOC_ENV, ...env, NODE_OPTIONS: nodeOptions };
+}
+
+/** Whether this process started with the worker settings (the worker logs it at start). */
+export function hasWorkerRuntimeSettings(execArgv: string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): boolean {
+  const flags = `${execArgv.join(' ')} ${env.NODE_OPTIONS ?? ''}`;
+  return WORKER_V8_FLAGS.every((f) => flags.includes(f)) && Object.keys(WORKER_MALLOC_ENV).every((k) => env[k] !== undefined);
+}

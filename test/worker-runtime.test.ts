@@ -1,0 +1,30 @@
+/** The worker's process settings reach a process started with workerProcessEnv, and only such a process. */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { WORKER_V8_FLAGS, workerProcessEnv } from '../src/worker-runtime';
+
+/** Asks a fresh node process whether it started with the worker settings. */
+function probe(env: NodeJS.ProcessEnv): { settings: boolean } {
+  const script = `const r = require(${JSON.stringify(require.resolve('../src/worker-runtime'))});
+    console.log(JSON.stringify({ settings: r.hasWorkerRuntimeSettings() }));`;
+  return JSON.parse(execFileSync(process.execPath, ['-e', script], { env, encoding: 'utf8' }));
+}
+
+describe('worker runtime settings', () => {
+  const bare: NodeJS.ProcessEnv = { PATH: process.env.PATH };
+
+  it('a process started with workerProcessEnv has them; one started without does not', () => {
+    assert.equal(probe(bare).settings, false);
+    assert.equal(probe(workerProcessEnv(bare)).settings, true);
+  });
+
+  it('keeps NODE_OPTIONS the caller set and adds each flag once', () => {
+    const env = workerProcessEnv({ ...bare, NODE_OPTIONS: '--enable-source-maps' });
+    assert.equal(env.NODE_OPTIONS, `--enable-source-maps ${WORKER_V8_FLAGS.join(' ')}`);
+    assert.equal(workerProcessEnv(env).NODE_OPTIONS, env.NODE_OPTIONS);
+  });
+
+  it('leaves a caller-set MALLOC_MMAP_THRESHOLD_ alone', () => {
+    assert.equal(workerProcessEnv({ ...bare, MALLOC_MMAP_THRESHOLD_: '65536' }).MALLOC_MMAP_THRESHOLD_, '65536');
+  });
+});
