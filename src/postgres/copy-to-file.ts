@@ -1,10 +1,10 @@
 /**
  * Streams `COPY … TO STDOUT` into a file with backpressure, hashing and counting the bytes as
- * written (after optional gzip). Writes to a temp name, fsyncs, then renames atomically, so a
- * retry rewrites the whole file and a crash never leaves a half file under the final name.
+ * written (after optional gzip). Writes to a temp name that is fsynced as it grows, then renames
+ * atomically, so a retry rewrites the whole file and a crash never leaves a half file under the
+ * final name.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { type Client, DatabaseError } from 'pg';
 import { CopyOutStream } from './copy-out-stream';
+import { DurableFileSink } from './durable-file-sink';
 
 /** The file part of a receipt: what was written, byte for byte. */
 export interface WrittenFile {
@@ -33,8 +34,8 @@ class Digest extends Transform {
   }
 }
 
-async function fsyncPath(path: string, flags: string): Promise<void> {
-  const handle = await open(path, flags);
+async function fsyncDirectory(path: string): Promise<void> {
+  const handle = await open(path, 'r');
   try {
     await handle.sync();
   } finally {
@@ -64,13 +65,12 @@ export async function copyToFile(client: Client, copySql: string, path: string, 
   let serverFailed = false;
   source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
   const digest = new Digest(options.onBytes ?? (() => undefined));
-  const sink = createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 });
+  const sink = new DurableFileSink(temp);
   try {
     const stages = options.gzip ? [source, createGzip({ level: 1 }), digest, sink] : [source, digest, sink];
     await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
-    await fsyncPath(temp, 'r');
     await rename(temp, path);
-    await fsyncPath(dirname(path), 'r');
+    await fsyncDirectory(dirname(path));
   } catch (err) {
     if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
     await rm(temp, { force: true });
