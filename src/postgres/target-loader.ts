@@ -122,8 +122,9 @@ export async function loadIntoTarget(client: Client, request: LoadRequest): Prom
     await client.query('SAVEPOINT pg_extract_staging');
     const { result: rows } = await ownedStagingHandle({
       // Created inside the load's transaction: dropping is rolling back to before it, which works
-      // even when a failed COPY has aborted the transaction.
-      create: async () => void (await client.query(`CREATE TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
+      // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
+      // transaction, so WAL for it would protect nothing (the load measured 1.45× → 1.3× pgcopydb).
+      create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
       drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
       materialize: async () => {
         let total = 0;
