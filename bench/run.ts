@@ -6,7 +6,9 @@
  *
  *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling]
  *
- * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio.
+ * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio and
+ * each size's peak RSS. The worker runs as users are told to run it (src/worker-runtime.ts), and
+ * its peak RSS is reset before each run, so every figure is that run's own peak.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -78,10 +80,15 @@ async function dirBytes(dir: string): Promise<number> {
   return Number(stdout.split('\t')[0]);
 }
 
-/** Samples a process's peak RSS (VmHWM) from /proc. */
+/** A process's peak RSS (VmHWM) from /proc, since start or since {@link resetPeakRss}. */
 function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** Starts a new peak-RSS window (Linux: writing 5 to clear_refs resets VmHWM), so each run reports its own peak. */
+function resetPeakRss(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
 async function main(): Promise<void> {
@@ -154,6 +161,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     name: `pg-extract ${label}`,
     kind: 'ours',
     async once() {
+      resetPeakRss(worker.pid!);
       const handle = await startExtraction(client, { table, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
       const manifest = await waitForManifest(handle, 50);
       // With a target the built-in loader is the target owner; otherwise we answer for one.
@@ -193,26 +201,24 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
     ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
   ];
-  // The PG → PG path through our built-in loader, against a fresh target table each run.
-  const loaderRun = ours('2 partitions → PG (built-in loader)', { partitions: 2, target: { name: 'bench', table: 'bench.t', mode: 'append' } });
-  methods.push({
-    ...loaderRun,
-    async once() {
-      await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
-      await psql('CREATE DATABASE bench_target');
-      await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
-      return loaderRun.once();
-    },
-  });
+  // The PG → PG path through our built-in loader, against a fresh target table each run: csv (the
+  // default, which tolerates differing column types) and binary (same types; cheaper to parse).
+  const freshTarget = async (): Promise<void> => {
+    await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
+    await psql('CREATE DATABASE bench_target');
+    await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
+  };
+  for (const format of ['csv', 'binary'] as const) {
+    const loaderRun = ours(`2 partitions ${format} → PG (built-in loader)`, { partitions: 2, format, target: { name: 'bench', table: 'bench.t', mode: 'append' } });
+    methods.push({ ...loaderRun, once: async () => (await freshTarget(), loaderRun.once()) });
+  }
   const pgcopydb = await run('pgcopydb', ['--version']).then(() => true, () => false);
   if (pgcopydb) {
     methods.push({
       name: 'pgcopydb copy table-data ×2 (PG → PG)',
       kind: 'baseline',
       async once() {
-        await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
-        await psql('CREATE DATABASE bench_target');
-        await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
+        await freshTarget();
         const dir = out('pgcopydb');
         const filters = join(scratch, 'pgcopydb-filters.ini');
         writeFileSync(filters, '[include-only-table]\nbench.t\n');
@@ -238,35 +244,33 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     }
   }
 
-  // Fixed cost of a run and of each partition: an empty table with 1 and with 16 partitions.
-  const overhead = async (partitions: number): Promise<number> => {
+  /** Runs one of ours RUNS times in a row: its median seconds and the largest peak RSS of its runs. */
+  const repeated = async (method: Method): Promise<{ seconds: number; peakRssMb: number }> => {
     const xs: number[] = [];
+    let peak = 0;
     for (let r = 0; r < RUNS; r++) {
       const t0 = process.hrtime.bigint();
-      await ours('empty', { partitions }, 'bench_empty.t').once();
+      const { peakRssMb: rss } = await method.once();
       xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
+      peak = Math.max(peak, rss ?? 0);
     }
-    return median(xs);
+    return { seconds: median(xs), peakRssMb: Math.round(peak) };
   };
-  const empty1 = await overhead(2);
-  const empty16 = await overhead(16);
 
-  // 10× the rows should take about 10× the time: 2 partitions on 1 M and on 10 M rows.
-  let scaling: { rows1M: number; rows10M: number; ratio: number } | null = null;
+  // Fixed cost of a run and of each partition: an empty table with 2 and with 16 partitions.
+  const empty2 = (await repeated(ours('empty', { partitions: 2 }, 'bench_empty.t'))).seconds;
+  const empty16 = (await repeated(ours('empty', { partitions: 16 }, 'bench_empty.t'))).seconds;
+
+  // 10× the rows should take about 10× the time, in the same memory: 2 partitions on 1 M and on 10 M rows.
+  let scaling: { rows1M: number; rows10M: number; ratio: number; peakRssMb1M: number; peakRssMb10M: number } | null = null;
   if (process.argv.includes('--scaling')) {
-    const timed = async (rows: number): Promise<number> => {
+    const sized = async (rows: number) => {
       const schema = `bench_${rows / 1_000_000}m`;
       await seed(pg.url, schema, rows);
-      const xs: number[] = [];
-      for (let r = 0; r < RUNS; r++) {
-        const t0 = process.hrtime.bigint();
-        await ours('scaling', { partitions: 2 }, `${schema}.t`).once();
-        xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
-      }
-      return median(xs);
+      return repeated(ours('scaling', { partitions: 2 }, `${schema}.t`));
     };
-    const [one, ten] = [await timed(1_000_000), await timed(10_000_000)];
-    scaling = { rows1M: one, rows10M: ten, ratio: Number((ten / one).toFixed(2)) };
+    const [one, ten] = [await sized(1_000_000), await sized(10_000_000)];
+    scaling = { rows1M: one.seconds, rows10M: ten.seconds, ratio: Number((ten.seconds / one.seconds).toFixed(2)), peakRssMb1M: one.peakRssMb, peakRssMb10M: ten.peakRssMb };
   }
 
   const results: Result[] = methods.map((m) => {
@@ -294,12 +298,14 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     goals: {
       twoPartitionsVsHandSplit2: Number((byName('pg-extract 2 partitions csv') / byName('psql \\copy ×2 (hand-split)')).toFixed(2)),
       twoPartitionsVsPgDumpJ2: Number((byName('pg-extract 2 partitions csv') / byName('pg_dump -Fd -j2 -a')).toFixed(2)),
-      workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0)),
+      workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0), scaling?.peakRssMb1M ?? 0, scaling?.peakRssMb10M ?? 0),
       pgToPgVsPgcopydb: pgcopydb
-        ? Number((byName('pg-extract 2 partitions → PG (built-in loader)') / byName('pgcopydb copy table-data ×2 (PG → PG)')).toFixed(2))
+        ? Object.fromEntries(
+            (['csv', 'binary'] as const).map((f) => [f, Number((byName(`pg-extract 2 partitions ${f} → PG (built-in loader)`) / byName('pgcopydb copy table-data ×2 (PG → PG)')).toFixed(2))]),
+          )
         : null,
     },
-    overhead: { emptyRun2PartitionsSeconds: empty1, perPartitionSeconds: Number(((empty16 - empty1) / 14).toFixed(3)) },
+    overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
     scaling,
   };
 
@@ -307,9 +313,16 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   console.log('| method | median s | rows/s | MB/s | × best baseline | worker peak RSS MB |');
   console.log('|---|---|---|---|---|---|');
   for (const r of results) console.log(`| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} |`);
-  console.log(`\noverhead: an empty 2-partition run ${empty1.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
-  if (scaling) console.log(`scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s, 10 M rows ${scaling.rows10M.toFixed(2)} s: ×${scaling.ratio}`);
-  console.log(`goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2}; / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${summary.goals.pgToPgVsPgcopydb ?? 'n/a'}`);
+  console.log(`\noverhead: an empty 2-partition run ${empty2.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
+  if (scaling) {
+    console.log(
+      `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}`,
+    );
+  }
+  const pgToPg = summary.goals.pgToPgVsPgcopydb;
+  console.log(
+    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2}; / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
+  );
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
