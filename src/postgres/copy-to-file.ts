@@ -65,7 +65,9 @@ export async function copyToFile(client: Client, copySql: string, path: string, 
   let serverFailed = false;
   source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
   const digest = new Digest(options.onBytes ?? (() => undefined));
-  const sink = new DurableFileSink(temp);
+  // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
+  // hand each back once written; gzip's output is its own.
+  const sink = new DurableFileSink(temp, options.gzip ? {} : { onWritten: (chunks) => chunks.forEach((c) => source.recycle(c)) });
   try {
     const stages = options.gzip ? [source, createGzip({ level: 1 }), digest, sink] : [source, digest, sink];
     await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});

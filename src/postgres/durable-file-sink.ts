@@ -15,6 +15,8 @@ export interface DurableFileSinkOptions {
   syncEveryBytes?: number;
   /** Passed to open(2). @default 'wx' (the file must not exist) */
   flags?: string;
+  /** Called with chunks whose bytes are in the file; the sink holds them no longer. */
+  onWritten?: (chunks: Buffer[]) => void;
 }
 
 export class DurableFileSink extends Writable {
@@ -26,6 +28,7 @@ export class DurableFileSink extends Writable {
   private backgroundSyncError: unknown = null;
   private readonly syncEveryBytes: number;
   private readonly flags: string;
+  private readonly onWritten: (chunks: Buffer[]) => void;
 
   constructor(
     readonly path: string,
@@ -34,6 +37,7 @@ export class DurableFileSink extends Writable {
     super({ highWaterMark: 1 << 20 });
     this.syncEveryBytes = options.syncEveryBytes ?? 32 << 20;
     this.flags = options.flags ?? 'wx';
+    this.onWritten = options.onWritten ?? (() => undefined);
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
@@ -76,6 +80,7 @@ export class DurableFileSink extends Writable {
       done += (await this.handle!.writev(pending)).bytesWritten;
     }
     this.bytesWritten += total;
+    this.onWritten(buffers);
     this.unsynced += total;
     if (this.unsynced >= this.syncEveryBytes && !this.backgroundSync) {
       this.unsynced = 0;

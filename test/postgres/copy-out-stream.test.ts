@@ -67,6 +67,67 @@ describe('CopyOutStream (live PostgreSQL)', () => {
     });
   }
 
+  describe('recycled blocks', () => {
+    // About 21 MiB: some twenty 1 MiB blocks.
+    const sql = "COPY (SELECT g, repeat('x', 100) FROM generate_series(1, 200000) g) TO STDOUT";
+
+    /**
+     * Reads like a file sink: holds each chunk until the next arrives, then hashes it and hands it
+     * back `handBacks` times. A block reused while still held would change the bytes hashed.
+     */
+    async function drainRecycling(stream: CopyOutStream, handBacks: number): Promise<{ bytes: number; sha256: string; buffers: number }> {
+      const hash = createHash('sha256');
+      const seen = new Set<ArrayBufferLike>();
+      let bytes = 0;
+      let held: Buffer | null = null;
+      const release = (): void => {
+        if (!held) return;
+        hash.update(held);
+        for (let i = 0; i < handBacks; i++) stream.recycle(held);
+        held = null;
+      };
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          release();
+          held = chunk;
+          seen.add(chunk.buffer);
+          bytes += chunk.length;
+          setImmediate(done);
+        },
+        final(done) {
+          release();
+          done();
+        },
+      });
+      await pipeline(stream, sink);
+      return { bytes, sha256: hash.digest('hex'), buffers: seen.size };
+    }
+
+    for (const handBacks of [1, 2]) {
+      it(`reuses blocks handed back ${handBacks === 1 ? 'once' : 'twice'} and yields the same bytes as pg-copy-streams`, async () => {
+        await withClient(async (client) => {
+          const expected = await drain(client.query(referenceCopyTo(sql)));
+          const ours = client.query(new CopyOutStream(sql));
+          const { buffers, ...got } = await drainRecycling(ours, handBacks);
+          assert.deepEqual(got, expected);
+          assert.ok(expected.bytes > 20 << 20, 'enough data for many blocks');
+          assert.ok(buffers <= 6, `few distinct blocks: ${buffers}`);
+        });
+      });
+    }
+
+    it('never writes into a buffer it did not push', async () => {
+      await withClient(async (client) => {
+        const expected = await drain(client.query(referenceCopyTo(sql)));
+        const ours = client.query(new CopyOutStream(sql));
+        const foreign = Buffer.alloc(1 << 20, 7);
+        ours.recycle(foreign);
+        assert.deepEqual(await drain(ours), expected);
+        assert.ok(foreign.every((b) => b === 7), 'the foreign buffer is untouched');
+      });
+    });
+  });
+
   it('yields nothing for an empty result, and the row count is 0', async () => {
     await withClient(async (client) => {
       const stream = client.query(new CopyOutStream('COPY (SELECT 1 WHERE false) TO STDOUT'));
