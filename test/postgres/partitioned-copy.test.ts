@@ -39,6 +39,15 @@ async function exportPartitions(schema: string, planning: PlanningOptions, betwe
   }
 }
 
+/** `count` partitions, each within 2× of the mean, together exactly the table. */
+function assertBalanced(run: Awaited<ReturnType<typeof exportPartitions>>, count: number): void {
+  const rows = run.parts.map((p) => p.rows);
+  const mean = rows.reduce((a, b) => a + b, 0) / rows.length;
+  assert.equal(rows.length, count);
+  assert.ok(rows.every((r) => r <= 2 * mean && r >= mean / 2), `balanced: ${rows.join(', ')}`);
+  assert.deepEqual(run.actual, run.expected);
+}
+
 async function fourRows(schema: string): Promise<void> {
   await admin().query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (id int PRIMARY KEY, v text)`);
   await admin().query(`INSERT INTO ${schema}.t VALUES (1,'old'),(2,'two'),(3,'three'),(4,'four')`);
@@ -106,12 +115,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     await admin().query(`DROP SCHEMA IF EXISTS ps CASCADE; CREATE SCHEMA ps; CREATE TABLE ps.t (id bigint PRIMARY KEY)`);
     // 90% of the rows in the first 1% of the key space.
     await admin().query(`INSERT INTO ps.t SELECT g FROM generate_series(1, 9000) g UNION ALL SELECT 9000 + g * 100 FROM generate_series(1, 1000) g`);
-    const run = await exportPartitions('ps', { partitions: 4 });
-    const rows = run.parts.map((p) => p.rows);
-    const mean = rows.reduce((a, b) => a + b, 0) / rows.length;
-    assert.equal(rows.length, 4);
-    assert.ok(rows.every((r) => r <= 2 * mean && r >= mean / 2), `balanced: ${rows.join(', ')}`);
-    assert.deepEqual(run.actual, run.expected);
+    assertBalanced(await exportPartitions('ps', { partitions: 4 }), 4);
   });
 
   it('a skewed key on a table large enough to be sampled still gives partitions within 2× of the mean', async () => {
@@ -121,12 +125,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     await admin().query('ANALYZE pss.t');
     const estimate = await admin().query<{ n: number }>(`SELECT reltuples::bigint AS n FROM pg_class WHERE oid = 'pss.t'::regclass`);
     assert.ok(Number(estimate.rows[0]!.n) > 1_000_000, 'the planner estimate puts the table on the sampled path');
-    const run = await exportPartitions('pss', { partitions: 8 });
-    const rows = run.parts.map((p) => p.rows);
-    const mean = rows.reduce((a, b) => a + b, 0) / rows.length;
-    assert.equal(rows.length, 8);
-    assert.ok(rows.every((r) => r <= 2 * mean && r >= mean / 2), `balanced: ${rows.join(', ')}`);
-    assert.deepEqual(run.actual, run.expected);
+    assertBalanced(await exportPartitions('pss', { partitions: 8 }), 8);
     await admin().query('DROP SCHEMA pss CASCADE');
   });
 
