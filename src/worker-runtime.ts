@@ -19,14 +19,17 @@
 export const WORKER_V8_FLAGS = ['--max-semi-space-size=4'] as const;
 export const WORKER_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' } as const;
 
+const words = (text: string | undefined): string[] => (text ?? '').split(/\s+/).filter(Boolean);
+
 /** `env` plus the worker settings; the flags are appended to any NODE_OPTIONS already there. */
 export function workerProcessEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const nodeOptions = [env.NODE_OPTIONS, ...WORKER_V8_FLAGS.filter((f) => !env.NODE_OPTIONS?.includes(f))].filter(Boolean).join(' ');
+  const given = words(env.NODE_OPTIONS);
+  const nodeOptions = [...given, ...WORKER_V8_FLAGS.filter((f) => !given.includes(f))].join(' ');
   return { ...WORKER_MALLOC_ENV, ...env, NODE_OPTIONS: nodeOptions };
 }
 
 /** Whether this process started with the worker settings (the worker logs it at start). */
 export function hasWorkerRuntimeSettings(execArgv: string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): boolean {
-  const flags = `${execArgv.join(' ')} ${env.NODE_OPTIONS ?? ''}`;
+  const flags = [...execArgv, ...words(env.NODE_OPTIONS)];
   return WORKER_V8_FLAGS.every((f) => flags.includes(f)) && Object.keys(WORKER_MALLOC_ENV).every((k) => env[k] !== undefined);
 }

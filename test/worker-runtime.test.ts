@@ -24,6 +24,12 @@ describe('worker runtime settings', () => {
     assert.equal(workerProcessEnv(env).NODE_OPTIONS, env.NODE_OPTIONS);
   });
 
+  it('tells a flag from a longer one that starts like it', () => {
+    const env = workerProcessEnv(bare);
+    const lookalike = { ...env, NODE_OPTIONS: env.NODE_OPTIONS!.replace(/=(\d+)/, '=$10') };
+    assert.equal(probe(lookalike).settings, false);
+  });
+
   it('leaves a caller-set MALLOC_MMAP_THRESHOLD_ alone', () => {
     assert.equal(workerProcessEnv({ ...bare, MALLOC_MMAP_THRESHOLD_: '65536' }).MALLOC_MMAP_THRESHOLD_, '65536');
   });
