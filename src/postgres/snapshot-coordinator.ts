@@ -47,8 +47,8 @@ export interface SnapshotPlan {
 const SAMPLE_ABOVE_ROWS = 1_000_000;
 /**
  * Rows to sample for n partitions. TABLESAMPLE SYSTEM draws whole pages, so the independent draws
- * are pages (about 80 rows each here): 20 000 rows per partition leaves each boundary a few
- * hundred pages. Sorting the sample is the planner's main cost (500 000 rows took 63 ms on 2 M).
+ * are pages (tens of rows each for typical rows): 20 000 rows per partition leaves each boundary
+ * a few hundred pages. Sorting the sample is the planner's main cost (500 000 rows took 63 ms on 2 M).
  */
 const sampleRows = (n: number): number => Math.min(500_000, Math.max(100_000, 20_000 * n));
 
