@@ -20,8 +20,6 @@ export interface DurableFileSinkOptions {
 }
 
 export class DurableFileSink extends Writable {
-  /** Bytes written to the file so far. */
-  bytesWritten = 0;
   private handle: FileHandle | null = null;
   private unsynced = 0;
   private backgroundSync: Promise<void> | null = null;
@@ -79,7 +77,6 @@ export class DurableFileSink extends Writable {
       const pending = done === 0 ? buffers : [Buffer.concat(buffers).subarray(done)];
       done += (await this.handle!.writev(pending)).bytesWritten;
     }
-    this.bytesWritten += total;
     this.onWritten(buffers);
     this.unsynced += total;
     if (this.unsynced >= this.syncEveryBytes && !this.backgroundSync) {
