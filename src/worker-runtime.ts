@@ -28,6 +28,11 @@ export function workerProcessEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.P
   return { ...WORKER_MALLOC_ENV, ...env, NODE_OPTIONS: nodeOptions };
 }
 
+/** The settings as a user would set them, e.g. for a log line telling how to start a worker. */
+export function describeWorkerRuntimeSettings(): string {
+  return [`NODE_OPTIONS=${WORKER_V8_FLAGS.join(' ')}`, ...Object.entries(WORKER_MALLOC_ENV).map(([k, v]) => `${k}=${v}`)].join(' ');
+}
+
 /** Whether this process started with the worker settings (the worker logs it at start). */
 export function hasWorkerRuntimeSettings(execArgv: string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): boolean {
   const flags = [...execArgv, ...words(env.NODE_OPTIONS)];

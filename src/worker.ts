@@ -11,7 +11,7 @@ import { SnapshotHolderRegistry, createActivities, createHolderActivities } from
 import { connectionConfig, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
 import { PinoTemporalLogger, createLogger } from './logging';
 import { ensureSearchAttributes } from './search-attributes';
-import { WORKER_MALLOC_ENV, WORKER_V8_FLAGS, hasWorkerRuntimeSettings } from './worker-runtime';
+import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './worker-runtime';
 
 /** Options for {@link createExtractionWorker}. */
 export interface ExtractionWorkerOptions {
@@ -115,8 +115,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
     });
     if (!hasWorkerRuntimeSettings()) {
-      const settings = [`NODE_OPTIONS=${WORKER_V8_FLAGS.join(' ')}`, ...Object.entries(WORKER_MALLOC_ENV).map(([k, v]) => `${k}=${v}`)].join(' ');
-      logger.warn(`started without the worker's memory settings; start it with ${settings} for a lower peak RSS`);
+      logger.warn(`started without the worker's memory settings; start it with ${describeWorkerRuntimeSettings()} for a lower peak RSS`);
     }
     logger.info(
       { address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, outputRoot: root, metrics: metrics ?? null },
