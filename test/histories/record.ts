@@ -1,0 +1,106 @@
+/**
+ * Records the histories that test/workflows/replay.test.ts replays: representative runs of
+ * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, cancelled, waiting
+ * for its commit). Run it only when a new shape of history is worth keeping — on the code that is
+ * deployed, so later workflow changes are checked against what real runs recorded:
+ *
+ *   npm run record-histories
+ *
+ * Each history lands in test/histories/<name>.json as `{ workflowId, history }` (protobuf's own JSON form).
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate, statusQuery, targetCommitSignal } from '../../src/shared/definitions';
+import type { ExtractionRequest } from '../../src/shared/extraction-input';
+import { admin, seedMixedTable } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const HERE = join(__dirname, '..', '..', '..', 'test', 'histories');
+
+async function save(name: string, handle: WorkflowHandle): Promise<void> {
+  const history = temporal.api.history.v1.History.fromObject(await handle.fetchHistory()).toJSON();
+  writeFileSync(join(HERE, `${name}.json`), `${JSON.stringify({ workflowId: handle.workflowId, history }, null, 1)}\n`);
+}
+
+describe('record workflow histories', function () {
+  this.timeout(120_000);
+  let table: string;
+  before(async () => {
+    table = await seedMixedTable('hist', 20_000);
+  });
+
+  const run = (taskQueue: string, name: string, request: Omit<ExtractionRequest, 'table'>): Promise<WorkflowHandle> =>
+    startExtraction(live().temporal.client, { table, ...request }, { taskQueue, workflowId: `history-${name}` });
+
+  it('whole copy, committed by update', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'whole-committed', { partitions: 1 });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed', operationId: 'op-1' }] });
+      await handle.result();
+      await save('whole-committed', handle);
+    });
+  });
+
+  it('partitioned, awaiting commit (a run still open), then failed by signal', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'partitioned-failed', { partitions: 3 });
+      await waitForManifest(handle);
+      await save('partitioned-awaiting-commit', handle);
+      await handle.signal(targetCommitSignal, { outcome: 'failed' });
+      await handle.result();
+      await save('partitioned-failed', handle);
+    });
+  });
+
+  it('partitioned, no answer before the deadline: retained', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'deadline-retained', { partitions: 2, commitDeadlineMs: 1000 });
+      await handle.result();
+      await save('deadline-retained', handle);
+    });
+  });
+
+  it('snapshot lost and retried from a fresh snapshot', async () => {
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, 'snapshot-lost', { partitions: 6 });
+        for (let s = await handle.query(statusQuery); s.partitionsDone < 1; s = await handle.query(statusQuery)) await new Promise((r) => setTimeout(r, 10));
+        await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
+        const manifest = await waitForManifest(handle);
+        assert.ok(manifest.attempt > 1, 'a second attempt');
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] });
+        await handle.result();
+        await save('snapshot-lost', handle);
+      },
+      { maxConcurrentActivities: 1 },
+    );
+  });
+
+  it('loaded by the built-in loader', async () => {
+    await admin().query(`CREATE TABLE hist.loaded (LIKE ${table})`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, 'loaded', { partitions: 2, target: { name: 'local', table: 'hist.loaded' } });
+        await handle.result();
+        await save('loaded', handle);
+      },
+      { targets: { local: live().pg.url } },
+    );
+  });
+
+  it('cancelled while awaiting commit', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'cancelled', { partitions: 2 });
+      await waitForManifest(handle);
+      await handle.cancel();
+      await handle.result().catch(() => undefined);
+      await save('cancelled', handle);
+    });
+  });
+});

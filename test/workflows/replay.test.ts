@@ -1,0 +1,40 @@
+/**
+ * Recorded histories replay on today's workflow code. Runs wait up to 30 days for their commit
+ * report, so a worker deployed meanwhile must replay what older code recorded; a change to the
+ * command sequence without `patched()` fails here. Histories come from test/histories/record.ts.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { live } from '../support/services';
+
+const FOLDER = join(__dirname, '..', '..', '..', 'test', 'histories');
+
+function recorded(): { name: string; workflowId: string; history: temporal.api.history.v1.History }[] {
+  return readdirSync(FOLDER)
+    .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
+    .sort()
+    .map((name) => {
+      const { workflowId, history } = JSON.parse(readFileSync(join(FOLDER, name), 'utf8')) as { workflowId: string; history: object };
+      return { name, workflowId, history: temporal.api.history.v1.History.fromObject(history) };
+    });
+}
+
+describe('recorded histories replay on the current workflow code', function () {
+  this.timeout(60_000);
+
+  it('covers whole, partitioned, awaiting commit, snapshot lost, loaded, cancelled and retained runs', () => {
+    const names = recorded().map((h) => h.name);
+    for (const name of ['whole-committed', 'partitioned-awaiting-commit', 'partitioned-failed', 'snapshot-lost', 'loaded', 'cancelled', 'deadline-retained']) {
+      assert.ok(names.includes(`${name}.json`), `${name}.json is recorded`);
+    }
+  });
+
+  for (const { name, workflowId, history } of recorded()) {
+    it(`${name} replays without a determinism violation`, async () => {
+      await Worker.runReplayHistory({ workflowBundle: live().bundle }, history, workflowId);
+    });
+  }
+});
