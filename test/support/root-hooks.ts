@@ -1,5 +1,6 @@
 /** Mocha root hooks: real PostgreSQL and Temporal for the whole run. */
 import { closeAdmin } from './database';
+import { stopS3 } from './s3';
 import { startServices, stopServices } from './services';
 
 export const mochaHooks = {
@@ -10,6 +11,6 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context): Promise<void> {
     this.timeout(60_000);
     await closeAdmin();
-    await stopServices();
+    await Promise.all([stopServices(), stopS3()]);
   },
 };

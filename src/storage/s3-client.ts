@@ -1,0 +1,27 @@
+/**
+ * The worker's S3 client, configured only from the standard AWS SDK environment of the worker
+ * process (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3 or
+ * AWS_ENDPOINT_URL, or any other source the SDK's default chain reads). Nothing of it travels in
+ * workflow history: inputs carry `s3://bucket/prefix` only.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+
+/**
+ * A client for the environment `env`. With a custom endpoint (SeaweedFS, MinIO, Ceph…) addressing
+ * is path-style, which those servers need; on AWS itself the SDK's virtual-hosted style stays.
+ * `AWS_S3_FORCE_PATH_STYLE=true|false` overrides either way.
+ */
+export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const forced = env.AWS_S3_FORCE_PATH_STYLE;
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
+  return new S3Client({
+    // Keys in `env` are used as given; without them the SDK's default chain (profiles, IMDS, …) applies.
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    ...(endpoint ? { endpoint } : {}),
+    forcePathStyle: forced ? forced === 'true' : endpoint !== undefined,
+    // Our own retries (Temporal's) decide about failed activities; the SDK retries a request a few times.
+    maxAttempts: 3,
+  });
+}

@@ -1,0 +1,38 @@
+/**
+ * S3 failures as stable codes. The SDK reports a server's answer by its error name and HTTP
+ * status, and a transport failure by an errno; callers (and receipts) see one of our codes and a
+ * message without credentials or signed URLs.
+ */
+import { ErrorCode, PgExtractError } from '../errors';
+
+interface SdkError {
+  name?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'Forbidden']);
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'TimeoutError']);
+
+/** The HTTP status of a server's answer, if there was one. */
+export function statusOf(err: unknown): number | undefined {
+  return (err as SdkError | null)?.$metadata?.httpStatusCode;
+}
+
+/** The stable code for an S3 failure. */
+export function s3ErrorCode(err: unknown): ErrorCode {
+  const e = (err ?? {}) as SdkError;
+  const status = statusOf(err);
+  if (e.name === 'NoSuchBucket') return ErrorCode.S3_BUCKET_NOT_FOUND;
+  if ((e.name && DENIED.has(e.name)) || status === 403) return ErrorCode.S3_ACCESS_DENIED;
+  if ((e.code && UNREACHABLE.has(e.code)) || (e.name && UNREACHABLE.has(e.name))) return ErrorCode.S3_UNREACHABLE;
+  return ErrorCode.S3_REQUEST_FAILED;
+}
+
+/** `err` as a PgExtractError with its stable code; `what` says which request failed. */
+export function s3Failure(err: unknown, what: string): PgExtractError {
+  if (err instanceof PgExtractError) return err;
+  const e = (err ?? {}) as SdkError & { message?: string };
+  const detail = e.name && e.name !== 'Error' ? e.name : (e.code ?? 'error');
+  return new PgExtractError(s3ErrorCode(err), `${what}: ${detail}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}`, { cause: err });
+}

@@ -1,0 +1,54 @@
+/**
+ * `s3://bucket/key` locations: parsed once, checked, and printed back the same way. Pure, so the
+ * input schema (and the workflow bundle) can use it. Keys are confined like local paths: no `.` or
+ * `..` segment, no empty segment, no NUL, so a run's objects stay under the prefix it was given.
+ */
+
+/** A bucket and a key (or key prefix) inside it. */
+export interface S3Location {
+  bucket: string;
+  /** Without leading or trailing `/`; '' is the bucket's root. */
+  key: string;
+}
+
+const SCHEME = 's3://';
+// S3's rules for new buckets: 3–63 of a-z 0-9 . -, starting and ending with a letter or digit.
+const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+export function isS3Url(text: string): boolean {
+  return text.startsWith(SCHEME);
+}
+
+/** Why `key` is not a confined key, or null when it is. */
+function keyProblem(key: string): string | null {
+  if (key.includes('\0')) return 'contains a NUL byte';
+  if (Buffer.byteLength(key) > 900) return 'is longer than 900 bytes';
+  if (key === '') return null;
+  const bad = key.split('/').find((s) => s === '' || s === '.' || s === '..');
+  return bad === undefined ? null : `has a ${bad === '' ? 'empty' : `"${bad}"`} segment`;
+}
+
+/** Parses `s3://bucket[/prefix]`; throws a plain Error whose message says what is wrong. */
+export function parseS3Url(text: string): S3Location {
+  if (!isS3Url(text)) throw new Error('an S3 location starts with s3://');
+  const rest = text.slice(SCHEME.length).replace(/\/+$/, '');
+  const slash = rest.indexOf('/');
+  const bucket = slash < 0 ? rest : rest.slice(0, slash);
+  const key = slash < 0 ? '' : rest.slice(slash + 1);
+  if (!BUCKET.test(bucket) || bucket.includes('..')) throw new Error(`${JSON.stringify(bucket)} is not a valid bucket name`);
+  const problem = keyProblem(key);
+  if (problem) throw new Error(`the key ${problem}`);
+  return { bucket, key };
+}
+
+/** `s3://bucket/key`. */
+export function formatS3Url(location: S3Location): string {
+  return `${SCHEME}${location.bucket}${location.key ? `/${location.key}` : ''}`;
+}
+
+/** `location` with `name` (a relative, confined key) appended. */
+export function s3Child(location: S3Location, name: string): S3Location {
+  const problem = keyProblem(name);
+  if (problem || name === '') throw new Error(`object name ${JSON.stringify(name.slice(0, 200))} ${problem ?? 'is empty'}`);
+  return { bucket: location.bucket, key: location.key ? `${location.key}/${name}` : name };
+}
