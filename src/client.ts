@@ -5,6 +5,7 @@
 import { Client, WorkflowNotFoundError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
+import { parseCommitReport } from './shared/commit-report';
 import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './shared/definitions';
 import { type ExtractionRequest, parseExtractionInput } from './shared/extraction-input';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './shared/extraction-types';
@@ -52,6 +53,8 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
  * result, so a late or repeated report still gets the one receipt.
  */
 export async function reportCommit(client: Client, workflowId: string, commit: TargetCommit): Promise<ArtifactTerminalReceipt> {
+  // Validate before any call: a bad report has no side effect.
+  const report = parseCommitReport(commit);
   const handle = client.workflow.getHandle(workflowId);
   const description = await handle.describe().catch((err: unknown) => {
     if (err instanceof WorkflowNotFoundError) throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}`, { field: 'workflowId' });
@@ -59,8 +62,8 @@ export async function reportCommit(client: Client, workflowId: string, commit: T
   });
   if (description.status.name !== 'RUNNING') return ((await handle.result()) as ExtractionResult).terminalReceipt;
   return handle.executeUpdate(commitUpdate, {
-    args: [commit],
-    ...(commit.operationId ? { updateId: `target-commit:${commit.operationId}` } : {}),
+    args: [report],
+    ...(report.operationId ? { updateId: `target-commit:${report.operationId}` } : {}),
   });
 }
 

@@ -7,10 +7,9 @@ import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputRoot } from '../config';
-import { ErrorCode, PgExtractError } from '../errors';
 import { confinedPath } from '../output-root';
+import { parseCommitReport } from '../shared/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../shared/extraction-input';
-import type { TargetCommitOutcome } from '../shared/extraction-types';
 import { runWorkerFromEnv } from '../worker';
 import { printError } from './errors';
 import { followProgress } from './progress';
@@ -121,12 +120,10 @@ program
   .option('--operation-id <id>', "the target owner's id for the load (makes repeated reports idempotent)")
   .option('--json', 'print JSON')
   .action(async (workflowId: string, opts) => {
-    const outcome = opts.outcome as TargetCommitOutcome;
-    if (!['committed', 'failed', 'unknown'].includes(outcome)) {
-      throw new PgExtractError(ErrorCode.INPUT_INVALID, 'outcome must be committed, failed or unknown', { field: 'outcome' });
-    }
+    // Validate before connecting: a bad report has no side effect, not even a connection.
+    const report = parseCommitReport({ outcome: opts.outcome, ...(opts.operationId ? { operationId: opts.operationId } : {}) });
     await withClient(program.opts<GlobalOptions>(), async (client) => {
-      const receipt = await reportCommit(client, workflowId, { outcome, ...(opts.operationId ? { operationId: opts.operationId } : {}) });
+      const receipt = await reportCommit(client, workflowId, report);
       if (opts.json) console.log(JSON.stringify(receipt));
       else printReceipt(receipt);
     });

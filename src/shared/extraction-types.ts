@@ -2,16 +2,12 @@
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import type { ArtifactTerminalReceipt, TerminalOutcome } from '../lifecycle/terminal';
 import type { PartitionRange } from '../postgres/range-planner';
+import type { TargetCommitOutcome } from './commit-report';
 
 export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done';
 
-/** What the target owner says about its commit. */
-export type TargetCommitOutcome = 'committed' | 'failed' | 'unknown';
-export interface TargetCommit {
-  outcome: TargetCommitOutcome;
-  /** The target owner's own id for the load, recorded for audit. */
-  operationId?: string;
-}
+/** What the target owner says about its commit (validated by commitReportSchema). */
+export type { TargetCommit, TargetCommitOutcome } from './commit-report';
 
 /** One written file. */
 export interface ManifestFile {

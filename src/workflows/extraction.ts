@@ -10,6 +10,7 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -18,30 +19,52 @@ import type { MainActivities } from '../activities';
 import type { LoadReport } from '../activities/load';
 import { ErrorCode } from '../errors';
 import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
+import { type TargetCommit, type TargetCommitOutcome, commitReportSchema, parseCommitReport } from '../shared/commit-report';
 import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../shared/definitions';
 import type { ExtractionInput } from '../shared/extraction-input';
-import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from '../shared/extraction-types';
+import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
 import { type AttemptScope, partitionedAttempt, wholeCopyAttempt } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
-const OUTCOME_OF: Record<TargetCommit['outcome'], TerminalOutcome> = {
-  committed: 'success',
-  failed: 'abort',
-  unknown: 'retain_commit_unknown',
-};
+/** A switch, not a lookup on a plain object: nothing inherited can pass for an outcome. */
+function terminalOutcomeOf(outcome: TargetCommitOutcome): TerminalOutcome {
+  switch (outcome) {
+    case 'committed':
+      return 'success';
+    case 'failed':
+      return 'abort';
+    case 'unknown':
+      return 'retain_commit_unknown';
+  }
+}
 
 const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
 // The fence makes a retried load a no-op once one attempt committed, so retrying is safe.
 const loader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
 
-function checkCommit(commit: unknown): asserts commit is TargetCommit {
-  const c = commit as TargetCommit | null;
-  if (!c || typeof c !== 'object' || !(c.outcome in OUTCOME_OF)) {
-    throw ApplicationFailure.nonRetryable('outcome must be committed, failed or unknown', ErrorCode.INPUT_INVALID);
+/** The update validator's check: a bad report is rejected with INPUT_INVALID, nothing written to history. */
+function checkCommit(raw: unknown): void {
+  try {
+    parseCommitReport(raw);
+  } catch (err) {
+    throw ApplicationFailure.nonRetryable((err as Error).message, ErrorCode.INPUT_INVALID);
   }
-  if (c.operationId !== undefined && (typeof c.operationId !== 'string' || c.operationId.length > 200)) {
-    throw ApplicationFailure.nonRetryable('operationId must be a string of at most 200 characters', ErrorCode.INPUT_INVALID);
+}
+
+/** The signal's report, or null (with a warning) for a malformed one: no client can fail a workflow task. */
+function signalledCommit(raw: unknown): TargetCommit | null {
+  try {
+    return parseCommitReport(raw);
+  } catch (err) {
+    // Before reports were strict, a signal's extra keys were ignored; runs that took such a signal replay that way.
+    if (!patched('strict-commit-signal')) {
+      const { outcome, operationId } = (raw ?? {}) as Partial<Record<string, unknown>>;
+      const lenient = commitReportSchema.safeParse(operationId === undefined ? { outcome } : { outcome, operationId });
+      if (lenient.success) return lenient.data;
+    }
+    log.warn('ignored a malformed targetCommit signal', { reason: (err as Error).message });
+    return null;
   }
 }
 
@@ -70,18 +93,15 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
 
   setHandler(statusQuery, () => status);
   setHandler(manifestQuery, () => manifest);
-  setHandler(targetCommitSignal, (c) => {
-    try {
-      checkCommit(c);
-    } catch {
-      log.warn('ignored a malformed targetCommit signal');
-      return;
-    }
+  setHandler(targetCommitSignal, (raw) => {
+    const report = signalledCommit(raw);
+    if (!report) return;
     if (status.phase !== 'awaiting_commit') log.warn('ignored a targetCommit signal outside awaiting_commit', { phase: status.phase });
-    else commit ??= c;
+    else commit ??= report;
   });
   setHandler(
     commitUpdate,
+    // The validator parsed it (validators do not run on replay, so accepted reports replay as they ran).
     async (c) => {
       commit ??= c;
       await condition(() => terminalReceipt !== null);
@@ -150,7 +170,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   let outcome: TerminalOutcome;
   try {
     const answered = await condition(() => commit !== null, input.commitDeadlineMs);
-    outcome = answered ? OUTCOME_OF[commit!.outcome] : 'retain_commit_unknown';
+    outcome = answered ? terminalOutcomeOf(commit!.outcome) : 'retain_commit_unknown';
   } catch (err) {
     if (!isCancellation(err)) throw err;
     cancelled = err;

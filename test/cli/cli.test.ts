@@ -94,11 +94,19 @@ describe('pg-extract CLI (live)', function () {
     });
   }
 
-  it('commit rejects an unknown outcome with INPUT_INVALID', async () => {
-    const r = await cli(['commit', 'wf-1', '--outcome', 'maybe'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
-    assert.equal(r.code, 2);
-    assert.match(r.stderr, /^error INPUT_INVALID: /m);
-  });
+  const badCommits: [string, string[]][] = [
+    ['an unknown outcome', ['--outcome', 'maybe']],
+    ['an inherited property name as outcome', ['--outcome', 'constructor']],
+    ['__proto__ as outcome', ['--outcome', '__proto__']],
+    ['an operation id of 201 characters', ['--outcome', 'committed', '--operation-id', 'x'.repeat(201)]],
+  ];
+  for (const [what, args] of badCommits) {
+    it(`commit rejects ${what} with INPUT_INVALID, exit 2, before connecting anywhere`, async () => {
+      const r = await cli(['commit', 'wf-1', ...args], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /^error INPUT_INVALID: /m);
+    });
+  }
 
   it('an unreachable Temporal server is reported with a code and a hint, exit 1', async () => {
     await admin().query('SELECT 1');

@@ -94,6 +94,17 @@ describe('record workflow histories', function () {
     );
   });
 
+  it('partitioned, failed by a signal with an extra key (accepted before commit reports were strict)', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      // A short deadline: code that ignores the signal ends the run as retained instead of waiting a day.
+      const handle = await run(taskQueue, 'signal-with-extra-key', { partitions: 2, commitDeadlineMs: 10_000 });
+      await waitForManifest(handle);
+      await handle.signal(targetCommitSignal, { outcome: 'failed', operationId: 'op-1', note: 'an older target owner' } as never);
+      await handle.result();
+      await save('signal-with-extra-key', handle);
+    });
+  });
+
   it('cancelled while awaiting commit', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'cancelled', { partitions: 2 });
