@@ -11,6 +11,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { type Client, DatabaseError } from 'pg';
+import { addNote } from '../errors';
 import { CopyOutStream } from './copy-out-stream';
 import { DurableFileSink } from './durable-file-sink';
 
@@ -75,7 +76,8 @@ export async function copyToFile(client: Client, copySql: string, path: string, 
     await fsyncDirectory(dirname(path));
   } catch (err) {
     if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
-    await rm(temp, { force: true });
+    // The COPY's failure is the one to report; a temp file left behind is only a note on it.
+    await rm(temp, { force: true }).catch((rmErr: unknown) => addNote(err, `temp file removal failed: ${(rmErr as { code?: string }).code ?? 'Error'}`));
     throw err;
   }
   return { bytes: digest.bytes, sha256: digest.hash.digest('hex'), rowCount: () => source.rowCount };

@@ -53,7 +53,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, path: stri
     return new ExtractResult(file, authority);
   } catch (err) {
     await client.query('ROLLBACK').catch((rollbackErr: unknown) => addNote(err, `rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
-    if (renamed) await rm(path, { force: true });
+    if (renamed) await rm(path, { force: true }).catch((rmErr: unknown) => addNote(err, `file removal failed: ${(rmErr as { code?: string }).code ?? 'Error'}`));
     throw err;
   }
 }
