@@ -1,11 +1,21 @@
 /**
  * Confines output paths to their root. A relative name is resolved under the root; `..`, an
  * absolute path elsewhere, or a symlink whose target leaves the root are all refused with
- * OUTPUT_PATH_ESCAPES_ROOT before anything is created.
+ * OUTPUT_PATH_ESCAPES_ROOT before anything is created. Folders are created owner-only (0700 by
+ * default) whatever the umask, and claimed by the run that prepares them.
  */
-import { mkdir, realpath } from 'node:fs/promises';
+import { chmod, mkdir, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { ErrorCode, PgExtractError } from './errors';
+import { claimFolder } from './output-owner';
+
+/** Mode of output files unless the worker widens it (PG_EXTRACT_FILE_MODE): owner read/write only. */
+export const DEFAULT_FILE_MODE = 0o600;
+
+/** The folder mode that goes with a file mode: each class that may read files may also enter folders. */
+export function folderModeOf(fileMode: number): number {
+  return fileMode | ((fileMode & 0o444) >> 2);
+}
 
 function inside(root: string, path: string): boolean {
   const rel = relative(root, path);
@@ -36,18 +46,25 @@ async function realPathOfAncestor(path: string): Promise<string> {
 }
 
 /** Checks `path` (lexically inside `root`) through symlinks: its real location must be inside too. */
-async function assertRealInside(root: string, path: string, name: string): Promise<void> {
+export async function assertRealInside(root: string, path: string, name: string): Promise<void> {
   await mkdir(root, { recursive: true });
   if (!inside(await realpath(root), await realPathOfAncestor(path))) throw escapes(name);
 }
 
-/** Creates the folder `name` under `root` (checked lexically and through symlinks). Returns its path. */
-export async function prepareOutputFolder(root: string, name: string): Promise<string> {
+/**
+ * Creates the folder `name` under `root` (checked lexically and through symlinks) for `owner`,
+ * or refuses it with OUTPUT_FOLDER_OWNED when another run has claimed it. Returns its path.
+ */
+export async function prepareOutputFolder(root: string, name: string, { owner, fileMode }: { owner: string; fileMode: number }): Promise<string> {
   const path = confinedPath(root, name);
   await assertRealInside(root, path, name);
-  await mkdir(path, { recursive: true });
+  const mode = folderModeOf(fileMode);
+  const first = await mkdir(path, { recursive: true, mode });
   // A symlink could have appeared between the check and mkdir; check the created folder itself.
   await assertRealInside(root, path, name);
+  await claimFolder(path, owner);
+  // mkdir applies the umask, and a retried prepare finds its folder made: set the modes here.
+  for (let dir = path; dir !== dirname(first ?? path); dir = dirname(dir)) await chmod(dir, mode);
   return path;
 }
 

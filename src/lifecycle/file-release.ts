@@ -1,7 +1,9 @@
 /**
  * FileReleaseAuthority: deletes each physical file at most once, however many views of an
- * artifact ask. A missing file counts as already released; any other failure becomes a stable
- * errno-derived code, never an exception to the caller.
+ * artifact ask. A file counts as released only when the deletion primitive removed it or proved
+ * it gone from where the run wrote it; a bare ENOENT proves nothing (the release may be looking
+ * at another machine's disk) and is reported as FILES_NOT_VISIBLE. Any failure becomes a stable
+ * code, never an exception to the caller.
  */
 import { unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -15,18 +17,23 @@ export interface FileRelease {
 }
 
 const ERRNO_CODES = new Set(['EACCES', 'EPERM', 'EBUSY', 'EROFS', 'EISDIR', 'ENOTEMPTY', 'EIO', 'ENOTDIR', 'ELOOP']);
+const CLEANUP_CODES = new Set<string>(Object.values(CleanupCode));
 
-/** The stable code for a failed deletion. */
+/** The stable code for a failed deletion: an errno, one of ours ({@link CleanupCode}), else RELEASE_FAILED. */
 export function releaseErrorCode(err: unknown): string {
-  const errno = (err as { code?: unknown } | null)?.code;
-  return typeof errno === 'string' && ERRNO_CODES.has(errno) ? errno : CleanupCode.RELEASE_FAILED;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ENOENT') return CleanupCode.FILES_NOT_VISIBLE;
+  return typeof code === 'string' && (ERRNO_CODES.has(code) || CLEANUP_CODES.has(code)) ? code : CleanupCode.RELEASE_FAILED;
 }
 
 export class FileReleaseAuthority {
   readonly #releases = new Map<string, Promise<FileRelease>>();
   readonly #remove: (path: string) => Promise<void>;
 
-  /** @param remove the deletion primitive; `fs.unlink` unless a test needs another. */
+  /**
+   * @param remove the deletion primitive: resolves once the file is gone (removed, or proved gone),
+   * rejects with a coded error otherwise. `fs.unlink` unless the caller can prove more.
+   */
   constructor(remove: (path: string) => Promise<void> = unlink) {
     this.#remove = remove;
   }
@@ -38,10 +45,7 @@ export class FileReleaseAuthority {
     if (!pending) {
       pending = this.#remove(key).then(
         () => ({ path, released: true, code: null }),
-        (err: unknown) =>
-          (err as { code?: unknown }).code === 'ENOENT'
-            ? { path, released: true, code: null }
-            : { path, released: false, code: releaseErrorCode(err) },
+        (err: unknown) => ({ path, released: false, code: releaseErrorCode(err) }),
       );
       this.#releases.set(key, pending);
     }

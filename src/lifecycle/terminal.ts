@@ -31,6 +31,7 @@ export interface ArtifactTerminalReceipt {
 /** Outcome of releasing a set of files. Implementations report failures; they do not throw. */
 export interface ReleaseReport {
   deleted: string[];
+  /** Files not released, and folders not removed, each with a stable code. */
   failures: { path: string; code: string }[];
 }
 
@@ -44,7 +45,14 @@ export interface TerminalResources {
   closeSource?(outcome: TerminalOutcome): Promise<void>;
 }
 
+/** Our cleanup codes (errno codes such as EACCES are reported as they are). */
 export const CleanupCode = {
+  /** The file is not where the run wrote it, and nothing proves it was deleted (e.g. a release on a machine that does not see the run's folder). */
+  FILES_NOT_VISIBLE: 'FILES_NOT_VISIBLE',
+  /** The folder carries another run's ownership marker: nothing in it is this run's to delete. */
+  OUTPUT_FOLDER_OWNED: ErrorCode.OUTPUT_FOLDER_OWNED,
+  /** The path's real location (symlinks followed) leaves the output root: not deleted. */
+  OUTPUT_PATH_ESCAPES_ROOT: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
   RELEASE_FAILED: 'RELEASE_FAILED',
   SOURCE_CLOSE_FAILED: 'SOURCE_CLOSE_FAILED',
 } as const;

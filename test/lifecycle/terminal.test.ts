@@ -121,7 +121,7 @@ describe('TerminalAuthority', () => {
 });
 
 describe('FileReleaseAuthority', () => {
-  it('deletes each file at most once across concurrent views; ENOENT counts as released', async () => {
+  it('deletes each file at most once across concurrent views; a bare ENOENT is not proof: FILES_NOT_VISIBLE', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'release-'));
     const path = join(dir, 'a.csv');
     await writeFile(path, 'x');
@@ -134,7 +134,7 @@ describe('FileReleaseAuthority', () => {
     assert.equal(unlinks, 1);
     assert.ok(results.every((r) => r.released));
     const gone = await new FileReleaseAuthority().release(join(dir, 'never-existed.csv'));
-    assert.deepEqual([gone.released, gone.code], [true, null]);
+    assert.deepEqual([gone.released, gone.code], [false, 'FILES_NOT_VISIBLE']);
     await rm(dir, { recursive: true, force: true });
   });
 });
