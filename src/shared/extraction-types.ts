@@ -47,8 +47,10 @@ export interface AttemptRecord {
   result: 'completed' | 'snapshot_lost' | 'failed';
   /** A stable code for why it ended, when it did not complete. */
   reason: string | null;
-  /** Planned files of a discarded attempt that were released (deleted, or never written). */
+  /** Planned files of a discarded attempt that were released (deleted, or proved gone). */
   releasedFiles: number;
+  /** Why discarding the attempt's files or folder failed (a stable code, see CleanupCode), else null. */
+  cleanupErrorCode: string | null;
 }
 
 export interface ExtractionStatus {

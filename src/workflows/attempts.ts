@@ -63,8 +63,9 @@ function totals(files: ManifestFile[]): { rows: number; bytes: number } {
 
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
   const name = fileName(scope, 0, input);
-  scope.planned = [name];
   await quick.prepareOutputFolder(scope.folder);
+  // Planned only once their folder exists: a discard then finds each file or proves it gone.
+  scope.planned = [name];
   status.partitionsTotal = 1;
   onProgress();
   const { file, receipt, snapshotDigest } = await extractActivities(input).wholeCopy({ input, name });
@@ -108,8 +109,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
   try {
     const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
     planReceived = true;
-    scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
     await quick.prepareOutputFolder(scope.folder);
+    // Planned only once their folder exists: a discard then finds each file or proves it gone.
+    scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
     status.partitionsTotal = plan.ranges.length;
     onProgress();
     const extract = extractActivities(input);

@@ -68,9 +68,16 @@ function signalledCommit(raw: unknown): TargetCommit | null {
   }
 }
 
-/** Output folder of this run: the input's outDir, else one derived from the workflow id. */
-function attemptFolder(input: ExtractionInput, attempt: number): string {
-  return `${input.outDir ?? workflowInfo().workflowId.replace(/[^A-Za-z0-9._-]/g, '_')}/attempt-${attempt}`;
+/**
+ * Names this run's attempt folders: `<outDir, else the sanitized workflow id>/<runId>/attempt-N`,
+ * so no other run (same --out, a reused or look-alike workflow id) can share one.
+ */
+function attemptFolders(input: ExtractionInput): (attempt: number) => string {
+  const { workflowId, runId } = workflowInfo();
+  const parent = input.outDir ?? workflowId.replace(/[^A-Za-z0-9._-]/g, '_');
+  // Runs started before run folders existed keep their folders when they replay.
+  const run = patched('run-folders') ? `/${runId}` : '';
+  return (attempt) => `${parent}${run}/attempt-${attempt}`;
 }
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
@@ -118,6 +125,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   );
 
   const { workflowId, runId } = workflowInfo();
+  const attemptFolder = attemptFolders(input);
   let load: ExtractionResult['load'] = null;
   const loaded = (report: LoadReport): void => {
     load = { outcome: report.outcome, reason: report.reason, rows: report.rows };
@@ -139,12 +147,12 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
       totals: { rows: report.rows ?? 0, bytes: 0 },
       extractionReceipt: receipt,
     };
-    attempts.push({ attempt: 1, result: 'completed', reason: null, releasedFiles: 0 });
+    attempts.push({ attempt: 1, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
     loaded(report);
   } else {
     status.phase = 'extracting';
     progress();
-    manifest = await extractWithFreshSnapshots(input, status, attempts, progress);
+    manifest = await extractWithFreshSnapshots(input, attemptFolder, status, attempts, progress);
     if (input.target) {
       status.phase = 'loading';
       progress();
@@ -161,7 +169,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
 
   status.phase = 'awaiting_commit';
   progress();
-  const folders = manifest.files.length ? [attemptFolder(input, manifest.attempt)] : [];
+  const folders = manifest.files.length ? [attemptFolder(manifest.attempt)] : [];
   const terminal = new TerminalAuthority({
     files: manifest.files.map((f) => f.path),
     releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),
@@ -196,25 +204,23 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
 
 async function extractWithFreshSnapshots(
   input: ExtractionInput,
+  attemptFolder: (attempt: number) => string,
   status: ExtractionStatus,
   attempts: AttemptRecord[],
   progress: () => void,
 ): Promise<Manifest> {
   for (let attempt = 1; ; attempt++) {
-    const scope: AttemptScope = { attempt, folder: attemptFolder(input, attempt), planned: [] };
+    const scope: AttemptScope = { attempt, folder: attemptFolder(attempt), planned: [] };
     Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
     try {
       const manifest = input.partitions === 1 ? await wholeCopyAttempt(input, scope, status, progress) : await partitionedAttempt(input, scope, status, progress);
-      attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0 });
+      attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
       return manifest;
     } catch (err) {
-      // Nothing of a failed attempt survives: its files would mix two snapshots.
-      const report = await CancellationScope.nonCancellable(() =>
-        cleanup.releaseOutputs({ paths: scope.planned, sweepFolders: [], discardFolders: [scope.folder] }),
-      );
+      const discarded = await discardAttempt(scope);
       const lost = isSnapshotLost(err);
-      attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), releasedFiles: report.deleted.length });
-      log.warn('extraction attempt failed', { attempt, reason: describeFailure(err) });
+      attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), ...discarded });
+      log.warn('extraction attempt failed', { attempt, reason: describeFailure(err), cleanupErrorCode: discarded.cleanupErrorCode });
       if (!lost || isCancellation(err)) throw err;
       if (attempt >= input.maxSnapshotAttempts) {
         throw ApplicationFailure.create({
@@ -225,5 +231,22 @@ async function extractWithFreshSnapshots(
         });
       }
     }
+  }
+}
+
+/**
+ * Nothing of a failed attempt survives: its files would mix two snapshots. A cleanup failure is
+ * recorded on the attempt, never thrown over the attempt's own failure or its fresh retry.
+ */
+async function discardAttempt(scope: AttemptScope): Promise<Pick<AttemptRecord, 'releasedFiles' | 'cleanupErrorCode'>> {
+  try {
+    const report = await CancellationScope.nonCancellable(() =>
+      cleanup.releaseOutputs({ paths: scope.planned, sweepFolders: [], discardFolders: [scope.folder] }),
+    );
+    return { releasedFiles: report.deleted.length, cleanupErrorCode: report.failures[0]?.code ?? null };
+  } catch (cleanupErr) {
+    // Runs whose discard failed before this was recorded ended with the cleanup's failure; they replay so.
+    if (!patched('discard-failure-recorded')) throw cleanupErr;
+    return { releasedFiles: 0, cleanupErrorCode: describeFailure(cleanupErr) };
   }
 }

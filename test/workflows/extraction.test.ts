@@ -53,7 +53,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         const result = (await handle.result()) as ExtractionResult;
         assert.deepEqual(result.terminalReceipt, receipt);
         assert.equal(result.operationId, 'op-1');
-        assert.deepEqual(result.attempts, [{ attempt: 1, result: 'completed', reason: null, releasedFiles: 0 }]);
+        assert.deepEqual(result.attempts, [{ attempt: 1, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null }]);
         for (const f of manifest.files) assert.equal(await exists(f.path), kept);
         assert.deepEqual([...receipt.filesRetained].sort(), kept ? manifest.files.map((f) => f.path).sort() : []);
         if (!kept) assert.equal(await exists(dirname(manifest.files[0]!.path)), false, 'empty output folder removed');

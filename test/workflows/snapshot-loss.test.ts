@@ -3,8 +3,10 @@
  * the final manifest comes from one snapshot only and the rows are exact.
  */
 import assert from 'node:assert/strict';
-import { access } from 'node:fs/promises';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { access, mkdir, readdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/shared/definitions';
@@ -22,6 +24,23 @@ async function untilPartitionDone(handle: WorkflowHandle): Promise<void> {
   }
 }
 
+/** The folder under `parent` (at most two levels down) named `name`. */
+async function findFolder(parent: string, name: string): Promise<string> {
+  for (const entry of await readdir(parent, { withFileTypes: true, recursive: true })) {
+    if (entry.isDirectory() && entry.name === name) return join(entry.parentPath, entry.name);
+  }
+  throw new Error(`no ${name} under ${parent}`);
+}
+
+async function untilAttempt(handle: WorkflowHandle, attempt: number, timeoutMs: number): Promise<void> {
+  for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+    if ((await handle.query(statusQuery)).attempt >= attempt) return;
+  }
+  throw new Error(`attempt ${attempt} did not start within ${timeoutMs} ms`);
+}
+
+const chattr = (flag: '+i' | '-i', path: string) => promisify(execFile)('chattr', [flag, path]);
+
 async function finish(handle: WorkflowHandle): Promise<ExtractionResult> {
   await waitForManifest(handle);
   await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] });
@@ -34,7 +53,7 @@ function assertOneFreshSnapshot(result: ExtractionResult, runFolder: string): vo
   assert.equal(attempts.at(-1)!.result, 'completed');
   assert.equal(manifest.attempt, attempts.length);
   assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot in the manifest');
-  assert.ok(manifest.files.every((f) => f.name.startsWith(`${runFolder}/attempt-${manifest.attempt}/`)), 'files of the last attempt only');
+  assert.ok(manifest.files.every((f) => f.name.startsWith(`${runFolder}/`) && dirname(f.name).endsWith(`/attempt-${manifest.attempt}`)), 'files of the last attempt only');
 }
 
 describe('snapshot holder loss (live)', function () {
@@ -58,7 +77,7 @@ describe('snapshot holder loss (live)', function () {
         const result = await finish(handle);
         assertOneFreshSnapshot(result, 'loss-terminate');
         assert.deepEqual(await filesDigest(table, result.manifest.files.map((f) => f.path)), expected);
-        await assert.rejects(access(join(live().outRoot, 'loss-terminate', 'attempt-1')), 'the lost attempt left nothing');
+        await assert.rejects(access(join(dirname(dirname(result.manifest.files[0]!.path)), 'attempt-1')), 'the lost attempt left nothing');
       },
       { maxConcurrentActivities: 1 },
     );
@@ -78,5 +97,32 @@ describe('snapshot holder loss (live)', function () {
       assertOneFreshSnapshot(result, 'loss-restart');
       assert.deepEqual(await filesDigest(table, result.manifest.files.map((f) => f.path)), expected);
     }, { taskQueue: first.taskQueue });
+  });
+
+  it('a discard that fails (its parent folder immutable) → the fresh-snapshot retry goes on; the attempt record carries the cleanup code', async function () {
+    const probe = join(live().scratch, `chattr-${process.pid}`);
+    await mkdir(probe, { recursive: true });
+    if (!(await chattr('+i', probe).then(() => chattr('-i', probe)).then(() => true, () => false))) this.skip();
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir: 'loss-immutable' }, { taskQueue });
+        await untilPartitionDone(handle);
+        // Neither rename nor rmdir can touch the attempt folder inside an immutable folder, root or not.
+        const frozen = dirname(await findFolder(join(live().outRoot, 'loss-immutable'), 'attempt-1'));
+        await chattr('+i', frozen);
+        try {
+          await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
+          await untilAttempt(handle, 2, 30_000);
+        } finally {
+          await chattr('-i', frozen);
+        }
+        const result = await finish(handle);
+        assertOneFreshSnapshot(result, 'loss-immutable');
+        assert.equal(result.attempts[0]!.cleanupErrorCode, 'EPERM', JSON.stringify(result.attempts));
+        assert.equal(result.attempts.at(-1)!.cleanupErrorCode, null);
+        assert.deepEqual(await filesDigest(table, result.manifest.files.map((f) => f.path)), expected);
+      },
+      { maxConcurrentActivities: 1 },
+    );
   });
 });
