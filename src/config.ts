@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { ErrorCode, PgExtractError } from './errors';
+import { DEFAULT_FILE_MODE } from './output-root';
 import { DEFAULT_TASK_QUEUE } from './shared/definitions';
 
 export interface ConnectionConfig {
@@ -47,6 +48,22 @@ function connectionUrl(kind: 'SOURCE' | 'TARGET', name: string, env: NodeJS.Proc
 /** The output root every file must stay inside (PG_EXTRACT_OUT_DIR, default ./extracts). */
 export function outputRoot(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.PG_EXTRACT_OUT_DIR || 'extracts');
+}
+
+/**
+ * Mode of output files (PG_EXTRACT_FILE_MODE, octal, default 0600); folders get the matching
+ * mode (0600 → 0700, 0640 → 0750). It may widen reading, never drop the owner's read/write.
+ */
+export function outputFileMode(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.PG_EXTRACT_FILE_MODE;
+  if (!text) return DEFAULT_FILE_MODE;
+  const mode = /^0?[0-7]{3}$/.test(text) ? parseInt(text, 8) : NaN;
+  if (!((mode & 0o600) === 0o600 && (mode & 0o111) === 0)) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'PG_EXTRACT_FILE_MODE must be an octal file mode with owner read/write and no execute bits, e.g. 0640', {
+      field: 'PG_EXTRACT_FILE_MODE',
+    });
+  }
+  return mode;
 }
 
 /** A URL with its password replaced, for messages. */

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
-import { connectionConfig, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
+import { connectionConfig, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
 import { PinoTemporalLogger, createLogger } from './logging';
 import { ensureSearchAttributes } from './search-attributes';
 import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './worker-runtime';
@@ -21,6 +21,12 @@ export interface ExtractionWorkerOptions {
   taskQueue: string;
   /** Every output file stays inside this folder. */
   outputRoot: string;
+  /**
+   * Mode of output files, whatever the umask; folders get the matching mode (0600 → 0700).
+   * `pg-extract worker` reads PG_EXTRACT_FILE_MODE.
+   * @default 0o600
+   */
+  fileMode?: number;
   /** Resolves a source name to its URL; only the worker ever sees URLs. */
   sourceUrl: (name: string) => string;
   /** Resolves a target name (built-in loader) to its URL. @default none configured */
@@ -55,6 +61,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: createActivities({
       outputRoot: options.outputRoot,
+      fileMode: options.fileMode,
       sourceUrl: options.sourceUrl,
       targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),
       holderTaskQueue,
@@ -90,6 +97,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
 export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const config = connectionConfig(env);
   const root = outputRoot(env);
+  const fileMode = outputFileMode(env);
   const logger = createLogger(env);
   const metrics = env.PG_EXTRACT_METRICS_ADDRESS;
   Runtime.install({
@@ -110,6 +118,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       namespace: config.namespace,
       taskQueue: config.taskQueue,
       outputRoot: root,
+      fileMode,
       sourceUrl: (name) => sourceUrl(name, env),
       targetUrl: (name) => targetUrl(name, env),
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),

@@ -22,6 +22,8 @@ import { tableRequestOf } from './table-request';
 export interface ExtractDeps {
   outputRoot: string;
   sourceUrl: (name: string) => string;
+  /** Mode of written files (folders get the matching mode). @default 0o600 */
+  fileMode?: number;
 }
 
 /** Heartbeat details of an extraction activity. */
@@ -29,7 +31,7 @@ export interface CopyProgress {
   bytes: number;
 }
 
-export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) {
+export function createExtractActivities({ outputRoot, sourceUrl, fileMode }: ExtractDeps) {
   return {
     async copyPartition(raw: PartitionActivityRequest): Promise<ManifestFile> {
       return withFailures(async () => {
@@ -44,7 +46,7 @@ export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) 
             client,
             { snapshotId: req.snapshotId, table: req.table, key: req.key, range: req.range, format: req.input },
             path,
-            { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal },
+            { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal, mode: fileMode },
           );
           countExtracted(file, 'partition');
           return {
@@ -80,6 +82,7 @@ export function createExtractActivities({ outputRoot, sourceUrl }: ExtractDeps) 
             name: relative(outputRoot, path),
             onBytes: (bytes) => (progress.bytes = bytes),
             signal: Context.current().cancellationSignal,
+            fileMode,
           });
           const f = result.artifact;
           countExtracted(f, 'whole_copy');

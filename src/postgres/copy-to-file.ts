@@ -50,6 +50,8 @@ export interface CopyToFileOptions {
   /** Called with the running byte count; keep it cheap (it runs per chunk). */
   onBytes?: (bytes: number) => void;
   signal?: AbortSignal;
+  /** The file's mode, whatever the umask. @default 0o600 */
+  mode?: number;
 }
 
 /**
@@ -68,7 +70,7 @@ export async function copyToFile(client: Client, copySql: string, path: string, 
   const digest = new Digest(options.onBytes ?? (() => undefined));
   // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
   // hand each back once written; gzip's output is its own.
-  const sink = new DurableFileSink(temp, options.gzip ? {} : { onWritten: (chunks) => chunks.forEach((c) => source.recycle(c)) });
+  const sink = new DurableFileSink(temp, { mode: options.mode, ...(options.gzip ? {} : { onWritten: (chunks: Buffer[]) => chunks.forEach((c) => source.recycle(c)) }) });
   try {
     const stages = options.gzip ? [source, createGzip({ level: 1 }), digest, sink] : [source, digest, sink];
     await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});

@@ -8,6 +8,7 @@
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
+import { DEFAULT_FILE_MODE } from '../output-root';
 
 /** Options for {@link DurableFileSink}. */
 export interface DurableFileSinkOptions {
@@ -15,6 +16,8 @@ export interface DurableFileSinkOptions {
   syncEveryBytes?: number;
   /** Passed to open(2). @default 'wx' (the file must not exist) */
   flags?: string;
+  /** The file's mode, whatever the umask. @default 0o600 */
+  mode?: number;
   /** Called with chunks whose bytes are in the file; the sink holds them no longer. */
   onWritten?: (chunks: Buffer[]) => void;
 }
@@ -26,6 +29,7 @@ export class DurableFileSink extends Writable {
   private backgroundSyncError: unknown = null;
   private readonly syncEveryBytes: number;
   private readonly flags: string;
+  private readonly mode: number;
   private readonly onWritten: (chunks: Buffer[]) => void;
 
   constructor(
@@ -35,14 +39,18 @@ export class DurableFileSink extends Writable {
     super({ highWaterMark: 1 << 20 });
     this.syncEveryBytes = options.syncEveryBytes ?? 32 << 20;
     this.flags = options.flags ?? 'wx';
+    this.mode = options.mode ?? DEFAULT_FILE_MODE;
     this.onWritten = options.onWritten ?? (() => undefined);
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    open(this.path, this.flags).then((handle) => {
-      this.handle = handle;
-      callback();
-    }, callback);
+    open(this.path, this.flags, this.mode)
+      .then((handle) => {
+        this.handle = handle;
+        // open(2) applies the umask; the file's mode must not depend on it.
+        return handle.chmod(this.mode);
+      })
+      .then(() => callback(), callback);
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {

@@ -42,7 +42,7 @@ export async function copyPartition(
   client: Client,
   request: PartitionRequest,
   path: string,
-  options: { onBytes?: (bytes: number) => void; signal?: AbortSignal } = {},
+  options: { onBytes?: (bytes: number) => void; signal?: AbortSignal; mode?: number } = {},
 ): Promise<PartitionFile> {
   const literal = snapshotIdLiteral(request.snapshotId);
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -68,6 +68,7 @@ export async function copyPartition(
       gzip: request.format.gzip,
       onBytes: options.onBytes,
       signal: options.signal,
+      mode: options.mode,
     });
     const completedAt = await serverNow(client);
     await client.query('COMMIT');

@@ -31,6 +31,8 @@ export interface WholeCopyOptions {
   /** Awaited once the snapshot exists and before any row is read (progress, audit, tests). */
   onSnapshot?: () => Promise<void> | void;
   signal?: AbortSignal;
+  /** The file's mode, whatever the umask. @default 0o600 */
+  fileMode?: number;
 }
 
 /** Runs on a fresh session the caller closes. On failure: rolled back, no file left. */
@@ -44,6 +46,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, path: stri
       gzip: options.format.gzip,
       onBytes: options.onBytes,
       signal: options.signal,
+      mode: options.fileMode,
     });
     renamed = true;
     const completedAt = await serverNow(client);

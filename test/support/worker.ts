@@ -18,6 +18,8 @@ export interface TestWorkerOptions {
   maxConcurrentActivities?: number;
   /** Target name → URL for the built-in loader. */
   targets?: Record<string, string>;
+  /** Mode of written files. @default the worker's (0600) */
+  fileMode?: number;
 }
 
 export async function startTestWorker(options: TestWorkerOptions = {}): Promise<{ worker: ExtractionWorker; running: Promise<void>; taskQueue: string }> {
@@ -30,6 +32,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     outputRoot: outRoot,
     workflowBundle: bundle,
     maxConcurrentActivities: options.maxConcurrentActivities,
+    fileMode: options.fileMode,
     targetUrl: (name) => {
       const target = options.targets?.[name];
       if (!target) throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `target ${name} is not configured`, { field: 'target' });
