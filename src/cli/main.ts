@@ -74,7 +74,7 @@ program
   .option('--format <csv|binary>', 'file format', 'csv')
   .option('--no-header', 'omit the CSV header line')
   .option('--gzip', 'gzip the files')
-  .option('--out <dir>', 'output folder under the worker output root (PG_EXTRACT_OUT_DIR)')
+  .option('--out <dir>', "parent of the run's folder, under the worker output root (PG_EXTRACT_OUT_DIR)")
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
   .option('--mode <append|replace>', 'how --target loads', 'append')

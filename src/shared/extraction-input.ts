@@ -31,7 +31,7 @@ export const extractionInputSchema = z.strictObject({
   format: z.enum(['csv', 'binary']).default('csv'),
   header: z.boolean().default(true),
   gzip: z.boolean().default(false),
-  /** Output folder, relative to the worker's output root (absolute paths must lie inside it). */
+  /** Parent of the run's output folder (`<outDir>/<runId>/attempt-N`), relative to the worker's output root (absolute paths must lie inside it). */
   outDir: z
     .string()
     .min(1)
