@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { FileEvidence } from '../lifecycle/receipt';
 import type { SplitKey } from '../postgres/catalog';
-import type { PartitionRange } from '../postgres/range-planner';
+import { MAX_BOUND_LENGTH, type PartitionRange } from '../postgres/range-planner';
 import { isSnapshotId } from '../postgres/sql';
 import { type ExtractionInput, parseExtractionInput } from '../shared/extraction-input';
 
@@ -19,14 +19,17 @@ const relativeName = z
 const rangeSchema: z.ZodType<PartitionRange> = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('all') }),
   z.strictObject({ kind: z.literal('nulls') }),
-  z.strictObject({ kind: z.literal('key'), lower: z.string().max(200).nullable(), upper: z.string().max(200).nullable() }),
+  z.strictObject({ kind: z.literal('key'), lower: z.string().max(MAX_BOUND_LENGTH).nullable(), upper: z.string().max(MAX_BOUND_LENGTH).nullable() }),
   z.strictObject({ kind: z.literal('pages'), fromPage: z.number().int().nonnegative(), toPage: z.number().int().nonnegative().nullable() }),
 ]);
 
+const name63 = z.string().min(1).max(63);
+
 const keySchema: z.ZodType<SplitKey> = z.strictObject({
-  name: z.string().min(1).max(63),
-  kind: z.enum(['integer', 'numeric', 'date', 'timestamp', 'timestamptz', 'uuid']),
-  sqlType: z.enum(['int8', 'numeric', 'date', 'timestamp', 'timestamptz', 'uuid']),
+  name: name63,
+  kind: z.enum(['integer', 'numeric', 'date', 'timestamp', 'timestamptz', 'uuid', 'text']),
+  sqlType: z.enum(['int8', 'numeric', 'date', 'timestamp', 'timestamptz', 'uuid', 'text', 'bpchar']),
+  collation: z.strictObject({ schema: name63, name: name63 }).optional(),
 });
 
 const partitionRequestSchema = z.strictObject({

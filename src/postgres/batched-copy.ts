@@ -18,6 +18,7 @@ import {
 import { type ResolvedTable, selectSql } from './catalog';
 import { copyToFile } from './copy-to-file';
 import { type ExportFormat, copyOutSql, fileExtension } from './export-format';
+import { keyBound } from './range-predicate';
 import { beginRepeatableRead, serverNow } from './server-clock';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
@@ -85,25 +86,29 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
     }
   }
 
-  /** NULL keys first, then keyset ranges (last, max of the next n]: each bounded by one index scan. */
+  /**
+   * NULL keys first, then keyset ranges (last, the n-th next key]: each bounded by one index scan.
+   * The n-th key is the last of the next n in key order (not max(), which uuid lacks), compared
+   * under the key's collation as the index orders it.
+   */
   async *#keysetBatches(): AsyncGenerator<{ where: string; last: boolean }> {
-    const key = quoteIdent(this.#table.key!.name);
-    const type = this.#table.key!.sqlType;
+    const splitKey = this.#table.key!;
+    const key = quoteIdent(splitKey.name);
     const relation = quoteQualified(this.#table.schema, this.#table.table);
     const size = Math.max(1, Math.floor(this.#options.batchRows ?? 100_000));
     yield { where: `${key} IS NULL`, last: false };
     for (let last: string | null = null; ; ) {
-      const lower: string = last === null ? `${key} IS NOT NULL` : `${key} > ${quoteLiteral(last)}::${type}`;
-      const probe = await this.#client.query<{ max: string | null }>(
-        `SELECT max(k)::text AS max FROM (SELECT ${key} AS k FROM ${relation} WHERE ${lower} ORDER BY ${key} LIMIT ${size}) s`,
+      const lower: string = last === null ? `${key} IS NOT NULL` : keyBound(splitKey, '>', last);
+      const probe = await this.#client.query<{ upper: string }>(
+        `SELECT ${key}::text AS upper FROM (SELECT ${key} FROM ${relation} WHERE ${lower} ORDER BY ${key} LIMIT ${size}) s ORDER BY s.${key} DESC LIMIT 1`,
       );
-      const max = probe.rows[0]?.max ?? null;
-      if (max === null) {
+      const upper = probe.rows[0]?.upper;
+      if (upper === undefined) {
         yield { where: lower, last: true };
         return;
       }
-      yield { where: `${lower} AND ${key} <= ${quoteLiteral(max)}::${type}`, last: false };
-      last = max;
+      yield { where: `${lower} AND ${keyBound(splitKey, '<=', upper)}`, last: false };
+      last = upper;
     }
   }
 

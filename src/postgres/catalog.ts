@@ -7,8 +7,8 @@ import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
 import { quoteIdent, quoteQualified } from './sql';
 
-/** Key types the range planner can split. */
-export type KeyKind = 'integer' | 'numeric' | 'date' | 'timestamp' | 'timestamptz' | 'uuid';
+/** Key types the range planner can split. `text` covers the collatable string types: ordered by the column's collation. */
+export type KeyKind = 'integer' | 'numeric' | 'date' | 'timestamp' | 'timestamptz' | 'uuid' | 'text';
 
 const KEY_KINDS: Record<string, { kind: KeyKind; sqlType: string }> = {
   smallint: { kind: 'integer', sqlType: 'int8' },
@@ -19,6 +19,10 @@ const KEY_KINDS: Record<string, { kind: KeyKind; sqlType: string }> = {
   'timestamp without time zone': { kind: 'timestamp', sqlType: 'timestamp' },
   'timestamp with time zone': { kind: 'timestamptz', sqlType: 'timestamptz' },
   uuid: { kind: 'uuid', sqlType: 'uuid' },
+  // varchar has no operators of its own: it compares (and is indexed) as text.
+  text: { kind: 'text', sqlType: 'text' },
+  'character varying': { kind: 'text', sqlType: 'text' },
+  character: { kind: 'text', sqlType: 'bpchar' },
 };
 
 export interface ResolvedColumn {
@@ -31,6 +35,14 @@ export interface SplitKey {
   kind: KeyKind;
   /** The type its boundary literals are cast to; from a fixed list, never from input. */
   sqlType: string;
+  /** The column's collation (text keys only): boundaries compare under it, as the index and the sample order. */
+  collation?: KeyCollation;
+}
+
+/** A collation as the catalog names it. */
+export interface KeyCollation {
+  schema: string;
+  name: string;
 }
 
 export interface ResolvedTable {
@@ -100,9 +112,29 @@ export async function resolveTable(client: ClientBase, request: TableRequest): P
       }
     } else {
       key = { name: column.name, ...kind };
+      if (kind.kind === 'text') key.collation = await columnCollation(client, found.oid, column.name);
     }
   }
   return { schema: request.schema, table: request.table, relkind: found.relkind, columns, key };
+}
+
+async function columnCollation(client: ClientBase, relation: string, column: string): Promise<KeyCollation> {
+  const r = await client.query<KeyCollation>(
+    `SELECT n.nspname AS schema, c.collname AS name
+       FROM pg_catalog.pg_attribute a
+       JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace
+      WHERE a.attrelid = $1::oid AND a.attname = $2`,
+    [relation, column],
+  );
+  const collation = r.rows[0];
+  if (!collation) throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `key ${column} has no collation`, { field: 'key' });
+  return collation;
+}
+
+/** Whether a partition's key is the one the plan was made with: same column, type and collation. */
+export function sameSplitKey(a: SplitKey | null, b: SplitKey | null): boolean {
+  return a?.name === b?.name && a?.sqlType === b?.sqlType && a?.collation?.schema === b?.collation?.schema && a?.collation?.name === b?.collation?.name;
 }
 
 /** `SELECT "a", "b" FROM "s"."t"` for a resolved table. */

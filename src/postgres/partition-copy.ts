@@ -5,7 +5,7 @@
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { type SplitKey, type TableRequest, resolveTable, selectSql } from './catalog';
+import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql } from './catalog';
 import { copyToFile } from './copy-to-file';
 import { type ExportFormat, copyOutSql } from './export-format';
 import type { PartitionRange } from './range-planner';
@@ -60,8 +60,8 @@ export async function copyPartition(
       `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started`,
     );
     const table = await resolveTable(client, { ...request.table, key: request.key?.name });
-    if (request.key && (table.key?.name !== request.key.name || table.key.sqlType !== request.key.sqlType)) {
-      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type since planning', { field: 'key' });
+    if (request.key && !sameSplitKey(table.key, request.key)) {
+      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
     }
     const select = selectSql(table, rangePredicate(request.range, table.key));
     const written = await copyToFile(client, copyOutSql(select, request.format), path, {

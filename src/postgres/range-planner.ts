@@ -3,7 +3,9 @@
  * snapshot) into ordered, disjoint partitions. The first and last ranges are open-ended, so
  * coverage never depends on how exactly a boundary literal round-trips; NULL keys get their own
  * partition; boundaries come from sampled quantiles when given (balanced under skew), else a
- * uniform split. Tables without a usable key split by ctid page ranges.
+ * uniform split. Text keys are ordered by their collation, which only the server knows: their
+ * cuts come only from quantiles, in the order the server sorted them. Tables without a usable
+ * key split by ctid page ranges.
  */
 import type { KeyKind } from './catalog';
 
@@ -39,17 +41,21 @@ export interface KeyBounds {
   rowCount: number | null;
   /** Whether any key IS NULL. */
   hasNulls: boolean;
-  /** Sorted quantile values as text (e.g. percentile_disc over a sample); may be empty. */
+  /** Quantile values as text, sorted by the server (e.g. percentile_disc over a sample); may be empty. */
   quantiles?: readonly string[];
 }
+
+/** The longest cut the planner keeps: ranges travel in workflow history, once per partition. */
+export const MAX_BOUND_LENGTH = 512;
 
 /** Converts between a key's text form and an ordinal the planner can do arithmetic on. */
 interface OrdinalCodec<T> {
   parse(text: string): T | undefined;
   format(value: T): string;
-  /** The i-th of n cut points between lo and hi. */
-  interpolate(lo: T, hi: T, i: number, n: number): T;
-  less(a: T, b: T): boolean;
+  /** a < b; absent when only the server knows the order (then quantiles are taken in its order). */
+  less?(a: T, b: T): boolean;
+  /** The i-th of n cut points between lo and hi; absent when only quantiles can place cuts. */
+  interpolate?(lo: T, hi: T, i: number, n: number): T;
 }
 
 const bigintCodec = (parse: (t: string) => bigint | undefined, format: (v: bigint) => string): OrdinalCodec<bigint> => ({
@@ -95,6 +101,7 @@ const CODECS: Record<KeyKind, OrdinalCodec<any>> = {
     interpolate: (lo: number, hi: number, i: number, n: number) => lo + ((hi - lo) * i) / n,
     less: (a: number, b: number) => a < b,
   },
+  text: { parse: (t: string) => t, format: (v: string) => v },
 };
 
 /** n = clamp(ceil(rows / targetRows), 1, max). */
@@ -114,21 +121,34 @@ export function planKeyRanges(bounds: KeyBounds, partitions: number): PartitionR
   let cuts: unknown[] = [];
   if (lo !== undefined && hi !== undefined && keyRanges > 1) {
     const quantiles = (bounds.quantiles ?? []).map((q) => codec.parse(q)).filter((q) => q !== undefined);
-    cuts =
-      quantiles.length >= keyRanges - 1
-        ? Array.from({ length: keyRanges - 1 }, (_, i) => quantiles[Math.floor(((i + 1) * quantiles.length) / keyRanges)])
-        : Array.from({ length: keyRanges - 1 }, (_, i) => codec.interpolate(lo, hi, i + 1, keyRanges));
-    // Keep strictly increasing cuts within (MIN, MAX]: a cut at or below MIN would make an empty first range.
-    const kept: unknown[] = [];
-    for (const cut of cuts) {
-      const prev = kept.length ? kept[kept.length - 1] : lo;
-      if (cut !== undefined && codec.less(prev, cut) && !codec.less(hi, cut)) kept.push(cut);
+    const { interpolate } = codec;
+    if (quantiles.length >= keyRanges - 1 || !interpolate) {
+      // Too few quantiles and nothing to interpolate: fewer ranges.
+      const n = Math.min(keyRanges, quantiles.length + 1);
+      cuts = Array.from({ length: n - 1 }, (_, i) => quantiles[Math.floor(((i + 1) * quantiles.length) / n)]);
+    } else {
+      cuts = Array.from({ length: keyRanges - 1 }, (_, i) => interpolate(lo, hi, i + 1, keyRanges));
     }
-    cuts = kept;
+    cuts = increasingCuts(codec, lo, hi, cuts);
   }
   const edges = [null, ...cuts.map((c) => codec.format(c)), null];
   const ranges: PartitionRange[] = edges.slice(1).map((upper, i) => ({ kind: 'key', lower: edges[i] ?? null, upper }));
   return [...ranges, ...nulls];
+}
+
+/**
+ * Keeps strictly increasing cuts within (MIN, MAX]: a cut at or below MIN would make an empty first
+ * range. Without a JS order (text) the cuts are already in the server's order and within the
+ * data's bounds, so only repeats (and MIN itself) are dropped.
+ */
+function increasingCuts(codec: OrdinalCodec<any>, lo: unknown, hi: unknown, cuts: unknown[]): unknown[] {
+  const kept: unknown[] = [];
+  for (const cut of cuts) {
+    if (cut === undefined || codec.format(cut).length > MAX_BOUND_LENGTH) continue;
+    const prev = kept.length ? kept[kept.length - 1] : lo;
+    if (codec.less ? codec.less(prev, cut) && !codec.less(hi, cut) : codec.format(prev) !== codec.format(cut)) kept.push(cut);
+  }
+  return kept;
 }
 
 /** Splits `pages` heap pages into `partitions` ctid ranges; the last is open for pages added later. */

@@ -1,7 +1,11 @@
-/** Renders a planned partition range as a WHERE clause: quoted key, literal boundaries cast to the key's type. */
+/**
+ * Renders a planned partition range as a WHERE clause: quoted key, literal boundaries cast to the
+ * key's type and, for text keys, compared under the column's collation (the order the planner's
+ * quantiles were sorted in).
+ */
 import type { SplitKey } from './catalog';
 import type { PartitionRange } from './range-planner';
-import { quoteIdent, quoteLiteral } from './sql';
+import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
 const PAGE = /^\d+$/;
 
@@ -18,14 +22,18 @@ export function rangePredicate(range: PartitionRange, key: SplitKey | null): str
       return `${quoteIdent(requireKey(key).name)} IS NULL`;
     case 'key': {
       const k = requireKey(key);
-      const column = quoteIdent(k.name);
-      const parts = [
-        range.lower === null ? null : `${column} >= ${quoteLiteral(range.lower)}::${k.sqlType}`,
-        range.upper === null ? null : `${column} < ${quoteLiteral(range.upper)}::${k.sqlType}`,
-      ].filter((p): p is string => p !== null);
-      return parts.length ? parts.join(' AND ') : `${column} IS NOT NULL`;
+      const parts = [range.lower === null ? null : keyBound(k, '>=', range.lower), range.upper === null ? null : keyBound(k, '<', range.upper)].filter(
+        (p): p is string => p !== null,
+      );
+      return parts.length ? parts.join(' AND ') : `${quoteIdent(k.name)} IS NOT NULL`;
     }
   }
+}
+
+/** `"key" op 'value'::type [COLLATE "schema"."collation"]`. */
+export function keyBound(key: SplitKey, op: '<' | '<=' | '>' | '>=', value: string): string {
+  const collate = key.collation ? ` COLLATE ${quoteQualified(key.collation.schema, key.collation.name)}` : '';
+  return `${quoteIdent(key.name)} ${op} ${quoteLiteral(value)}::${key.sqlType}${collate}`;
 }
 
 function pageNumber(page: number): string {

@@ -118,11 +118,14 @@ async function planRanges(client: ClientBase, table: ResolvedTable, planning: Pl
       : planning.partitions;
   if (table.key) {
     const key = quoteIdent(table.key.name);
-    // A fixed partition count needs no COUNT(*): MIN, MAX and "any NULL?" are index probes.
+    // MIN and MAX are index probes (ORDER BY … LIMIT 1 works for every key type; uuid has no min()),
+    // ordered by the key's own collation; a fixed partition count needs no COUNT(*), and "any NULL?" is a probe too.
+    const end = (direction: 'ASC' | 'DESC') => `(SELECT ${key} FROM ${relation} WHERE ${key} IS NOT NULL ORDER BY ${key} ${direction} LIMIT 1)::text`;
     const b = await client.query<{ min: string | null; max: string | null; rows: string | null; has_nulls: boolean }>(
       auto
-        ? `SELECT min(${key})::text AS min, max(${key})::text AS max, count(*)::text AS rows, count(*) > count(${key}) AS has_nulls FROM ${relation}`
-        : `SELECT min(${key})::text AS min, max(${key})::text AS max, NULL::text AS rows, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls FROM ${relation}`,
+        ? `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, c.rows::text AS rows, c.rows > c.keys AS has_nulls
+             FROM (SELECT count(*) AS rows, count(${key}) AS keys FROM ${relation}) c`
+        : `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, NULL::text AS rows, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls`,
     );
     const row = b.rows[0]!;
     const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: row.rows === null ? null : Number(row.rows), hasNulls: row.has_nulls };

@@ -99,6 +99,18 @@ describe('lazy strategies (live PostgreSQL)', () => {
       assert.equal((await sessionState(client)).inTransaction, false);
     });
 
+    it('a uuid key batches by keyset too (no max() over uuid)', async () => {
+      await admin().query(`DROP SCHEMA IF EXISTS bu CASCADE; CREATE SCHEMA bu; CREATE TABLE bu.t (id uuid PRIMARY KEY, v int)`);
+      await admin().query(`INSERT INTO bu.t SELECT md5(g::text)::uuid, g FROM generate_series(1, 5000) g`);
+      const folder = await mkdtemp(join(live().outRoot, 'bu-'));
+      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bu', table: 't' }), { folder, format: { format: 'csv', header: false, gzip: false }, batchRows: 1_500 });
+      const batches: BatchFile[] = [];
+      for await (const b of copy) batches.push(b);
+      assert.deepEqual(batches.map((b) => b.rows), [0, 1500, 1500, 1500, 500, 0], 'NULL batch, four keyset batches, the terminal empty batch');
+      assert.deepEqual(await filesDigest('bu.t', copy.files, { format: 'csv', header: false }), await tableDigest('SELECT * FROM bu.t'));
+      await copy.terminal.decide('success');
+    });
+
     it('without a key it batches by ctid page ranges', async () => {
       await admin().query(`DROP SCHEMA IF EXISTS bp CASCADE; CREATE SCHEMA bp; CREATE TABLE bp.t (v text)`);
       await admin().query(`INSERT INTO bp.t SELECT repeat('y', 100) || g FROM generate_series(1, 4000) g`);

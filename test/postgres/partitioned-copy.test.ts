@@ -14,12 +14,12 @@ import { live } from '../support/services';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
-/** Exports a snapshot of schema.t, lets `between` run, copies every partition on its own session. */
-async function exportPartitions(schema: string, planning: PlanningOptions, between: (c: SnapshotCoordinator) => Promise<void> = async () => undefined) {
+/** Exports a snapshot of schema.t (split by `key` when given), lets `between` run, copies every partition on its own session. */
+async function exportPartitions(schema: string, planning: PlanningOptions, between: (c: SnapshotCoordinator) => Promise<void> = async () => undefined, key?: string) {
   const coordinatorClient = await openSession(live().pg.url, 'coordinator');
   const readers: Client[] = [];
   try {
-    const coordinator = await SnapshotCoordinator.export(coordinatorClient, { schema, table: 't' }, planning);
+    const coordinator = await SnapshotCoordinator.export(coordinatorClient, { schema, table: 't', key }, planning);
     const { plan } = coordinator;
     await between(coordinator);
     const expected = await tableDigest(`SELECT * FROM ${schema}.t`, plan.snapshotId);
@@ -129,6 +129,50 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     await admin().query('DROP SCHEMA pss CASCADE');
   });
 
+  it('a uuid primary key splits by index-probed bounds and sampled quantiles (no min/max over uuid)', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pu CASCADE; CREATE SCHEMA pu; CREATE TABLE pu.t (id uuid PRIMARY KEY, v int)`);
+    await admin().query(`INSERT INTO pu.t SELECT md5(g::text)::uuid, g FROM generate_series(1, 10000) g`);
+    const run = await exportPartitions('pu', { partitions: 4 });
+    assert.equal(run.plan.table.key?.kind, 'uuid');
+    assertBalanced(run, 4);
+    const auto = await exportPartitions('pu', { partitions: 'auto', targetRowsPerPartition: 2_500, maxPartitions: 8 });
+    assert.equal(auto.plan.rowCount, 10_000);
+    assertBalanced(auto, 4);
+  });
+
+  it('a text key splits by quantiles under its own collation; NULLs and empty strings exported exactly once', async () => {
+    const collation = await nonBytewiseCollation();
+    await admin().query(`DROP SCHEMA IF EXISTS ptx CASCADE; CREATE SCHEMA ptx; CREATE TABLE ptx.t (k text COLLATE ${collation}, v int)`);
+    // Upper/lower case and accents interleave under a linguistic collation but not by bytes.
+    await admin().query(`
+      INSERT INTO ptx.t
+        SELECT CASE WHEN g % 50 = 0 THEN NULL WHEN g % 50 = 1 THEN '' ELSE (ARRAY['a', 'B', 'é', 'Z', 'ö', 'c', 'Ä', 'ß'])[g % 8 + 1] || g END, g
+          FROM generate_series(1, 8000) g`);
+    const differs = await admin().query(`SELECT array_agg(k ORDER BY k) IS DISTINCT FROM array_agg(k ORDER BY k COLLATE "C") AS differs FROM ptx.t`);
+    assert.equal(differs.rows[0].differs, true, 'collation order differs from byte order in this data');
+    const run = await exportPartitions('ptx', { partitions: 5 }, undefined, 'k');
+    assert.equal(run.plan.table.key?.kind, 'text');
+    assert.deepEqual(run.plan.ranges.map((r) => r.kind), ['key', 'key', 'key', 'key', 'nulls']);
+    assert.deepEqual(run.actual, run.expected, 'every row exactly once');
+    assert.equal(run.parts.at(-1)!.rows, 160, 'the NULL partition');
+    const keyed = run.parts.slice(0, -1).map((p) => p.rows);
+    assert.ok(keyed.every((r) => r >= 7840 / 4 / 2 && r <= (7840 / 4) * 2), `balanced: ${keyed.join(', ')}`);
+    const empties = await admin().query(`SELECT count(*)::int AS n FROM ptx.t WHERE k = ''`);
+    assert.equal(empties.rows[0].n, 160);
+  });
+
+  it('a text key with few distinct values gives fewer ranges, never an empty or duplicated one', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS ptf CASCADE; CREATE SCHEMA ptf; CREATE TABLE ptf.t (k varchar(10), v int)`);
+    await admin().query(`INSERT INTO ptf.t SELECT CASE WHEN g % 3 = 0 THEN '' ELSE 'x' END, g FROM generate_series(1, 3000) g`);
+    const run = await exportPartitions('ptf', { partitions: 8 }, undefined, 'k');
+    assert.deepEqual(run.plan.ranges, [
+      { kind: 'key', lower: null, upper: 'x' },
+      { kind: 'key', lower: 'x', upper: null },
+    ]);
+    assert.deepEqual(run.parts.map((p) => p.rows), [1000, 2000]);
+    assert.deepEqual(run.actual, run.expected);
+  });
+
   it('a table with no usable key splits by ctid page ranges', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS pc CASCADE; CREATE SCHEMA pc; CREATE TABLE pc.t (v text)`);
     await admin().query(`INSERT INTO pc.t SELECT repeat('x', 200) || g FROM generate_series(1, 5000) g`);
@@ -168,22 +212,18 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
   }
 });
 
-async function exportPartitionsWithKey(schema: string, key: string, partitions: number) {
-  const coordinatorClient = await openSession(live().pg.url, 'coordinator');
-  const readers: Client[] = [];
-  try {
-    const c = await SnapshotCoordinator.export(coordinatorClient, { schema, table: 't', key }, { partitions });
-    const paths = c.plan.ranges.map((_, i) => join(live().outRoot, `${schema}-k-${i}.csv`));
-    const parts = await Promise.all(
-      c.plan.ranges.map(async (range, i) => {
-        const client = await openSession(live().pg.url, 'partition');
-        readers.push(client);
-        return copyPartition(client, { snapshotId: c.plan.snapshotId, table: { schema, table: 't', columns: ['k', 'v'] }, key: c.plan.table.key, range, format: csv }, paths[i]!);
-      }),
-    );
-    await c.complete([]);
-    return { parts, actual: await filesDigest(`${schema}.t`, paths) };
-  } finally {
-    await Promise.all([coordinatorClient, ...readers].map(closeSession));
-  }
+function exportPartitionsWithKey(schema: string, key: string, partitions: number) {
+  return exportPartitions(schema, { partitions }, undefined, key);
+}
+
+/** A collation whose order is not byte order (ICU or libc English), quoted for SQL. */
+async function nonBytewiseCollation(): Promise<string> {
+  const names = ['en-x-icu', 'und-x-icu', 'en_US.utf8', 'en_US'];
+  const r = await admin().query<{ name: string }>(
+    `SELECT collname AS name FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, pg_char_to_encoding('UTF8')) ORDER BY array_position($1, collname) LIMIT 1`,
+    [names],
+  );
+  const name = r.rows[0]?.name;
+  if (!name) throw new Error(`this server has none of the collations ${names.join(', ')} (ICU or an English libc locale) the text-key test needs`);
+  return `"${name}"`;
 }

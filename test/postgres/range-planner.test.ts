@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { KeyKind } from '../../src/postgres/catalog';
-import { type KeyRange, autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/postgres/range-planner';
+import { type KeyRange, MAX_BOUND_LENGTH, autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/postgres/range-planner';
 
 function keyRanges(kind: KeyKind, min: string, max: string, n: number, quantiles: string[] = []): KeyRange[] {
   return planKeyRanges({ kind, min, max, rowCount: 1_000_000, hasNulls: false, quantiles }, n) as KeyRange[];
@@ -56,6 +56,30 @@ describe('range planner', () => {
   it('quantiles replace the uniform split, so a skewed key gets balanced ranges', () => {
     const r = keyRanges('integer', '1', '1000000', 4, ['10', '20', '30']);
     assert.deepEqual(r.map((x) => x.lower), [null, '10', '20', '30']);
+  });
+
+  it('text keys: cuts only from quantiles (in the server collation order), repeats and MIN dropped, never interpolated', () => {
+    const text = (min: string, max: string, n: number, quantiles: string[]) => keyRanges('text', min, max, n, quantiles).map((r) => r.upper);
+    assert.deepEqual(text('', 'zz', 4, ['b', 'Ä', 'x']), ['b', 'Ä', 'x', null], 'collation order is trusted as sampled, not re-sorted by bytes');
+    assert.deepEqual(text('', 'zz', 4, ['', '', 'm']), ['m', null], 'a cut equal to MIN would make an empty range');
+    assert.deepEqual(text('a', 'b', 8, ['a', 'a', 'b', 'b', 'b', 'b', 'b']), ['b', null], 'too few distinct quantiles: fewer ranges');
+    assert.deepEqual(text('a', 'z', 4, []), [null], 'no quantiles: one range, no interpolation');
+    assert.deepEqual(text('a', 'z', 3, ['b', 'y'.repeat(MAX_BOUND_LENGTH + 1)]), ['b', null], 'a cut too long for workflow history is left out');
+  });
+
+  it('property: text cuts keep the sampled order, are distinct and never equal MIN', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string(), { minLength: 1, maxLength: 40 }), fc.integer({ min: 2, max: 16 }), (values, n) => {
+        const sorted = [...values].sort();
+        const quantiles = Array.from({ length: n - 1 }, (_, i) => sorted[Math.floor(((i + 1) * sorted.length) / n)]!);
+        const r = keyRanges('text', sorted[0]!, sorted.at(-1)!, n, quantiles);
+        assertChain(r, n);
+        const cuts = r.slice(1).map((x) => x.lower!);
+        assert.ok(!cuts.includes(sorted[0]!));
+        assert.equal(new Set(cuts).size, cuts.length);
+        assert.deepEqual(cuts, [...cuts].sort());
+      }),
+    );
   });
 
   it('NULL keys get one partition of their own; all-NULL and empty tables are handled', () => {
