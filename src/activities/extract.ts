@@ -44,7 +44,14 @@ export function createExtractActivities({ outputRoot, sourceUrl, fileMode }: Ext
         try {
           const file = await copyPartitionRange(
             client,
-            { snapshotId: req.snapshotId, table: req.table, key: req.key, range: req.range, format: req.input },
+            {
+              snapshotId: req.snapshotId,
+              table: req.table,
+              key: req.key,
+              range: req.range,
+              format: req.input,
+              lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
+            },
             path,
             { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal, mode: fileMode },
           );

@@ -1,7 +1,8 @@
 /**
  * One partition of a partitioned export, on its own session: BEGIN REPEATABLE READ READ ONLY,
- * SET TRANSACTION SNAPSHOT '<id>' as the first statement, COPY its range into a file, commit,
- * and report its backend pid and the snapshot text it saw as evidence of the import.
+ * SET TRANSACTION SNAPSHOT '<id>' as the first statement, COPY its range into a file (waiting at
+ * most lock_timeout for the table's ACCESS SHARE), commit, and report its backend pid and the snapshot text it saw as
+ * evidence of the import.
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
@@ -12,6 +13,7 @@ import type { PartitionRange } from './range-planner';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
 import { snapshotIdLiteral } from './sql';
+import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
 
 export interface PartitionFile {
   rows: number;
@@ -32,6 +34,8 @@ export interface PartitionRequest {
   key: SplitKey | null;
   range: PartitionRange;
   format: ExportFormat;
+  /** @default DEFAULT_LOCK_TIMEOUT_MS */
+  lockTimeoutMs?: number;
 }
 
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
@@ -45,6 +49,7 @@ export async function copyPartition(
   options: { onBytes?: (bytes: number) => void; signal?: AbortSignal; mode?: number } = {},
 ): Promise<PartitionFile> {
   const literal = snapshotIdLiteral(request.snapshotId);
+  const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     try {
@@ -56,6 +61,7 @@ export async function copyPartition(
       }
       throw err;
     }
+    await setLockTimeout(client, lockTimeoutMs);
     const first = await client.query<{ pid: number; snapshot: string; started: string }>(
       `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started`,
     );
@@ -84,6 +90,6 @@ export async function copyPartition(
     };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
-    throw err;
+    throw await lockTimeoutError(client, err, request.table, lockTimeoutMs);
   }
 }

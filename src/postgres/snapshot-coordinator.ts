@@ -1,8 +1,9 @@
 /**
  * The coordinator of a partitioned export: one session whose REPEATABLE READ READ ONLY
- * transaction exports a snapshot (pg_export_snapshot()) and resolves the split key's bounds
- * inside it. The snapshot lives only while this transaction is open, so it stays open (idle
- * timeout off for this transaction) until every partition has finished; then complete() commits.
+ * transaction exports a snapshot (pg_export_snapshot()), takes ACCESS SHARE on the table and
+ * resolves the split key's bounds inside it. The snapshot lives only while this transaction is
+ * open, so it stays open (idle timeout off for this transaction) until every partition has
+ * finished; then complete() commits.
  */
 import type { ClientBase } from 'pg';
 import { addNote } from '../errors';
@@ -18,6 +19,7 @@ import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
 import { serverNow, utcText } from './server-clock';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
+import { DEFAULT_LOCK_TIMEOUT_MS, lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
 
 /** How many partitions to plan. */
 export interface PlanningOptions {
@@ -27,6 +29,12 @@ export interface PlanningOptions {
   targetRowsPerPartition?: number;
   /** @default 16 */
   maxPartitions?: number;
+}
+
+/** How long the coordinator waits for its table lock. */
+export interface LockingOptions {
+  /** @default DEFAULT_LOCK_TIMEOUT_MS */
+  lockTimeoutMs: number;
 }
 
 /** What partitions need, all read inside the exported snapshot. */
@@ -60,11 +68,17 @@ export class SnapshotCoordinator {
   ) {}
 
   /** Opens the exporting transaction on `client` (a fresh session), resolves the table and plans. */
-  static async export(client: ClientBase, request: TableRequest, planning: PlanningOptions): Promise<SnapshotCoordinator> {
+  static async export(
+    client: ClientBase,
+    request: TableRequest,
+    planning: PlanningOptions,
+    locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
+  ): Promise<SnapshotCoordinator> {
     const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+      await setLockTimeout(client, locking.lockTimeoutMs);
       const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number }>(
         `SELECT pg_export_snapshot() AS id, pg_current_snapshot()::text AS snapshot,
                 ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at,
@@ -75,6 +89,7 @@ export class SnapshotCoordinator {
       authority.acquire(row.started);
       authority.acquireSnapshot(SnapshotAuthority.exportedSnapshot, sourceToken, row.snapshot_at);
       const table = await resolveTable(client, request);
+      await lockAccessShare(client, table);
       const { ranges, rowCount } = await planRanges(client, table, planning);
       return new SnapshotCoordinator(client, authority, {
         snapshotId: row.id,
@@ -87,7 +102,7 @@ export class SnapshotCoordinator {
       });
     } catch (err) {
       await client.query('ROLLBACK').catch(() => addNote(err, 'coordinator rollback failed'));
-      throw err;
+      throw await lockTimeoutError(client, err, request, locking.lockTimeoutMs);
     }
   }
 

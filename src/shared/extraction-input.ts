@@ -6,6 +6,7 @@ import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { parseColumnName, parseTableName } from '../postgres/sql';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
 
 const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
   try {
@@ -72,8 +73,10 @@ export const extractionInputSchema = z.strictObject({
       /** A partition that stops heartbeating this long is retried elsewhere. */
       partitionHeartbeatMs: millis(HOUR).default(20_000),
       partitionStartToCloseMs: millis(48 * HOUR).default(12 * HOUR),
+      /** How long the coordinator and each partition wait for the table's ACCESS SHARE before failing with LOCK_TIMEOUT. */
+      lockTimeoutMs: millis(HOUR).default(DEFAULT_LOCK_TIMEOUT_MS),
     })
-    .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR }),
+    .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS }),
 });
 
 /** What callers pass (defaults optional). */

@@ -1,0 +1,89 @@
+/**
+ * Table locks of an export. The coordinator takes ACCESS SHARE right after exporting its snapshot
+ * (as pg_dump does), so TRUNCATE, a rewriting ALTER TABLE or VACUUM FULL cannot run under the
+ * export. The coordinator and partitions wait at most `lock_timeout` for a lock: a migration
+ * queued behind the coordinator's lock would otherwise queue every partition (and the
+ * application) behind itself, a wait no deadlock detector sees. A timeout becomes LOCK_TIMEOUT
+ * naming who held or queued for the conflicting lock, read from pg_locks after the wait ended
+ * (pg_blocking_pids only answers for a backend that is still waiting).
+ */
+import type { ClientBase } from 'pg';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { quoteQualified } from './sql';
+
+/** How long the coordinator and each partition wait for a lock by default. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
+
+/** lock_timeout for the rest of the current transaction. */
+export async function setLockTimeout(client: ClientBase, ms: number): Promise<void> {
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new RangeError(`lock timeout must be a positive integer of ms, got ${ms}`);
+  await client.query(`SET LOCAL lock_timeout = ${ms}`);
+}
+
+/** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
+const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
+
+/** ACCESS SHARE on the relation (and its partitions, or a view's tables) until the transaction ends. */
+export async function lockAccessShare(client: ClientBase, table: { schema: string; table: string; relkind: string }): Promise<void> {
+  const relation = quoteQualified(table.schema, table.table);
+  await client.query(LOCK_TABLE_KINDS.has(table.relkind) ? `LOCK TABLE ${relation} IN ACCESS SHARE MODE` : `SELECT FROM ${relation} LIMIT 0`);
+}
+
+interface Blocker {
+  pid: number | null;
+  mode: string;
+  granted: boolean;
+  application_name: string | null;
+  state: string | null;
+  query: string | null;
+}
+
+/**
+ * `err` unchanged, or LOCK_TIMEOUT when it is a lock timeout (SQLSTATE 55P03). Call it after the
+ * failed transaction was rolled back: it reads pg_locks on `client`.
+ */
+export async function lockTimeoutError(client: ClientBase, err: unknown, table: { schema: string; table: string }, timeoutMs: number): Promise<unknown> {
+  if ((err as { code?: unknown })?.code !== '55P03') return err;
+  const relation = quoteQualified(table.schema, table.table);
+  let blockers: string;
+  try {
+    const found = await conflictingLocks(client, relation);
+    blockers = found.length ? found.map(describe).join('; ') : 'no conflicting lock is left (its holder let go)';
+  } catch (readErr) {
+    blockers = 'the blocker could not be read';
+    addNote(err, `reading pg_locks failed: ${(readErr as Error).message}`);
+  }
+  return new PgExtractError(ErrorCode.LOCK_TIMEOUT, `could not get ACCESS SHARE on ${relation} within ${timeoutMs} ms: ${blockers}`, { cause: err });
+}
+
+/** Other backends' ACCESS EXCLUSIVE (the one mode that conflicts with ACCESS SHARE) on the relation or its partitions, held or queued. */
+async function conflictingLocks(client: ClientBase, relation: string): Promise<Blocker[]> {
+  const r = await client.query<Blocker>(
+    `SELECT l.pid, l.mode, l.granted, a.application_name, a.state, left(a.query, 1000) AS query
+       FROM pg_catalog.pg_locks l
+       LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid()
+        AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+        AND l.relation IN (SELECT $1::regclass UNION SELECT relid FROM pg_catalog.pg_partition_tree($1::regclass))
+      ORDER BY l.granted DESC, l.pid
+      LIMIT 5`,
+    [relation],
+  );
+  return r.rows;
+}
+
+function describe(b: Blocker): string {
+  const who = b.pid === null ? 'a prepared transaction' : `pid ${b.pid} (application_name ${JSON.stringify(b.application_name ?? '')}, ${b.state ?? 'state unknown'})`;
+  const query = b.query === null ? '' : `, query ${JSON.stringify(maskQuery(b.query))}`;
+  return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${query}`;
+}
+
+/** A query text fit for an error message: string literals masked (they may hold secrets), whitespace folded, at most 120 characters. */
+export function maskQuery(query: string): string {
+  const masked = query
+    .replace(/\$([A-Za-z_][A-Za-z0-9_]*)?\$[\s\S]*?(?:\$\1\$|$)/g, "'…'")
+    .replace(/'(?:[^']|'')*(?:'|$)/g, "'…'")
+    .replace(/\s+/g, ' ')
+    .trim();
+  return masked.length > 120 ? `${masked.slice(0, 119)}…` : masked;
+}

@@ -1,0 +1,139 @@
+/**
+ * Table locks of a partitioned export (live PostgreSQL): the coordinator holds ACCESS SHARE from
+ * right after the export, so TRUNCATE cannot run under it; a lock it or a partition cannot get
+ * within lock_timeout fails with LOCK_TIMEOUT naming the blocker instead of waiting forever.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { PoolClient } from 'pg';
+import { ErrorCode } from '../../src/errors';
+import { copyPartition } from '../../src/postgres/partition-copy';
+import { closeSession, openSession } from '../../src/postgres/session';
+import { SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
+import { maskQuery } from '../../src/postgres/table-lock';
+import { admin, settleSessions } from '../support/database';
+import { live } from '../support/services';
+
+const csv = { format: 'csv' as const, header: true, gzip: false };
+
+/** Rejects when `work` has not settled within `ms`, so a lock wait that never ends fails the test instead of hanging it. */
+function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms)));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+async function pidOf(client: PoolClient): Promise<number> {
+  return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+}
+
+describe('table locks of a partitioned export (live PostgreSQL)', () => {
+  before(async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS lk CASCADE; CREATE SCHEMA lk`);
+    // No key: the ctid path, which reads the table's size but no rows while planning.
+    await admin().query(`CREATE TABLE lk.pages (v text); INSERT INTO lk.pages SELECT repeat('x', 200) || g FROM generate_series(1, 3000) g`);
+    await admin().query(`CREATE TABLE lk.keyed (id int PRIMARY KEY, v text); INSERT INTO lk.keyed SELECT g, 'v' || g FROM generate_series(1, 3000) g`);
+  });
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  for (const table of ['pages', 'keyed']) {
+    it(`the coordinator holds ACCESS SHARE on lk.${table} once planned, so TRUNCATE cannot run under the export`, async () => {
+      const client = await openSession(live().pg.url, 'coordinator');
+      try {
+        const c = await SnapshotCoordinator.export(client, { schema: 'lk', table }, { partitions: 2 });
+        const held = await admin().query(
+          `SELECT mode FROM pg_locks WHERE pid = $1 AND locktype = 'relation' AND relation = $2::regclass AND granted`,
+          [c.plan.coordinatorPid, `lk.${table}`],
+        );
+        assert.deepEqual(held.rows.map((r) => r.mode), ['AccessShareLock']);
+        const truncator = await admin().connect();
+        try {
+          await truncator.query(`SET lock_timeout = '300ms'`);
+          await assert.rejects(truncator.query(`TRUNCATE lk.${table}`), { code: '55P03' });
+        } finally {
+          await truncator.query('RESET lock_timeout');
+          truncator.release();
+        }
+        await c.abort();
+      } finally {
+        await closeSession(client);
+      }
+    });
+  }
+
+  it('a session holding ACCESS EXCLUSIVE makes the coordinator fail with LOCK_TIMEOUT naming it, within the timeout', async () => {
+    const holder = await admin().connect();
+    const client = await openSession(live().pg.url, 'coordinator');
+    try {
+      const pid = await pidOf(holder);
+      await holder.query(`BEGIN; LOCK TABLE lk.pages IN ACCESS EXCLUSIVE MODE`);
+      const started = Date.now();
+      await assert.rejects(within(10_000, SnapshotCoordinator.export(client, { schema: 'lk', table: 'pages' }, { partitions: 2 }, { lockTimeoutMs: 500 })), (err: Error & { code?: string }) => {
+        assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
+        assert.match(err.message, new RegExp(`pid ${pid}\\b`));
+        assert.match(err.message, /pg-extract-test/);
+        assert.match(err.message, /AccessExclusiveLock/);
+        assert.match(err.message, /LOCK TABLE lk\.pages IN ACCESS EXCLUSIVE MODE/);
+        return true;
+      });
+      const elapsed = Date.now() - started;
+      assert.ok(elapsed >= 450 && elapsed < 5_000, `failed after ${elapsed} ms`);
+      const coordinator = await admin().query(`SELECT xact_start IS NOT NULL AS in_tx FROM pg_stat_activity WHERE pid = $1`, [(client as unknown as { processID: number }).processID]);
+      assert.equal(coordinator.rows[0].in_tx, false, 'the coordinator rolled back');
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+      await closeSession(client);
+    }
+  });
+
+  it('a partition queued behind a TRUNCATE that waits for the coordinator fails with LOCK_TIMEOUT naming the TRUNCATE', async () => {
+    const coordinatorClient = await openSession(live().pg.url, 'coordinator');
+    const reader = await openSession(live().pg.url, 'partition');
+    const truncator = await admin().connect();
+    try {
+      const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'lk', table: 'keyed' }, { partitions: 2 });
+      const pid = await pidOf(truncator);
+      await truncator.query(`SET lock_timeout = '8s'`);
+      // Queued behind the coordinator's ACCESS SHARE; every later ACCESS SHARE request queues behind it.
+      const truncating = truncator.query('TRUNCATE lk.keyed').then(
+        () => 'truncated',
+        (err: { code?: string }) => err.code,
+      );
+      await waitUntilWaiting(pid);
+      const request = { snapshotId: c.plan.snapshotId, table: { schema: 'lk', table: 'keyed', columns: ['id', 'v'] }, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv };
+      const started = Date.now();
+      await assert.rejects(within(20_000, copyPartition(reader, { ...request, lockTimeoutMs: 500 }, join(live().outRoot, 'lk-part.csv'))), (err: Error & { code?: string }) => {
+        assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
+        assert.match(err.message, new RegExp(`pid ${pid}\\b`));
+        assert.match(err.message, /AccessExclusiveLock/);
+        assert.match(err.message, /TRUNCATE lk\.keyed/);
+        return true;
+      });
+      assert.ok(Date.now() - started < 5_000, 'within the partition lock timeout, not the TRUNCATE\'s');
+      await c.abort();
+      assert.equal(await truncating, 'truncated', 'the TRUNCATE ran once the export let go');
+    } finally {
+      await truncator.query('RESET lock_timeout').catch(() => undefined);
+      truncator.release();
+      await Promise.all([closeSession(coordinatorClient), closeSession(reader)]);
+      await admin().query(`INSERT INTO lk.keyed SELECT g, 'v' || g FROM generate_series(1, 3000) g ON CONFLICT DO NOTHING`);
+    }
+  });
+
+  it('a blocker\'s query is named without its string literals, folded and truncated', () => {
+    assert.equal(maskQuery(`ALTER ROLE app PASSWORD 'hunter2'`), `ALTER ROLE app PASSWORD '…'`);
+    assert.equal(maskQuery(`SELECT $q$hunter2$q$,\n  'it''s', $$x$$`), `SELECT '…', '…', '…'`);
+    assert.equal(maskQuery(`UPDATE t SET secret = 'hunter2`), `UPDATE t SET secret = '…'`, 'a literal cut off by the server\'s truncation');
+    assert.equal(maskQuery('x'.repeat(500)).length, 120);
+  });
+});
+
+/** Waits until backend `pid` waits for a lock. */
+async function waitUntilWaiting(pid: number): Promise<void> {
+  for (const until = Date.now() + 5_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+    const r = await admin().query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [pid]);
+    if (r.rowCount) return;
+  }
+  throw new Error(`backend ${pid} never waited for a lock`);
+}
