@@ -46,6 +46,8 @@ export function createExtractActivities({ outputRoot, sourceUrl, fileMode }: Ext
             client,
             {
               snapshotId: req.snapshotId,
+              snapshotDigest: req.snapshotDigest,
+              source: req.source,
               table: req.table,
               key: req.key,
               range: req.range,

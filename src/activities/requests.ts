@@ -7,6 +7,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import type { FileEvidence } from '../lifecycle/receipt';
 import type { SplitKey } from '../postgres/catalog';
 import { MAX_BOUND_LENGTH, type PartitionRange } from '../postgres/range-planner';
+import type { SourceIdentity } from '../postgres/source-identity';
 import { isSnapshotId } from '../postgres/sql';
 import { type ExtractionInput, parseExtractionInput } from '../shared/extraction-input';
 
@@ -32,9 +33,17 @@ const keySchema: z.ZodType<SplitKey> = z.strictObject({
   collation: z.strictObject({ schema: name63, name: name63 }).optional(),
 });
 
+const sourceIdentitySchema: z.ZodType<SourceIdentity> = z.strictObject({
+  systemIdentifier: z.string().regex(/^\d{1,20}$/),
+  databaseOid: z.number().int().nonnegative().max(0xffff_ffff),
+});
+
 const partitionRequestSchema = z.strictObject({
   input: z.unknown(),
   snapshotId: z.string().refine(isSnapshotId, 'a pg_export_snapshot() id'),
+  // Optional: copyPartition calls of workflows started on older code lack them.
+  snapshotDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest').optional(),
+  source: sourceIdentitySchema.optional(),
   table: z.strictObject({ schema: z.string().min(1).max(63), table: z.string().min(1).max(63), columns: z.array(z.string().min(1).max(63)).min(1) }),
   key: keySchema.nullable(),
   range: rangeSchema,
@@ -46,6 +55,9 @@ const partitionRequestSchema = z.strictObject({
 export interface PartitionActivityRequest {
   input: ExtractionInput;
   snapshotId: string;
+  /** The plan's snapshot digest and source identity, which the partition proves it sees; absent from workflows started on older code. */
+  snapshotDigest?: string;
+  source?: SourceIdentity;
   table: { schema: string; table: string; columns: string[] };
   key: SplitKey | null;
   range: PartitionRange;
@@ -66,6 +78,8 @@ export interface SnapshotPlanView {
   snapshotId: string;
   snapshotDigest: string;
   coordinatorPid: number;
+  /** The cluster and database the snapshot was exported on; absent from plans recorded by older code. */
+  source?: SourceIdentity;
   table: { schema: string; table: string; columns: string[] };
   key: SplitKey | null;
   ranges: PartitionRange[];

@@ -94,6 +94,7 @@ export function createHolderActivities({ registry, sourceUrl }: HolderDeps) {
             snapshotId: plan.snapshotId,
             snapshotDigest: digestSourceToken(plan.snapshotText),
             coordinatorPid: plan.coordinatorPid,
+            source: plan.source,
             table: { schema: plan.table.schema, table: plan.table.table, columns: plan.table.columns.map((c) => c.name) },
             key: plan.table.key,
             ranges: plan.ranges,

@@ -1,7 +1,8 @@
 /**
  * One partition of a partitioned export, on its own session: BEGIN REPEATABLE READ READ ONLY,
- * SET TRANSACTION SNAPSHOT '<id>' as the first statement, COPY its range into a file (waiting at
- * most lock_timeout for the table's ACCESS SHARE), commit, and report its backend pid and the snapshot text it saw as
+ * SET TRANSACTION SNAPSHOT '<id>' as the first statement, prove it is the planned snapshot on the
+ * planned cluster and database, COPY its range into a file (waiting at most lock_timeout for the
+ * table's ACCESS SHARE), commit, and report its backend pid and the snapshot text it saw as
  * evidence of the import.
  */
 import type { Client } from 'pg';
@@ -12,6 +13,7 @@ import { type ExportFormat, copyOutSql } from './export-format';
 import type { PartitionRange } from './range-planner';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
+import { type ExpectedSnapshot, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';
 import { snapshotIdLiteral } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
 
@@ -26,8 +28,8 @@ export interface PartitionFile {
   completedAt: string;
 }
 
-/** What a partition reads. */
-export interface PartitionRequest {
+/** What a partition reads, and (when given) the snapshot digest and source identity it must see. */
+export interface PartitionRequest extends ExpectedSnapshot {
   snapshotId: string;
   /** The table as the coordinator resolved it; re-resolved here from the catalog. */
   table: TableRequest & { columns: string[] };
@@ -62,9 +64,10 @@ export async function copyPartition(
       throw err;
     }
     await setLockTimeout(client, lockTimeoutMs);
-    const first = await client.query<{ pid: number; snapshot: string; started: string }>(
-      `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started`,
+    const first = await client.query<{ pid: number; snapshot: string; started: string; system_identifier: string; database_oid: string }>(
+      `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${SOURCE_IDENTITY_COLUMNS}`,
     );
+    checkSnapshotIdentity(request, { snapshotText: first.rows[0]!.snapshot, source: identityOf(first.rows[0]!) });
     const table = await resolveTable(client, { ...request.table, key: request.key?.name });
     if (request.key && !sameSplitKey(table.key, request.key)) {
       throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });

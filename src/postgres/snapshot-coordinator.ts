@@ -18,6 +18,7 @@ import {
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
 import { serverNow, utcText } from './server-clock';
+import { type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
 
@@ -46,6 +47,8 @@ export interface SnapshotPlan {
   /** Digest of the snapshot id (the receipt's sourceToken). */
   sourceToken: string;
   coordinatorPid: number;
+  /** The cluster and database the snapshot was exported on: partitions check they read the same. */
+  source: SourceIdentity;
   table: ResolvedTable;
   ranges: PartitionRange[];
   /** COUNT(*) inside the snapshot when `auto` needed it; null otherwise (MIN/MAX come from the index). */
@@ -79,10 +82,10 @@ export class SnapshotCoordinator {
     try {
       await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
       await setLockTimeout(client, locking.lockTimeoutMs);
-      const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number }>(
+      const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number; system_identifier: string; database_oid: string }>(
         `SELECT pg_export_snapshot() AS id, pg_current_snapshot()::text AS snapshot,
                 ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at,
-                pg_backend_pid() AS pid`,
+                pg_backend_pid() AS pid, ${SOURCE_IDENTITY_COLUMNS}`,
       );
       const row = first.rows[0]!;
       const sourceToken = digestSourceToken(row.id);
@@ -96,6 +99,7 @@ export class SnapshotCoordinator {
         snapshotText: row.snapshot,
         sourceToken,
         coordinatorPid: row.pid,
+        source: identityOf(row),
         table,
         ranges,
         rowCount,

@@ -120,6 +120,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
         const file = await extract.copyPartition({
           input,
           snapshotId: plan.snapshotId,
+          // Extra activity arguments change no command: replay-safe without patched().
+          snapshotDigest: plan.snapshotDigest,
+          source: plan.source,
           table: plan.table,
           key: plan.key,
           range,
