@@ -86,7 +86,9 @@ export function createHolderActivities({ registry, sourceUrl }: HolderDeps) {
         const client = await openSession(url, 'coordinator');
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
         try {
-          const coordinator = await SnapshotCoordinator.export(client, tableRequestOf(input), { partitions: input.partitions }, { lockTimeoutMs: input.timeouts.lockTimeoutMs });
+          const coordinator = await SnapshotCoordinator.export(client, tableRequestOf(input), { partitions: input.partitions }, {
+            lockTimeoutMs: input.timeouts.lockTimeoutMs,
+          });
           held.coordinator = coordinator;
           const { plan } = coordinator;
           held.plan.resolve({

@@ -13,7 +13,7 @@ import { type ExportFormat, copyOutSql } from './export-format';
 import type { PartitionRange } from './range-planner';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
-import { type ExpectedSnapshot, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';
+import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';
 import { snapshotIdLiteral } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
 
@@ -64,7 +64,7 @@ export async function copyPartition(
       throw err;
     }
     await setLockTimeout(client, lockTimeoutMs);
-    const first = await client.query<{ pid: number; snapshot: string; started: string; system_identifier: string; database_oid: string }>(
+    const first = await client.query<{ pid: number; snapshot: string; started: string } & IdentityRow>(
       `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${SOURCE_IDENTITY_COLUMNS}`,
     );
     checkSnapshotIdentity(request, { snapshotText: first.rows[0]!.snapshot, source: identityOf(first.rows[0]!) });

@@ -18,7 +18,7 @@ import {
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
 import { serverNow, utcText } from './server-clock';
-import { type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
+import { type IdentityRow, type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
 
@@ -82,7 +82,7 @@ export class SnapshotCoordinator {
     try {
       await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
       await setLockTimeout(client, locking.lockTimeoutMs);
-      const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number; system_identifier: string; database_oid: string }>(
+      const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number } & IdentityRow>(
         `SELECT pg_export_snapshot() AS id, pg_current_snapshot()::text AS snapshot,
                 ${utcText('statement_timestamp()')} AS started, ${utcText('clock_timestamp()')} AS snapshot_at,
                 pg_backend_pid() AS pid, ${SOURCE_IDENTITY_COLUMNS}`,

@@ -18,7 +18,13 @@ export interface SourceIdentity {
 export const SOURCE_IDENTITY_COLUMNS = `(SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS system_identifier,
   (SELECT oid::int8 FROM pg_catalog.pg_database WHERE datname = current_database()) AS database_oid`;
 
-export function identityOf(row: { system_identifier: string; database_oid: string | number }): SourceIdentity {
+/** The row shape {@link SOURCE_IDENTITY_COLUMNS} adds (int8 arrives as text). */
+export interface IdentityRow {
+  system_identifier: string;
+  database_oid: string;
+}
+
+export function identityOf(row: IdentityRow): SourceIdentity {
   return { systemIdentifier: row.system_identifier, databaseOid: Number(row.database_oid) };
 }
 
@@ -34,7 +40,8 @@ export function checkSnapshotIdentity(expected: ExpectedSnapshot, seen: { snapsh
   if (source && (source.systemIdentifier !== seen.source.systemIdentifier || source.databaseOid !== seen.source.databaseOid)) {
     throw new PgExtractError(
       ErrorCode.SNAPSHOT_MISMATCH,
-      `this partition reads cluster ${seen.source.systemIdentifier}, database oid ${seen.source.databaseOid}; the snapshot was exported on cluster ${source.systemIdentifier}, database oid ${source.databaseOid}`,
+      `this partition reads cluster ${seen.source.systemIdentifier}, database oid ${seen.source.databaseOid}; ` +
+        `the snapshot was exported on cluster ${source.systemIdentifier}, database oid ${source.databaseOid}`,
     );
   }
   if (expected.snapshotDigest !== undefined && expected.snapshotDigest !== digestSourceToken(seen.snapshotText)) {

@@ -73,7 +73,8 @@ async function conflictingLocks(client: ClientBase, relation: string): Promise<B
 }
 
 function describe(b: Blocker): string {
-  const who = b.pid === null ? 'a prepared transaction' : `pid ${b.pid} (application_name ${JSON.stringify(b.application_name ?? '')}, ${b.state ?? 'state unknown'})`;
+  const who =
+    b.pid === null ? 'a prepared transaction' : `pid ${b.pid} (application_name ${JSON.stringify(b.application_name ?? '')}, ${b.state ?? 'state unknown'})`;
   const query = b.query === null ? '' : `, query ${JSON.stringify(maskQuery(b.query))}`;
   return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${query}`;
 }

@@ -68,7 +68,8 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       const pid = await pidOf(holder);
       await holder.query(`BEGIN; LOCK TABLE lk.pages IN ACCESS EXCLUSIVE MODE`);
       const started = Date.now();
-      await assert.rejects(within(10_000, SnapshotCoordinator.export(client, { schema: 'lk', table: 'pages' }, { partitions: 2 }, { lockTimeoutMs: 500 })), (err: Error & { code?: string }) => {
+      const exporting = SnapshotCoordinator.export(client, { schema: 'lk', table: 'pages' }, { partitions: 2 }, { lockTimeoutMs: 500 });
+      await assert.rejects(within(10_000, exporting), (err: Error & { code?: string }) => {
         assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
         assert.match(err.message, new RegExp(`pid ${pid}\\b`));
         assert.match(err.message, /pg-extract-test/);
@@ -78,7 +79,8 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       });
       const elapsed = Date.now() - started;
       assert.ok(elapsed >= 450 && elapsed < 5_000, `failed after ${elapsed} ms`);
-      const coordinator = await admin().query(`SELECT xact_start IS NOT NULL AS in_tx FROM pg_stat_activity WHERE pid = $1`, [(client as unknown as { processID: number }).processID]);
+      const coordinatorPid = (client as unknown as { processID: number }).processID;
+      const coordinator = await admin().query(`SELECT xact_start IS NOT NULL AS in_tx FROM pg_stat_activity WHERE pid = $1`, [coordinatorPid]);
       assert.equal(coordinator.rows[0].in_tx, false, 'the coordinator rolled back');
     } finally {
       await holder.query('ROLLBACK');
@@ -101,7 +103,8 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
         (err: { code?: string }) => err.code,
       );
       await waitUntilWaiting(pid);
-      const request = { snapshotId: c.plan.snapshotId, table: { schema: 'lk', table: 'keyed', columns: ['id', 'v'] }, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv };
+      const table = { schema: 'lk', table: 'keyed', columns: ['id', 'v'] };
+      const request = { snapshotId: c.plan.snapshotId, table, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv };
       const started = Date.now();
       await assert.rejects(within(20_000, copyPartition(reader, { ...request, lockTimeoutMs: 500 }, join(live().outRoot, 'lk-part.csv'))), (err: Error & { code?: string }) => {
         assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
