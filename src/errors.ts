@@ -52,6 +52,8 @@ export const ErrorCode = {
   S3_CHECKSUM_MISMATCH: 'S3_CHECKSUM_MISMATCH',
   S3_REQUEST_FAILED: 'S3_REQUEST_FAILED',
   S3_UNREACHABLE: 'S3_UNREACHABLE',
+  /** An output the manifest would list cannot be seen where the manifest is assembled (workers do not share the output folder). */
+  OUTPUT_NOT_VISIBLE: 'OUTPUT_NOT_VISIBLE',
   // Runtime failures.
   LOCK_TIMEOUT: 'LOCK_TIMEOUT',
   SNAPSHOT_LOST: 'SNAPSHOT_LOST',
@@ -102,6 +104,10 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.SNAPSHOT_LOST,
   ErrorCode.SNAPSHOT_MISMATCH,
   ErrorCode.TARGET_NOT_SAME_DATABASE,
+  ErrorCode.S3_ACCESS_DENIED,
+  ErrorCode.S3_BUCKET_NOT_FOUND,
+  ErrorCode.S3_UNREACHABLE,
+  ErrorCode.OUTPUT_NOT_VISIBLE,
 ];
 
 /** The stable code of `err` or of the first error in its `.cause` chain that has one. */

@@ -7,10 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
 import { connectionConfig, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
 import { PinoTemporalLogger, createLogger } from './logging';
+import { DEFAULT_FILE_MODE } from './output-root';
 import { ensureSearchAttributes } from './search-attributes';
+import { OutputStores } from './storage/output-stores';
 import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './worker-runtime';
 
 /** Options for {@link createExtractionWorker}. */
@@ -29,6 +32,8 @@ export interface ExtractionWorkerOptions {
   fileMode?: number;
   /** Resolves a source name to its URL; only the worker ever sees URLs. */
   sourceUrl: (name: string) => string;
+  /** The S3 client for `s3://` outputs. @default one from the worker's AWS_* environment, made on first use */
+  s3Client?: () => S3Client;
   /** Resolves a target name (built-in loader) to its URL. @default none configured */
   targetUrl?: (name: string) => string;
   /**
@@ -55,13 +60,14 @@ export interface ExtractionWorker {
 export async function createExtractionWorker(options: ExtractionWorkerOptions): Promise<ExtractionWorker> {
   const holderTaskQueue = `${options.taskQueue}/holder/${randomUUID()}`;
   const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
+  const stores = new OutputStores({ outputRoot: options.outputRoot, fileMode: options.fileMode ?? DEFAULT_FILE_MODE, ...(options.s3Client ? { s3Client: options.s3Client } : {}) });
   const main = await Worker.create({
     ...common,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: createActivities({
       outputRoot: options.outputRoot,
-      fileMode: options.fileMode,
+      stores,
       sourceUrl: options.sourceUrl,
       targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),
       holderTaskQueue,

@@ -1,18 +1,17 @@
 /**
  * Extraction activities: one partition of an exported snapshot, or a whole-table COPY. Each runs
- * on its own session, heartbeats bytes written, and writes its file atomically so a retry
- * replaces it rather than appending.
+ * on its own session, heartbeats bytes written, and writes its output (a local file or an S3
+ * object) atomically so a retry replaces it rather than appending.
  */
 import { Context } from '@temporalio/activity';
-import { relative } from 'node:path';
 import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { resolveTable } from '../postgres/catalog';
 import { copyPartition as copyPartitionRange } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
-import { checkOutputFile } from '../output-root';
 import type { ManifestFile } from '../shared/extraction-types';
+import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
@@ -20,10 +19,9 @@ import { type PartitionActivityRequest, type WholeCopyActivityRequest, parseName
 import { tableRequestOf } from './table-request';
 
 export interface ExtractDeps {
-  outputRoot: string;
+  /** Where outputs go: the local output root or a bucket, by name. */
+  stores: OutputStores;
   sourceUrl: (name: string) => string;
-  /** Mode of written files (folders get the matching mode). @default 0o600 */
-  fileMode?: number;
 }
 
 /** Heartbeat details of an extraction activity. */
@@ -31,13 +29,14 @@ export interface CopyProgress {
   bytes: number;
 }
 
-export function createExtractActivities({ outputRoot, sourceUrl, fileMode }: ExtractDeps) {
+export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
   return {
     async copyPartition(raw: PartitionActivityRequest): Promise<ManifestFile> {
       return withFailures(async () => {
         const req = parsePartitionRequest(raw);
         const url = sourceUrl(req.input.source);
-        const path = await checkOutputFile(outputRoot, req.name);
+        const store = stores.of(req.name);
+        const output = await store.sink(req.name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         const client = await openSession(url, 'partition');
@@ -54,13 +53,14 @@ export function createExtractActivities({ outputRoot, sourceUrl, fileMode }: Ext
               format: req.input,
               lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
             },
-            path,
-            { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal, mode: fileMode },
+            output,
+            { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal },
           );
           countExtracted(file, 'partition');
           return {
-            path,
-            name: relative(outputRoot, path),
+            path: file.location,
+            name: store.evidenceName(file.location),
+            etag: file.etag,
             partition: req.partition,
             range: req.range,
             rows: file.rows,
@@ -80,25 +80,26 @@ export function createExtractActivities({ outputRoot, sourceUrl, fileMode }: Ext
       return withFailures(async () => {
         const { input, name } = parseNamed(raw);
         const url = sourceUrl(input.source);
-        const path = await checkOutputFile(outputRoot, name);
+        const store = stores.of(name);
+        const output = await store.sink(name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         const client = await openSession(url, 'whole-copy');
         try {
           const table = await resolveTable(client, tableRequestOf(input));
-          const result = await wholeCopyTable(client, table, path, {
+          const result = await wholeCopyTable(client, table, output, {
             format: input,
-            name: relative(outputRoot, path),
+            name: store.evidenceName(output.location),
             onBytes: (bytes) => (progress.bytes = bytes),
             signal: Context.current().cancellationSignal,
-            fileMode,
           });
           const f = result.artifact;
           countExtracted(f, 'whole_copy');
           return {
             file: {
-              path,
-              name: relative(outputRoot, path),
+              path: f.location,
+              name: store.evidenceName(f.location),
+              etag: f.etag,
               partition: 0,
               range: { kind: 'all' },
               rows: f.rows,

@@ -7,6 +7,7 @@
  */
 import { unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { isS3Url } from '../storage/s3-url';
 import { CleanupCode, type ReleaseReport } from './terminal';
 
 /** Result of one file's release. */
@@ -40,7 +41,7 @@ export class FileReleaseAuthority {
 
   /** Releases `path` once; later and concurrent calls share the first attempt's result. */
   release(path: string): Promise<FileRelease> {
-    const key = resolve(path);
+    const key = isS3Url(path) ? path : resolve(path);
     let pending = this.#releases.get(key);
     if (!pending) {
       pending = this.#remove(key).then(

@@ -54,6 +54,13 @@ export const CleanupCode = {
   /** The path's real location (symlinks followed) leaves the output root: not deleted. */
   OUTPUT_PATH_ESCAPES_ROOT: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
   RELEASE_FAILED: 'RELEASE_FAILED',
+  /** Object storage refused the delete or the check that follows it (credentials, policy). */
+  S3_ACCESS_DENIED: ErrorCode.S3_ACCESS_DENIED,
+  S3_BUCKET_NOT_FOUND: ErrorCode.S3_BUCKET_NOT_FOUND,
+  /** The bucket accepted the delete, but the object is still there when checked. */
+  S3_OBJECT_STILL_PRESENT: 'S3_OBJECT_STILL_PRESENT',
+  S3_REQUEST_FAILED: ErrorCode.S3_REQUEST_FAILED,
+  S3_UNREACHABLE: ErrorCode.S3_UNREACHABLE,
   SOURCE_CLOSE_FAILED: 'SOURCE_CLOSE_FAILED',
 } as const;
 

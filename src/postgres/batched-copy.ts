@@ -16,7 +16,9 @@ import {
   type TerminalOutcome,
 } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
-import { copyToFile } from './copy-to-file';
+import { DEFAULT_FILE_MODE } from '../output-root';
+import { LocalFileSink } from '../storage/local-file-sink';
+import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql, fileExtension } from './export-format';
 import { keyBound } from './range-predicate';
 import { beginRepeatableRead, serverNow } from './server-clock';
@@ -75,7 +77,7 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
     let index = 0;
     for await (const { where, last } of batches) {
       const path = join(this.#options.folder, `batch-${String(index).padStart(6, '0')}${fileExtension(this.#options.format)}`);
-      const written = await copyToFile(c, copyOutSql(selectSql(this.#table, where), this.#options.format), path, { gzip: this.#options.format.gzip });
+      const written = await copyToOutput(c, copyOutSql(selectSql(this.#table, where), this.#options.format), new LocalFileSink(path, DEFAULT_FILE_MODE), { gzip: this.#options.format.gzip });
       const completedAt = await serverNow(c);
       this.files.push(path);
       const batch = { index: index++, path, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256 };

@@ -8,7 +8,8 @@
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql } from './catalog';
-import { copyToFile } from './copy-to-file';
+import type { OutputSink } from '../storage/output-sink';
+import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql } from './export-format';
 import type { PartitionRange } from './range-planner';
 import { rangePredicate } from './range-predicate';
@@ -18,6 +19,10 @@ import { snapshotIdLiteral } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
 
 export interface PartitionFile {
+  /** Where the output lives: an absolute path or an `s3://` URL. */
+  location: string;
+  /** The object's ETag on S3; null for a local file. */
+  etag: string | null;
   rows: number;
   bytes: number;
   sha256: string;
@@ -43,12 +48,12 @@ export interface PartitionRequest extends ExpectedSnapshot {
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
 const LOST_SNAPSHOT_STATES = new Set(['22023', '55000', '0A000']);
 
-/** Runs on a fresh session the caller closes. The file appears under `path` only when complete. */
+/** Runs on a fresh session the caller closes. The output appears under its location only when complete. */
 export async function copyPartition(
   client: Client,
   request: PartitionRequest,
-  path: string,
-  options: { onBytes?: (bytes: number) => void; signal?: AbortSignal; mode?: number } = {},
+  output: OutputSink,
+  options: { onBytes?: (bytes: number) => void; signal?: AbortSignal } = {},
 ): Promise<PartitionFile> {
   const literal = snapshotIdLiteral(request.snapshotId);
   const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
@@ -73,16 +78,17 @@ export async function copyPartition(
       throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
     }
     const select = selectSql(table, rangePredicate(request.range, table.key));
-    const written = await copyToFile(client, copyOutSql(select, request.format), path, {
+    const written = await copyToOutput(client, copyOutSql(select, request.format), output, {
       gzip: request.format.gzip,
       onBytes: options.onBytes,
       signal: options.signal,
-      mode: options.mode,
     });
     const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;
     return {
+      location: written.location,
+      etag: written.etag,
       rows: written.rowCount(),
       bytes: written.bytes,
       sha256: written.sha256,

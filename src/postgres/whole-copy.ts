@@ -3,17 +3,20 @@
  * The snapshot is the transaction's own (pg_current_snapshot(), taken by the first query);
  * the window is the server clock from that query to after the COPY, so it brackets the read.
  */
-import { rm } from 'node:fs/promises';
 import type { Client } from 'pg';
 import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
-import { copyToFile } from './copy-to-file';
+import type { OutputSink } from '../storage/output-sink';
+import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql } from './export-format';
 import { beginRepeatableRead, serverNow } from './server-clock';
 
 export interface WholeCopyFile {
-  path: string;
+  /** Where the output lives: an absolute path or an `s3://` URL. */
+  location: string;
+  /** The object's ETag on S3; null for a local file. */
+  etag: string | null;
   rows: number;
   bytes: number;
   sha256: string;
@@ -31,32 +34,29 @@ export interface WholeCopyOptions {
   /** Awaited once the snapshot exists and before any row is read (progress, audit, tests). */
   onSnapshot?: () => Promise<void> | void;
   signal?: AbortSignal;
-  /** The file's mode, whatever the umask. @default 0o600 */
-  fileMode?: number;
 }
 
-/** Runs on a fresh session the caller closes. On failure: rolled back, no file left. */
-export async function wholeCopy(client: Client, table: ResolvedTable, path: string, options: WholeCopyOptions): Promise<ExtractResult<WholeCopyFile>> {
+/** Runs on a fresh session the caller closes. On failure: rolled back, no output left. */
+export async function wholeCopy(client: Client, table: ResolvedTable, output: OutputSink, options: WholeCopyOptions): Promise<ExtractResult<WholeCopyFile>> {
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
-  let renamed = false;
+  let committed = false;
   try {
     const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority);
     await options.onSnapshot?.();
-    const written = await copyToFile(client, copyOutSql(selectSql(table), options.format), path, {
+    const written = await copyToOutput(client, copyOutSql(selectSql(table), options.format), output, {
       gzip: options.format.gzip,
       onBytes: options.onBytes,
       signal: options.signal,
-      mode: options.fileMode,
     });
-    renamed = true;
+    committed = true;
     const completedAt = await serverNow(client);
-    const file: WholeCopyFile = { path, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, backendPid, snapshotDigest };
+    const file: WholeCopyFile = { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, backendPid, snapshotDigest };
     authority.complete([{ name: options.name, rows: file.rows, bytes: file.bytes, sha256: file.sha256 }], completedAt);
     await client.query('COMMIT');
     return new ExtractResult(file, authority);
   } catch (err) {
     await client.query('ROLLBACK').catch((rollbackErr: unknown) => addNote(err, `rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
-    if (renamed) await rm(path, { force: true }).catch((rmErr: unknown) => addNote(err, `file removal failed: ${(rmErr as { code?: string }).code ?? 'Error'}`));
+    if (committed) await output.discard().catch((discardErr: unknown) => addNote(err, `output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
     throw err;
   }
 }

@@ -11,10 +11,12 @@ export type { TargetCommit, TargetCommitOutcome } from './commit-report';
 
 /** One written file. */
 export interface ManifestFile {
-  /** Absolute path on the worker host. */
+  /** Absolute path on the worker host, or `s3://bucket/key`. */
   path: string;
-  /** Path relative to the output root (also the receipt's evidence name). */
+  /** Path relative to the output root, or the `s3://` URL (also the receipt's evidence name). */
   name: string;
+  /** The object's ETag when the output is on S3; null for a local file. */
+  etag: string | null;
   partition: number;
   range: PartitionRange;
   rows: number;

@@ -12,7 +12,9 @@ interface SdkError {
 }
 
 const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'Forbidden']);
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'TimeoutError']);
+// No server answers at all (after the SDK's own retries): a wrong endpoint, not a passing glitch.
+// A reset or a timeout mid-transfer is S3_REQUEST_FAILED, which Temporal retries.
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /** The HTTP status of a server's answer, if there was one. */
 export function statusOf(err: unknown): number | undefined {

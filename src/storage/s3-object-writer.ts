@@ -9,22 +9,16 @@
  * bytes, so a receipt's sha256 is of exactly what the bucket holds.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { Transform, type TransformCallback } from 'node:stream';
-import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Transform, type TransformCallback, type Writable } from 'node:stream';
+import { DeleteObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { ErrorCode, PgExtractError } from '../errors';
+import type { OutputSink, StoredOutput, WrittenFile } from './output-sink';
 import { s3Failure } from './s3-errors';
 import { type S3Location, formatS3Url } from './s3-url';
 
 /** The smallest part size we use: 64 MiB parts let one object grow to 640 GiB. */
 export const MIN_PART_SIZE = 64 * 1024 * 1024;
-
-/** What the bucket acknowledged. */
-export interface StoredObject {
-  url: string;
-  key: string;
-  etag: string;
-}
 
 /** Options for {@link S3ObjectWriter}. */
 export interface S3ObjectWriterOptions {
@@ -75,53 +69,65 @@ class PartHashingStream extends Transform {
   }
 }
 
-export class S3ObjectWriter {
-  /** Write the object's bytes here (with backpressure); end it, then {@link commit}. */
-  readonly writable: Transform;
+export class S3ObjectWriter implements OutputSink {
+  readonly location: string;
+  private readonly writable: Transform;
   private readonly hashes: PartHashes;
   private readonly upload: Upload;
   private readonly done: Promise<unknown>;
+  private committed = false;
 
   constructor(
     private readonly client: S3Client,
-    readonly location: S3Location,
+    readonly object: S3Location,
     options: S3ObjectWriterOptions = {},
   ) {
+    this.location = formatS3Url(object);
     const partSize = Math.max(MIN_PART_SIZE, options.partSize ?? MIN_PART_SIZE);
     this.hashes = new PartHashes(partSize);
     this.writable = new PartHashingStream(this.hashes);
     this.upload = new Upload({
       client,
-      params: { Bucket: location.bucket, Key: location.key, Body: this.writable, ChecksumAlgorithm: 'SHA256' },
+      params: { Bucket: object.bucket, Key: object.key, Body: this.writable, ChecksumAlgorithm: 'SHA256' },
       partSize,
       queueSize: 1,
       leavePartsOnError: false,
     });
     this.done = this.upload.done();
     // A failed upload stops the writer, so the pipeline feeding it fails too.
-    this.done.catch((err: unknown) => this.writable.destroy(s3Failure(err, `upload of ${formatS3Url(location)}`)));
+    this.done.catch((err: unknown) => this.writable.destroy(s3Failure(err, `upload of ${this.location}`)));
+  }
+
+  /** The object's bytes go here, with backpressure (the upload reads one part at a time). */
+  open(): Writable {
+    return this.writable;
   }
 
   /**
-   * Waits for the upload to complete and checks the server's checksum against `sha256` (hex, of
-   * every byte written). A mismatch deletes nothing: the caller's discard does that.
+   * Waits for the upload to complete and checks the server's checksum against `written.sha256`
+   * (hex, of every byte written). A mismatch deletes nothing: the caller's discard does that.
    */
-  async commit(sha256: string): Promise<StoredObject> {
-    const result = (await this.done.catch((err: unknown) => Promise.reject(s3Failure(err, `upload of ${formatS3Url(this.location)}`)))) as { ETag?: string };
+  async commit(written: WrittenFile): Promise<StoredOutput> {
+    const result = (await this.done.catch((err: unknown) => Promise.reject(s3Failure(err, `upload of ${this.location}`)))) as { ETag?: string };
+    this.committed = true;
     const head = await this.client
-      .send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.location.key, ChecksumMode: 'ENABLED' }))
-      .catch((err: unknown) => Promise.reject(s3Failure(err, `checking ${formatS3Url(this.location)}`)));
-    const expected = this.hashes.checksum(sha256);
+      .send(new HeadObjectCommand({ Bucket: this.object.bucket, Key: this.object.key, ChecksumMode: 'ENABLED' }))
+      .catch((err: unknown) => Promise.reject(s3Failure(err, `checking ${this.location}`)));
+    const expected = this.hashes.checksum(written.sha256);
     if (head.ChecksumSHA256 !== undefined && head.ChecksumSHA256 !== expected) {
-      throw new PgExtractError(ErrorCode.S3_CHECKSUM_MISMATCH, `${formatS3Url(this.location)}: the server's checksum ${head.ChecksumSHA256} is not ${expected}`);
+      throw new PgExtractError(ErrorCode.S3_CHECKSUM_MISMATCH, `${this.location}: the server's checksum ${head.ChecksumSHA256} is not ${expected}`);
     }
-    return { url: formatS3Url(this.location), key: this.location.key, etag: (result.ETag ?? head.ETag ?? '').replace(/"/g, '') };
+    return { location: this.location, etag: (result.ETag ?? head.ETag ?? '').replace(/"/g, '') };
   }
 
-  /** Aborts the multipart upload (its parts are freed); never throws. */
+  /** Aborts the upload (its parts are freed) before commit; deletes the object after. */
   async discard(): Promise<void> {
     this.writable.destroy();
-    await this.upload.abort().catch(() => undefined);
-    await this.done.catch(() => undefined);
+    if (!this.committed) {
+      await this.upload.abort();
+      await this.done.catch(() => undefined);
+      return;
+    }
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.object.bucket, Key: this.object.key })).catch((err: unknown) => Promise.reject(s3Failure(err, `deleting ${this.location}`)));
   }
 }

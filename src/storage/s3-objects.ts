@@ -12,6 +12,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { ErrorCode, PgExtractError } from '../errors';
+import { CleanupCode } from '../lifecycle/terminal';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { type S3Location, formatS3Url } from './s3-url';
 
@@ -78,7 +79,7 @@ export async function deleteObject(client: S3Client, location: S3Location): Prom
   try {
     await client.send(new DeleteObjectCommand({ Bucket: location.bucket, Key: location.key }));
     const gone = !(await objectExists(client, location));
-    return { url, released: gone, code: gone ? null : 'S3_OBJECT_STILL_PRESENT' };
+    return { url, released: gone, code: gone ? null : CleanupCode.S3_OBJECT_STILL_PRESENT };
   } catch (err) {
     return { url, released: false, code: s3ErrorCode(err) };
   }

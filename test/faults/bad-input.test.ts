@@ -18,6 +18,7 @@ import { ErrorCode, PgExtractError } from '../../src/errors';
 import { type ExtractionInput, parseExtractionInput } from '../../src/shared/extraction-input';
 import { admin, ourSessions } from '../support/database';
 import { live } from '../support/services';
+import { OutputStores } from '../../src/storage/output-stores';
 
 const valid = (): ExtractionInput => parseExtractionInput({ table: 'badin.t' });
 
@@ -71,7 +72,7 @@ describe('bad input (live)', function () {
     // Expected failures would each print a stack at WARN; errors still show.
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
     const urls = (name: string): string => sourceUrl(name, { PG_EXTRACT_SOURCE_URL: live().pg.url });
-    const activities = () => createActivities({ outputRoot: root, sourceUrl: urls, targetUrl: (name) => targetUrl(name, {}), holderTaskQueue: 'q' });
+    const activities = () => createActivities({ outputRoot: root, stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }), sourceUrl: urls, targetUrl: (name) => targetUrl(name, {}), holderTaskQueue: 'q' });
     const partition = (patch: Record<string, unknown>) => ({
       input: valid(),
       snapshotId: '00000003-0000001B-1',

@@ -11,6 +11,7 @@ import { closeSession, openSession } from '../../src/postgres/session';
 import { type PlanningOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
+import { LocalFileSink } from '../../src/storage/local-file-sink';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
@@ -29,7 +30,7 @@ async function exportPartitions(schema: string, planning: PlanningOptions, betwe
         const client = await openSession(live().pg.url, 'partition');
         readers.push(client);
         const columns = plan.table.columns.map((c) => c.name);
-        return copyPartition(client, { snapshotId: plan.snapshotId, table: { schema, table: 't', columns }, key: plan.table.key, range, format: csv }, paths[i]!);
+        return copyPartition(client, { snapshotId: plan.snapshotId, table: { schema, table: 't', columns }, key: plan.table.key, range, format: csv }, new LocalFileSink(paths[i]!, 0o600));
       }),
     );
     const receipt = await coordinator.complete(parts.map((p, i) => ({ name: `part-${i}`, rows: p.rows, bytes: p.bytes, sha256: p.sha256 })));
@@ -191,7 +192,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'pl', table: 't' }, { partitions: 2 });
       await c.abort();
       await assert.rejects(
-        copyPartition(reader, { snapshotId: c.plan.snapshotId, table: { schema: 'pl', table: 't', columns: ['id', 'v'] }, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv }, join(live().outRoot, 'pl.csv')),
+        copyPartition(reader, { snapshotId: c.plan.snapshotId, table: { schema: 'pl', table: 't', columns: ['id', 'v'] }, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv }, new LocalFileSink(join(live().outRoot, 'pl.csv'), 0o600)),
         { code: ErrorCode.SNAPSHOT_LOST },
       );
     } finally {
@@ -204,7 +205,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       const calls: string[] = [];
       const fake = { query: async (sql: string) => void calls.push(sql) } as unknown as Client;
       await assert.rejects(
-        copyPartition(fake, { snapshotId: hostile, table: { schema: 'pl', table: 't', columns: ['id'] }, key: null, range: { kind: 'all' }, format: csv }, '/nonexistent/x'),
+        copyPartition(fake, { snapshotId: hostile, table: { schema: 'pl', table: 't', columns: ['id'] }, key: null, range: { kind: 'all' }, format: csv }, new LocalFileSink('/nonexistent/x', 0o600)),
         { code: ErrorCode.SNAPSHOT_ID_INVALID },
       );
       assert.deepEqual(calls, []);

@@ -15,6 +15,7 @@ import { SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
 import { parseExtractionInput } from '../../src/shared/extraction-input';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
+import { LocalFileSink } from '../../src/storage/local-file-sink';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
@@ -50,7 +51,7 @@ describe('a partition proves the snapshot it imported (live PostgreSQL)', () => 
   async function copy(req: ReturnType<typeof request>): Promise<unknown> {
     const reader = await openSession(live().pg.url, 'partition');
     try {
-      return await copyPartition(reader, req, join(live().outRoot, 'si-part.csv'));
+      return await copyPartition(reader, req, new LocalFileSink(join(live().outRoot, 'si-part.csv'), 0o600));
     } finally {
       await closeSession(reader);
     }

@@ -13,6 +13,7 @@ import { SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
 import { maskQuery } from '../../src/postgres/table-lock';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
+import { LocalFileSink } from '../../src/storage/local-file-sink';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
@@ -106,7 +107,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       const table = { schema: 'lk', table: 'keyed', columns: ['id', 'v'] };
       const request = { snapshotId: c.plan.snapshotId, table, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv };
       const started = Date.now();
-      await assert.rejects(within(20_000, copyPartition(reader, { ...request, lockTimeoutMs: 500 }, join(live().outRoot, 'lk-part.csv'))), (err: Error & { code?: string }) => {
+      await assert.rejects(within(20_000, copyPartition(reader, { ...request, lockTimeoutMs: 500 }, new LocalFileSink(join(live().outRoot, 'lk-part.csv'), 0o600))), (err: Error & { code?: string }) => {
         assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
         assert.match(err.message, new RegExp(`pid ${pid}\\b`));
         assert.match(err.message, /AccessExclusiveLock/);

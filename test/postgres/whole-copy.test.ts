@@ -8,6 +8,7 @@ import { closeSession, openSession } from '../../src/postgres/session';
 import { wholeCopy } from '../../src/postgres/whole-copy';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
+import { LocalFileSink } from '../../src/storage/local-file-sink';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
@@ -23,7 +24,7 @@ describe('whole COPY (live PostgreSQL)', () => {
     try {
       const table = await resolveTable(client, { schema: 'wc', table: 't' });
       // Another session commits changes after the snapshot exists and before any row is read.
-      const result = await wholeCopy(client, table, path, {
+      const result = await wholeCopy(client, table, new LocalFileSink(path, 0o600), {
         format: csv,
         name: 'wc-1.csv',
         onSnapshot: async () => void (await admin().query(`UPDATE wc.t SET v = 'new' WHERE id = 1; INSERT INTO wc.t VALUES (5, 'five')`)),
@@ -53,7 +54,7 @@ describe('whole COPY (live PostgreSQL)', () => {
         utcMicros((await admin().query(`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t`)).rows[0].t);
       const before = await serverNow();
       let probe: Promise<void> | undefined;
-      const result = await wholeCopy(client, table, join(live().outRoot, 'wct.csv'), {
+      const result = await wholeCopy(client, table, new LocalFileSink(join(live().outRoot, 'wct.csv'), 0o600), {
         format: csv,
         name: 'wct.csv',
         onBytes: () => {
@@ -84,7 +85,7 @@ describe('whole COPY (live PostgreSQL)', () => {
       const table = await resolveTable(client, { schema: 'wcf', table: 't' });
       // Drop the column from under the COPY's select list: the COPY fails server-side.
       const broken = { ...table, columns: [...table.columns, { name: 'missing', type: 'int' }] };
-      await assert.rejects(wholeCopy(client, broken, join(dir, 'x.csv'), { format: csv, name: 'x.csv' }), /missing/);
+      await assert.rejects(wholeCopy(client, broken, new LocalFileSink(join(dir, 'x.csv'), 0o600), { format: csv, name: 'x.csv' }), /missing/);
       assert.deepEqual(await readdir(dir), []);
       const state = await client.query(`SELECT pg_current_xact_id_if_assigned() IS NULL AS idle, current_setting('transaction_isolation') AS iso`);
       assert.equal(state.rows[0].idle, true);
@@ -102,7 +103,7 @@ describe('whole COPY (live PostgreSQL)', () => {
     try {
       const table = await resolveTable(client, { schema: 'wca', table: 't' });
       await assert.rejects(
-        wholeCopy(client, table, join(dir, 'x.csv'), { format: csv, name: 'x.csv', signal: controller.signal, onBytes: () => controller.abort() }),
+        wholeCopy(client, table, new LocalFileSink(join(dir, 'x.csv'), 0o600), { format: csv, name: 'x.csv', signal: controller.signal, onBytes: () => controller.abort() }),
         { name: 'AbortError' },
       );
       assert.deepEqual(await readdir(dir), []);

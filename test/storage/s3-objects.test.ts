@@ -49,11 +49,11 @@ describe('S3 objects (live SeaweedFS)', function () {
     let sawMidway = true;
     const source = data.stream();
     source.once('data', () => void objectExists(client, location).then((e) => (sawMidway = e)));
-    await pipeline(source, writer.writable);
-    const stored = await writer.commit(data.sha256);
+    await pipeline(source, writer.open());
+    const stored = await writer.commit({ bytes: data.size, sha256: data.sha256 });
     assert.equal(sawMidway, false, 'not visible while uploading');
-    assert.equal(stored.url, `s3://${BUCKET}/big/part-0000.csv`);
-    assert.match(stored.etag, /^[0-9a-f]{32}-3$/, 'three parts');
+    assert.equal(stored.location, `s3://${BUCKET}/big/part-0000.csv`);
+    assert.match(stored.etag ?? '', /^[0-9a-f]{32}-3$/, 'three parts');
     assert.equal(await readBack(client, location.key), data.sha256);
     assert.equal(await pendingUploads(client, 'big/'), 0);
   });
@@ -61,8 +61,8 @@ describe('S3 objects (live SeaweedFS)', function () {
   it('a server checksum that disagrees with ours fails the commit with S3_CHECKSUM_MISMATCH', async () => {
     const data = bytes(2);
     const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'mismatch/x.csv' });
-    await pipeline(data.stream(), writer.writable);
-    await assert.rejects(writer.commit(createHash('sha256').update('other bytes').digest('hex')), (err) => errorCodeOf(err) === 'S3_CHECKSUM_MISMATCH');
+    await pipeline(data.stream(), writer.open());
+    await assert.rejects(writer.commit({ bytes: data.size, sha256: createHash('sha256').update('other bytes').digest('hex') }), (err) => errorCodeOf(err) === 'S3_CHECKSUM_MISMATCH');
   });
 
   it('a discarded writer leaves neither an object nor an upload; a killed one is aborted by abortUploads', async () => {
@@ -74,21 +74,21 @@ describe('S3 objects (live SeaweedFS)', function () {
       sent += c.length;
       if (sent > MIN_PART_SIZE + (4 << 20)) source.destroy(new Error('writer died'));
     });
-    await assert.rejects(pipeline(source, discarded.writable));
+    await assert.rejects(pipeline(source, discarded.open()));
     await discarded.discard();
-    assert.equal(await objectExists(client, discarded.location), false);
+    assert.equal(await objectExists(client, discarded.object), false);
     assert.equal(await pendingUploads(client, 'gone/'), 0);
 
     // A writer that is never committed nor discarded (its process was killed) leaves an upload behind.
     const orphan = new S3ObjectWriter(client, { bucket: BUCKET, key: 'gone/b.csv' });
     const feed = data.stream();
-    feed.pipe(orphan.writable);
+    feed.pipe(orphan.open());
     for (const until = Date.now() + 30_000; (await pendingUploads(client, 'gone/')) === 0; ) {
       assert.ok(Date.now() < until, 'the upload started');
       await new Promise((r) => setTimeout(r, 100));
     }
     feed.destroy();
-    orphan.writable.destroy();
+    orphan.open().destroy();
     assert.ok((await abortUploads(client, { bucket: BUCKET, key: 'gone' })) >= 1);
     assert.equal(await pendingUploads(client, 'gone/'), 0);
     assert.deepEqual(await listObjects(client, { bucket: BUCKET, key: 'gone' }), []);
@@ -97,10 +97,10 @@ describe('S3 objects (live SeaweedFS)', function () {
   it('a delete is a release only once the object is checked gone', async () => {
     const data = bytes(1);
     const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'del/x.csv' });
-    await pipeline(data.stream(), writer.writable);
-    await writer.commit(data.sha256);
-    assert.deepEqual(await deleteObject(client, writer.location), { url: `s3://${BUCKET}/del/x.csv`, released: true, code: null });
-    assert.equal(await objectExists(client, writer.location), false);
+    await pipeline(data.stream(), writer.open());
+    await writer.commit({ bytes: data.size, sha256: data.sha256 });
+    assert.deepEqual(await deleteObject(client, writer.object), { url: `s3://${BUCKET}/del/x.csv`, released: true, code: null });
+    assert.equal(await objectExists(client, writer.object), false);
   });
 
   it('wrong credentials, a missing bucket and an unreachable endpoint have stable codes', async () => {

@@ -18,6 +18,7 @@ import type { ExtractionResult, Manifest } from '../../src/shared/extraction-typ
 import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { OutputStores } from '../../src/storage/output-stores';
 
 async function sha256(path: string): Promise<string> {
   return createHash('sha256').update(await readFile(path)).digest('hex');
@@ -79,7 +80,7 @@ describe('output folders (live)', function () {
   });
 
   it('prepareOutputFolder refuses a folder another run owns, and lets the owner prepare it again', async () => {
-    const prepare = createCleanupActivities({ outputRoot: live().outRoot }).prepareOutputFolder;
+    const prepare = createCleanupActivities({ stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }) }).prepareOutputFolder;
     const asRun = (runId: string) => new MockActivityEnvironment({ workflowExecution: { workflowId: 'owned', runId } }, { logger: new DefaultLogger('ERROR') });
     const folder = `owned-${randomUUID()}/attempt-1`;
     await asRun('run-a').run(prepare, folder);

@@ -1,0 +1,66 @@
+/**
+ * Streams `COPY … TO STDOUT` into an output sink (a local file or an S3 object) with backpressure,
+ * hashing and counting the bytes as written (after optional gzip). The sink makes the output
+ * visible only at commit, so a retry rewrites the whole output and a crash never leaves a half
+ * one under the final name.
+ */
+import { createHash } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { type Client, DatabaseError } from 'pg';
+import { addNote } from '../errors';
+import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
+import { CopyOutStream } from './copy-out-stream';
+
+class Digest extends Transform {
+  readonly hash = createHash('sha256');
+  bytes = 0;
+  constructor(private readonly onBytes: (bytes: number) => void) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    this.onBytes(this.bytes);
+    done(null, chunk);
+  }
+}
+
+/** Options for {@link copyToOutput}. */
+export interface CopyToOutputOptions {
+  gzip: boolean;
+  /** Called with the running byte count; keep it cheap (it runs per chunk). */
+  onBytes?: (bytes: number) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs `copySql` on `client` and writes the stream into `sink`, then commits it. The caller owns
+ * the transaction; the COPY's row count is on the returned stream once the next query on `client`
+ * returns. If writing fails or is aborted mid-COPY, the session is still in COPY mode and can run
+ * nothing else (not even ROLLBACK), so it is closed here; the server then rolls the transaction back.
+ */
+export async function copyToOutput(client: Client, copySql: string, sink: OutputSink, options: CopyToOutputOptions): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
+  const source = client.query(new CopyOutStream(copySql));
+  // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
+  // destroys the stream (also an 'error') and leaves the protocol mid-COPY.
+  let serverFailed = false;
+  source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
+  const digest = new Digest(options.onBytes ?? (() => undefined));
+  try {
+    // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
+    // hand each back once written; gzip's output is its own.
+    const writable = sink.open(options.gzip ? undefined : (chunk) => source.recycle(chunk));
+    const stages = options.gzip ? [source, createGzip({ level: 1 }), digest, writable] : [source, digest, writable];
+    await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
+    const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
+    const stored = await sink.commit(written);
+    return { ...written, ...stored, rowCount: () => source.rowCount };
+  } catch (err) {
+    if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
+    // The COPY's failure is the one to report; a partial output left behind is only a note on it.
+    await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    throw err;
+  }
+}

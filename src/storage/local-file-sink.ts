@@ -1,0 +1,51 @@
+/**
+ * An output file on a local disk: written to a temp name beside it (fsynced as it grows, by
+ * {@link DurableFileSink}), then renamed into place and the folder fsynced, so the file exists
+ * under its name only once complete and durable.
+ */
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Writable } from 'node:stream';
+import { DurableFileSink } from '../postgres/durable-file-sink';
+import type { OutputSink, StoredOutput } from './output-sink';
+
+/** Temp names of writers, `<final name>.tmp-<pid>-<8 hex>`: release sweeps them. */
+export const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
+
+async function fsyncDirectory(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export class LocalFileSink implements OutputSink {
+  private readonly temp: string;
+  private committed = false;
+
+  /** @param mode the file's mode, whatever the umask. */
+  constructor(
+    readonly location: string,
+    private readonly mode: number,
+  ) {
+    this.temp = `${location}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  }
+
+  open(recycle?: (chunk: Buffer) => void): Writable {
+    return new DurableFileSink(this.temp, { mode: this.mode, ...(recycle ? { onWritten: (chunks: Buffer[]) => chunks.forEach(recycle) } : {}) });
+  }
+
+  async commit(): Promise<StoredOutput> {
+    await rename(this.temp, this.location);
+    this.committed = true;
+    await fsyncDirectory(dirname(this.location));
+    return { location: this.location, etag: null };
+  }
+
+  async discard(): Promise<void> {
+    await rm(this.committed ? this.location : this.temp, { force: true });
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * Outputs in a local folder under the worker's output root. A run touches only folders that carry
+ * its own marker and whose real path (symlinks followed) is inside the root; it deletes the files
+ * it was asked to, the temp files of its writers and its marker, then removes folders only when
+ * empty. Files are deleted at most once each, and every failure is a stable code in the report.
+ * A folder is discarded by renaming it away first: a writer still running can then neither finish
+ * its rename into it nor re-create it.
+ */
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join, relative } from 'node:path';
+import type { Readable } from 'node:stream';
+import { ErrorCode, PgExtractError } from '../errors';
+import { FileReleaseAuthority, releaseErrorCode } from '../lifecycle/file-release';
+import type { ReleaseReport } from '../lifecycle/terminal';
+import { OWNER_MARKER, folderOwner } from '../output-owner';
+import { assertRealInside, checkOutputFile, confinedPath, prepareOutputFolder } from '../output-root';
+import { LocalFileSink, TEMP_FILE } from './local-file-sink';
+import type { OutputSink } from './output-sink';
+import type { OutputStore, ReleaseRequest } from './output-store';
+
+export class LocalStore implements OutputStore {
+  constructor(
+    private readonly root: string,
+    private readonly fileMode: number,
+  ) {}
+
+  async prepareFolder(folder: string, owner: string): Promise<void> {
+    await prepareOutputFolder(this.root, folder, { owner, fileMode: this.fileMode });
+  }
+
+  async sink(name: string): Promise<OutputSink> {
+    return new LocalFileSink(await checkOutputFile(this.root, name), this.fileMode);
+  }
+
+  evidenceName(location: string): string {
+    return relative(this.root, location);
+  }
+
+  async release(request: ReleaseRequest, owner: string): Promise<ReleaseReport> {
+    const folders = new RunFolders(this.root, owner);
+    const report = await new FileReleaseAuthority((path) => folders.removeFile(path)).releaseAll(request.paths.map((p) => confinedPath(this.root, p)));
+    // A file that could not be deleted stays where the receipt says it is: its folder is only swept.
+    const discard = report.failures.length === 0 ? request.discardFolders : [];
+    const sweep = report.failures.length === 0 ? request.sweepFolders : [...request.sweepFolders, ...request.discardFolders];
+    for (const folder of sweep.map((f) => confinedPath(this.root, f))) await folders.sweepTemps(folder);
+    for (const folder of discard.map((f) => confinedPath(this.root, f))) {
+      const code = await folders.discard(folder);
+      if (code) report.failures.push({ path: folder, code });
+    }
+    return report;
+  }
+
+  async read(location: string): Promise<Readable> {
+    return createReadStream(await checkOutputFile(this.root, location));
+  }
+
+  async checkVisible(name: string, bytes: number): Promise<void> {
+    const size = await stat(await checkOutputFile(this.root, name)).then(
+      (s) => s.size,
+      () => null,
+    );
+    if (size !== bytes) {
+      throw new PgExtractError(
+        ErrorCode.OUTPUT_NOT_VISIBLE,
+        `${name} is ${size === null ? 'not visible' : `${size} bytes, not ${bytes},`} on the worker assembling the manifest: workers must share the output folder, or write to object storage (--out s3://bucket/prefix)`,
+        { field: 'outDir' },
+      );
+    }
+  }
+}
+
+/** One release's view of the run's folders: their real location and owner, looked up once each. */
+class RunFolders {
+  readonly #owners = new Map<string, Promise<'mine' | 'absent'>>();
+
+  constructor(
+    private readonly root: string,
+    private readonly owner: string,
+  ) {}
+
+  /** Deletes `path` if it is this run's; resolves when it is gone, rejects with a coded error otherwise. */
+  async removeFile(path: string): Promise<void> {
+    await assertRealInside(this.root, path, path);
+    const owned = await this.#ownerOf(dirname(path));
+    try {
+      await unlink(path);
+    } catch (err) {
+      // Gone from a folder the run can see as its own: proved gone. Anywhere else: not visible.
+      if ((err as { code?: string }).code !== 'ENOENT' || owned !== 'mine') throw err;
+    }
+  }
+
+  /** Deletes the temp files of this run's writers in `folder`; retained files stay. Best effort. */
+  async sweepTemps(folder: string): Promise<void> {
+    try {
+      if ((await this.#ownedInside(folder)) === 'mine') await removeTemps(folder);
+    } catch {
+      // Temp files are not evidence: one left behind costs space, not truth.
+    }
+  }
+
+  /** Removes this run's `folder` (its temp files, its marker, then the folder if empty); returns a code if it could not. */
+  async discard(folder: string): Promise<string | null> {
+    try {
+      // A folder without this run's marker was never prepared here, or is not visible here: its files' releases say which.
+      if ((await this.#ownedInside(folder)) !== 'mine') return null;
+      const graveyard = join(dirname(folder), `.${basename(folder)}.discarded-${randomBytes(4).toString('hex')}`);
+      await rename(folder, graveyard);
+      await removeTemps(graveyard);
+      await unlink(join(graveyard, OWNER_MARKER));
+      await rmdir(graveyard);
+    } catch (err) {
+      return releaseErrorCode(err);
+    }
+    await removeEmptyParents(folder, this.root);
+    return null;
+  }
+
+  async #ownedInside(folder: string): Promise<'mine' | 'absent'> {
+    await assertRealInside(this.root, folder, folder);
+    return this.#ownerOf(folder);
+  }
+
+  /** 'mine' when `folder` carries this run's marker, 'absent' when it carries none; another run's is refused. */
+  #ownerOf(folder: string): Promise<'mine' | 'absent'> {
+    let pending = this.#owners.get(folder);
+    if (!pending) {
+      pending = folderOwner(folder).then((owner) => {
+        if (owner === null) return 'absent';
+        if (owner === this.owner) return 'mine';
+        throw new PgExtractError(ErrorCode.OUTPUT_FOLDER_OWNED, 'the output folder belongs to another run');
+      });
+      this.#owners.set(folder, pending);
+    }
+    return pending;
+  }
+}
+
+async function removeTemps(folder: string): Promise<void> {
+  const temps = (await readdir(folder)).filter((e) => TEMP_FILE.test(e));
+  await Promise.all(temps.map((e) => unlink(join(folder, e)).catch((err: { code?: string }) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))));
+}
+
+/** Removes the now-empty folders above `folder`, up to the root; a folder still in use stays. */
+async function removeEmptyParents(folder: string, root: string): Promise<void> {
+  for (let dir = dirname(folder); dir.startsWith(root) && dir !== root; dir = dirname(dir)) {
+    try {
+      await rmdir(dir);
+    } catch {
+      return;
+    }
+  }
+}

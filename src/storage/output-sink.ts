@@ -1,0 +1,34 @@
+/**
+ * One output file or object being written. Bytes go into {@link OutputSink.open}'s writable; they
+ * become visible under the final name only at {@link OutputSink.commit} (a rename on a local disk,
+ * CompleteMultipartUpload on S3), so a retry rewrites and a crash never leaves a half file there.
+ */
+import type { Writable } from 'node:stream';
+
+/** What was written, byte for byte: the file part of a receipt. */
+export interface WrittenFile {
+  bytes: number;
+  sha256: string;
+}
+
+/** What the store acknowledged at commit. */
+export interface StoredOutput {
+  /** Where the output lives, as the manifest lists it: an absolute path or an `s3://` URL. */
+  location: string;
+  /** The object's ETag on S3; null for a local file. */
+  etag: string | null;
+}
+
+export interface OutputSink {
+  /** Where the output will live once committed. */
+  readonly location: string;
+  /**
+   * The writable to stream into. `recycle`, when given, receives each chunk once its bytes are
+   * stored and the sink holds it no longer (sinks that copy chunks never call it).
+   */
+  open(recycle?: (chunk: Buffer) => void): Writable;
+  /** Makes the output visible under its final name; `written` is what the caller counted and hashed. */
+  commit(written: WrittenFile): Promise<StoredOutput>;
+  /** Removes every trace: the partial output before commit, the output itself after. Rejects when it could not. */
+  discard(): Promise<void>;
+}

@@ -1,0 +1,39 @@
+/**
+ * Where a run's outputs live: one small interface, two backends — a local folder under the
+ * worker's output root ({@link LocalStore}) and an S3-compatible bucket ({@link S3Store}). The
+ * activities pick the backend by the name the workflow gives them (`s3://…` or a relative path)
+ * and never branch on it otherwise.
+ */
+import type { Readable } from 'node:stream';
+import type { ReleaseReport } from '../lifecycle/terminal';
+import type { OutputSink } from './output-sink';
+
+/** What to release: files (or objects) by location, and attempt folders to discard or sweep. */
+export interface ReleaseRequest {
+  paths: string[];
+  /** Folders whose leftovers (temp files, incomplete uploads) go, while their outputs stay. */
+  sweepFolders: string[];
+  /** Folders of a finished or failed attempt: removed once their outputs are released. */
+  discardFolders: string[];
+}
+
+export interface OutputStore {
+  /**
+   * Makes `folder` ready for the run `owner` and proves the store usable (the bucket exists and the
+   * credentials work), before any partition starts. Refuses a folder another run owns.
+   */
+  prepareFolder(folder: string, owner: string): Promise<void>;
+  /** A sink for the output `name` inside a prepared folder. */
+  sink(name: string): Promise<OutputSink>;
+  /** The name an output's receipt evidence uses: relative to the root locally, the URL on S3. */
+  evidenceName(location: string): string;
+  /** Releases outputs and folders of the run `owner`; every failure is a stable code in the report. */
+  release(request: ReleaseRequest, owner: string): Promise<ReleaseReport>;
+  /** The bytes of a committed output, for the built-in loader. */
+  read(location: string): Promise<Readable>;
+  /**
+   * Throws OUTPUT_NOT_VISIBLE unless the output `name` is visible here with `bytes` bytes: a
+   * manifest lists only what one reader can open.
+   */
+  checkVisible(name: string, bytes: number): Promise<void>;
+}

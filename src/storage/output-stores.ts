@@ -1,0 +1,52 @@
+/**
+ * The worker's two output backends, and the choice between them by name: an `s3://` URL is an
+ * object in a bucket, anything else a path under the local output root.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { ReleaseReport } from '../lifecycle/terminal';
+import { LocalStore } from './local-store';
+import type { OutputStore, ReleaseRequest } from './output-store';
+import { s3ClientFromEnv } from './s3-client';
+import { S3Store } from './s3-store';
+import { isS3Url } from './s3-url';
+
+/** Options for {@link OutputStores}. */
+export interface OutputStoresOptions {
+  /** The local output root (PG_EXTRACT_OUT_DIR). */
+  outputRoot: string;
+  /** Mode of local output files. */
+  fileMode: number;
+  /** The S3 client. @default one from the worker's AWS_* environment, made on first use */
+  s3Client?: () => S3Client;
+}
+
+export class OutputStores {
+  readonly local: LocalStore;
+  readonly s3: S3Store;
+
+  constructor(options: OutputStoresOptions) {
+    this.local = new LocalStore(options.outputRoot, options.fileMode);
+    let client: S3Client | undefined;
+    this.s3 = new S3Store(options.s3Client ?? (() => (client ??= s3ClientFromEnv())));
+  }
+
+  /** The store that holds `name` (a location, a folder or an output name). */
+  of(name: string): OutputStore {
+    return isS3Url(name) ? this.s3 : this.local;
+  }
+
+  /** Releases what `request` names, each item through its own store. */
+  async release(request: ReleaseRequest, owner: string): Promise<ReleaseReport> {
+    const split = (store: OutputStore): ReleaseRequest => ({
+      paths: request.paths.filter((p) => this.of(p) === store),
+      sweepFolders: request.sweepFolders.filter((f) => this.of(f) === store),
+      discardFolders: request.discardFolders.filter((f) => this.of(f) === store),
+    });
+    const reports = [];
+    for (const store of [this.local, this.s3]) {
+      const part = split(store);
+      if (part.paths.length + part.sweepFolders.length + part.discardFolders.length > 0) reports.push(await store.release(part, owner));
+    }
+    return { deleted: reports.flatMap((r) => r.deleted), failures: reports.flatMap((r) => r.failures) };
+  }
+}

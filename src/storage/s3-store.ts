@@ -1,0 +1,82 @@
+/**
+ * Outputs in an S3-compatible bucket. A run's folder is a key prefix that holds its run id, so no
+ * other run writes there; objects become visible only when complete (see S3ObjectWriter). A
+ * release deletes the objects it was asked to and checks each gone, and aborts every incomplete
+ * multipart upload under the run's folders, so a killed writer leaves nothing behind.
+ */
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import { ErrorCode, PgExtractError } from '../errors';
+import { FileReleaseAuthority } from '../lifecycle/file-release';
+import type { ReleaseReport } from '../lifecycle/terminal';
+import type { OutputSink } from './output-sink';
+import type { OutputStore, ReleaseRequest } from './output-store';
+import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
+import { S3ObjectWriter } from './s3-object-writer';
+import { abortUploads, checkBucket, deleteObject } from './s3-objects';
+import { type S3Location, parseS3Url } from './s3-url';
+
+function located(url: string, field = 'outDir'): S3Location {
+  try {
+    return parseS3Url(url);
+  } catch (err) {
+    throw new PgExtractError(ErrorCode.OUTPUT_PATH_ESCAPES_ROOT, `${url.slice(0, 200)}: ${(err as Error).message}`, { field });
+  }
+}
+
+/** A coded failure the release report carries. */
+class ReleaseFailure extends Error {
+  constructor(readonly code: string) {
+    super(code);
+  }
+}
+
+export class S3Store implements OutputStore {
+  /** @param client the worker's S3 client, made on first use (workers that never write to S3 need no AWS settings). */
+  constructor(private readonly client: () => S3Client) {}
+
+  async prepareFolder(folder: string): Promise<void> {
+    await checkBucket(this.client(), located(folder));
+  }
+
+  async sink(name: string): Promise<OutputSink> {
+    return new S3ObjectWriter(this.client(), located(name, 'name'));
+  }
+
+  evidenceName(location: string): string {
+    return location;
+  }
+
+  async release(request: ReleaseRequest): Promise<ReleaseReport> {
+    const client = this.client();
+    const remove = async (url: string): Promise<void> => {
+      const result = await deleteObject(client, located(url, 'paths'));
+      if (!result.released) throw new ReleaseFailure(result.code ?? 'RELEASE_FAILED');
+    };
+    const report = await new FileReleaseAuthority(remove).releaseAll(request.paths);
+    // Incomplete uploads are never evidence: every folder of the run loses them, kept or not.
+    for (const folder of [...request.sweepFolders, ...request.discardFolders]) {
+      await abortUploads(client, located(folder)).catch((err: unknown) => report.failures.push({ path: folder, code: s3ErrorCode(err) }));
+    }
+    return report;
+  }
+
+  async read(location: string): Promise<Readable> {
+    const { bucket, key } = located(location, 'files');
+    const got = await this.client()
+      .send(new GetObjectCommand({ Bucket: bucket, Key: key }))
+      .catch((err: unknown) => Promise.reject(s3Failure(err, `reading ${location}`)));
+    return got.Body as Readable;
+  }
+
+  async checkVisible(name: string, bytes: number): Promise<void> {
+    const { bucket, key } = located(name, 'name');
+    const size = await this.client()
+      .send(new HeadObjectCommand({ Bucket: bucket, Key: key }))
+      .then(
+        (head) => head.ContentLength ?? null,
+        (err: unknown) => (statusOf(err) === 404 ? null : Promise.reject(s3Failure(err, `checking ${name}`))),
+      );
+    if (size !== bytes) throw new PgExtractError(ErrorCode.OUTPUT_NOT_VISIBLE, `${name} is ${size === null ? 'missing' : `${size} bytes, not ${bytes}`}`, { field: 'outDir' });
+  }
+}
