@@ -66,6 +66,15 @@ export function outputFileMode(env: NodeJS.ProcessEnv = process.env): number {
   return mode;
 }
 
+/** PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES: partitions (and other activities) one worker runs at once. */
+export function maxConcurrentActivities(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES must be an integer from 1 to 1000', { field: 'PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES' });
+  }
+  return n;
+}
+
 /** A URL with its password replaced, for messages. */
 export function redactUrl(text: string): string {
   return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/?#\s]*:)[^@/\s]*@/gi, '$1***@');

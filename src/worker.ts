@@ -9,7 +9,7 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
-import { connectionConfig, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
+import { connectionConfig, maxConcurrentActivities, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
 import { PinoTemporalLogger, createLogger } from './logging';
 import { DEFAULT_FILE_MODE } from './output-root';
 import { ensureSearchAttributes } from './search-attributes';
@@ -79,7 +79,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
   const holder = await Worker.create({
     ...common,
     taskQueue: holderTaskQueue,
-    activities: createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: options.sourceUrl }),
+    activities: createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: options.sourceUrl, stores }),
     maxConcurrentActivityTaskExecutions: 64,
   });
   const stopBoth = (): void => {
@@ -128,6 +128,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       sourceUrl: (name) => sourceUrl(name, env),
       targetUrl: (name) => targetUrl(name, env),
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
+      ...(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES ? { maxConcurrentActivities: maxConcurrentActivities(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES) } : {}),
     });
     if (!hasWorkerRuntimeSettings()) {
       logger.warn(`started without the worker's memory settings; start it with ${describeWorkerRuntimeSettings()} for a lower peak RSS`);

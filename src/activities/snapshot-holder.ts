@@ -10,6 +10,7 @@ import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { closeSession, openSession } from '../postgres/session';
+import type { OutputStores } from '../storage/output-stores';
 import { tableRequestOf } from './table-request';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
@@ -68,6 +69,8 @@ export class SnapshotHolderRegistry {
 
 export interface HolderDeps {
   registry: SnapshotHolderRegistry;
+  /** Where the attempt's outputs are checked visible before the receipt completes. */
+  stores: OutputStores;
   sourceUrl: (name: string) => string;
 }
 
@@ -75,7 +78,7 @@ function lost(): PgExtractError {
   return new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'this worker holds no such snapshot (its holder ended)');
 }
 
-export function createHolderActivities({ registry, sourceUrl }: HolderDeps) {
+export function createHolderActivities({ registry, sourceUrl, stores }: HolderDeps) {
   return {
     async holdSnapshot(raw: HoldSnapshotRequest): Promise<{ released: true }> {
       return withFailures(async () => {
@@ -138,6 +141,13 @@ export function createHolderActivities({ registry, sourceUrl }: HolderDeps) {
       return withFailures(async () => {
         const held = registry.get(raw.attemptKey);
         if (!held?.coordinator) throw lost();
+        try {
+          // The manifest lists only what one reader can open: every output must be visible here.
+          await Promise.all(raw.evidence.map((f) => stores.of(f.name).checkVisible(f.name, f.bytes)));
+        } catch (err) {
+          held.finished.resolve();
+          throw err;
+        }
         try {
           return await held.coordinator.complete(raw.evidence);
         } catch (err) {

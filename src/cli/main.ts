@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputRoot } from '../config';
 import { confinedPath } from '../output-root';
+import { isS3Url } from '../storage/s3-url';
 import { parseCommitReport } from '../shared/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../shared/extraction-input';
 import { runWorkerFromEnv } from '../worker';
@@ -74,7 +75,7 @@ program
   .option('--format <csv|binary>', 'file format', 'csv')
   .option('--no-header', 'omit the CSV header line')
   .option('--gzip', 'gzip the files')
-  .option('--out <dir>', "parent of the run's folder, under the worker output root (PG_EXTRACT_OUT_DIR)")
+  .option('--out <dir|s3://bucket/prefix>', "parent of the run's folder: under the worker output root (PG_EXTRACT_OUT_DIR), or in a bucket (the worker's AWS_* settings)")
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
   .option('--mode <append|replace>', 'how --target loads', 'append')
@@ -98,7 +99,7 @@ program
     };
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseExtractionInput(request);
-    if (input.outDir !== undefined) confinedPath(outputRoot(), input.outDir);
+    if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);
     await withClient(program.opts<GlobalOptions>(), async (client, taskQueue) => {
       const handle = await startExtraction(client, input, { taskQueue, workflowId: opts.workflowId });
       if (!opts.wait) {

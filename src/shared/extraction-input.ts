@@ -5,6 +5,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
+import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
 import { parseColumnName, parseTableName } from '../postgres/sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
 
@@ -32,13 +33,29 @@ export const extractionInputSchema = z.strictObject({
   format: z.enum(['csv', 'binary']).default('csv'),
   header: z.boolean().default(true),
   gzip: z.boolean().default(false),
-  /** Parent of the run's output folder (`<outDir>/<runId>/attempt-N`), relative to the worker's output root (absolute paths must lie inside it). */
+  /**
+   * Parent of the run's output folder (`<outDir>/<runId>/attempt-N`): a folder relative to the
+   * worker's output root (absolute paths must lie inside it), or `s3://bucket/prefix` — object
+   * storage every worker shares, with endpoint and credentials from the worker's AWS_* environment.
+   */
   outDir: z
     .string()
     .min(1)
     .max(1024)
     .refine((v) => !v.includes('\0'), 'no NUL bytes')
-    .refine((v) => isAbsolute(v) || !normalize(v).startsWith('..'), { message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } })
+    .superRefine((v, ctx) => {
+      if (!isS3Url(v)) {
+        if (!isAbsolute(v) && normalize(v).startsWith('..')) ctx.addIssue({ code: 'custom', message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
+        return;
+      }
+      try {
+        parseS3Url(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
+      }
+    })
+    // One spelling of a location (no trailing slash), so the run's folder names are well formed.
+    .transform((v) => (isS3Url(v) ? formatS3Url(parseS3Url(v)) : v))
     .optional(),
   /**
    * Load into a PostgreSQL target with the built-in loader (the worker resolves `name` from

@@ -23,6 +23,7 @@ export function statusOf(err: unknown): number | undefined {
 
 /** The stable code for an S3 failure. */
 export function s3ErrorCode(err: unknown): ErrorCode {
+  if (err instanceof PgExtractError) return err.code;
   const e = (err ?? {}) as SdkError;
   const status = statusOf(err);
   if (e.name === 'NoSuchBucket') return ErrorCode.S3_BUCKET_NOT_FOUND;

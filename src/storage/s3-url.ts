@@ -22,7 +22,7 @@ export function isS3Url(text: string): boolean {
 /** Why `key` is not a confined key, or null when it is. */
 function keyProblem(key: string): string | null {
   if (key.includes('\0')) return 'contains a NUL byte';
-  if (Buffer.byteLength(key) > 900) return 'is longer than 900 bytes';
+  if (new TextEncoder().encode(key).length > 900) return 'is longer than 900 bytes';
   if (key === '') return null;
   const bad = key.split('/').find((s) => s === '' || s === '.' || s === '..');
   return bad === undefined ? null : `has a ${bad === '' ? 'empty' : `"${bad}"`} segment`;

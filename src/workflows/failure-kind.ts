@@ -20,6 +20,8 @@ export function failureType(err: unknown): string | undefined {
  * an unreachable source is the run's own failure, and a fresh snapshot would not help.
  */
 export function holderLostSnapshot(err: unknown, planReceived: boolean): boolean {
+  // Outputs the holder cannot see stay unseen under a fresh snapshot: the run's own failure.
+  if (failureType(err) === ErrorCode.OUTPUT_NOT_VISIBLE) return false;
   if (planReceived || failureType(err) === ErrorCode.SNAPSHOT_LOST) return true;
   for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
     if (e instanceof TimeoutFailure) return true;

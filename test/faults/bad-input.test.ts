@@ -93,7 +93,7 @@ describe('bad input (live)', function () {
       ['an unknown source', () => env.run(activities().wholeCopy, { input: { ...valid(), source: 'nope' }, name: 'w/x.csv' } as never), ErrorCode.SOURCE_UNKNOWN],
       ['an unknown table', () => env.run(activities().wholeCopy, { input: { ...valid(), table: 'badin.missing' }, name: 'w/x.csv' } as never), ErrorCode.TABLE_NOT_FOUND],
       ['an unknown column', () => env.run(activities().wholeCopy, { input: { ...valid(), columns: ['nope'] }, name: 'w/x.csv' } as never), ErrorCode.COLUMN_NOT_FOUND],
-      ['a key of an unsupported type', () => env.run(createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: urls }).holdSnapshot, { attemptKey: 'k', input: { ...valid(), key: 'doc' } } as never), ErrorCode.KEY_TYPE_UNSUPPORTED],
+      ['a key of an unsupported type', () => env.run(createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: urls, stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }) }).holdSnapshot, { attemptKey: 'k', input: { ...valid(), key: 'doc' } } as never), ErrorCode.KEY_TYPE_UNSUPPORTED],
       ['a release outside the root', () => env.run(activities().releaseOutputs, { paths: ['/etc/hostname'], sweepFolders: [], discardFolders: [] }), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
       ['a discard of the root itself above it', () => env.run(activities().releaseOutputs, { paths: [], sweepFolders: [], discardFolders: ['..'] }), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
       ['an output folder through a symlink that leaves the root', () => env.run(activities().prepareOutputFolder, 'escape/inside'), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],

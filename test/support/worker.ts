@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from '../../src/errors';
+import { s3ClientFromEnv } from '../../src/storage/s3-client';
 import { type ExtractionWorker, createExtractionWorker } from '../../src/worker';
 import { live } from './services';
 
@@ -20,6 +21,10 @@ export interface TestWorkerOptions {
   targets?: Record<string, string>;
   /** Mode of written files. @default the worker's (0600) */
   fileMode?: number;
+  /** The worker's output root. @default the run's shared root */
+  outputRoot?: string;
+  /** AWS_* settings of the worker's S3 client (e.g. the test S3 server's). */
+  s3Env?: Record<string, string>;
 }
 
 export async function startTestWorker(options: TestWorkerOptions = {}): Promise<{ worker: ExtractionWorker; running: Promise<void>; taskQueue: string }> {
@@ -29,8 +34,9 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
   const worker = await createExtractionWorker({
     connection: temporal.nativeConnection,
     taskQueue,
-    outputRoot: outRoot,
+    outputRoot: options.outputRoot ?? outRoot,
     workflowBundle: bundle,
+    ...(options.s3Env ? { s3Client: () => s3ClientFromEnv(options.s3Env) } : {}),
     maxConcurrentActivities: options.maxConcurrentActivities,
     fileMode: options.fileMode,
     targetUrl: (name) => {
