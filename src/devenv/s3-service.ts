@@ -54,7 +54,7 @@ async function weedPorts(): Promise<number[]> {
 
 async function waitForS3(endpoint: string, child: ChildProcess, log: () => string): Promise<void> {
   for (const until = Date.now() + 60_000; ; ) {
-    if (child.exitCode !== null) throw new Error(`weed exited (${child.exitCode}):\n${log().slice(-2000)}`);
+    if (child.exitCode !== null) throw new Error(`weed exited (${child.exitCode}): ${log().split('\n').filter((l) => /^[FE]\d{4}/.test(l)).join('\n') || log().slice(-2000)}`);
     const ok = await fetch(endpoint).then((r) => r.status < 500, () => false);
     if (ok) return;
     if (Date.now() > until) throw new Error(`weed did not serve S3 within 60 s:\n${log().slice(-2000)}`);
@@ -78,7 +78,8 @@ export async function startS3(): Promise<S3Service> {
   const config = join(dir, 's3.json');
   writeFileSync(config, JSON.stringify({ identities: [{ name: 'pg-extract', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }] }), { mode: 0o600 });
   const [s3, master, volume, filer] = await weedPorts();
-  const args = ['server', '-s3', `-s3.port=${s3}`, `-s3.config=${config}`, `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`];
+  // The Iceberg and Lance listeners default to fixed ports (8181, 9101) that a second server would collide on; they are not used.
+  const args = ['server', '-s3', `-s3.port=${s3}`, `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0', `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`];
   const child = spawn(weedPath(), [...args, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`, '-master.volumeSizeLimitMB=256'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-20_000));

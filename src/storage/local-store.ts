@@ -31,7 +31,11 @@ export class LocalStore implements OutputStore {
   }
 
   async sink(name: string): Promise<OutputSink> {
-    return new LocalFileSink(await checkOutputFile(this.root, name), this.fileMode);
+    const path = await checkOutputFile(this.root, name);
+    // The workflow prepared the folder on some worker's disk; not finding it here means this
+    // worker does not share that disk, and its file would be one no reader of the manifest sees.
+    if (!(await stat(dirname(path)).then((s) => s.isDirectory(), () => false))) throw notVisible(name, 'its folder was not prepared on this worker\'s disk');
+    return new LocalFileSink(path, this.fileMode);
   }
 
   evidenceName(location: string): string {
@@ -61,14 +65,16 @@ export class LocalStore implements OutputStore {
       (s) => s.size,
       () => null,
     );
-    if (size !== bytes) {
-      throw new PgExtractError(
-        ErrorCode.OUTPUT_NOT_VISIBLE,
-        `${name} is ${size === null ? 'not visible' : `${size} bytes, not ${bytes},`} on the worker assembling the manifest: workers must share the output folder, or write to object storage (--out s3://bucket/prefix)`,
-        { field: 'outDir' },
-      );
-    }
+    if (size !== bytes) throw notVisible(name, size === null ? 'it is not visible on the worker assembling the manifest' : `it is ${size} bytes there, not ${bytes}`);
   }
+}
+
+function notVisible(name: string, why: string): PgExtractError {
+  return new PgExtractError(
+    ErrorCode.OUTPUT_NOT_VISIBLE,
+    `${name}: ${why}. Workers of one run must share the output folder (one host or a shared volume), or write to object storage (--out s3://bucket/prefix)`,
+    { field: 'outDir' },
+  );
 }
 
 /** One release's view of the run's folders: their real location and owner, looked up once each. */

@@ -3,6 +3,9 @@ import { closeAdmin } from './database';
 import { stopS3 } from './s3';
 import { startServices, stopServices } from './services';
 
+// The pinned AWS SDK supports Node 20; its notice that later releases will not is noise in test output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context): Promise<void> {
     this.timeout(180_000);
