@@ -11,39 +11,18 @@ import { DefaultLogger } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { type LoadReport, createLoadActivities } from '../../src/activities/load';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { ensureFence, reconcileCommit } from '../../src/postgres/target-loader';
+import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/postgres/target-loader';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
 import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-
-const TARGET_DB = 'load_target';
-
-function targetUrl(): string {
-  const url = new URL(live().pg.url);
-  url.pathname = `/${TARGET_DB}`;
-  return url.toString();
-}
-
-async function onTarget<T>(work: (c: Client) => Promise<T>): Promise<T> {
-  const c = new Client({ connectionString: targetUrl(), application_name: 'pg-extract-test' });
-  await c.connect();
-  try {
-    return await work(c);
-  } finally {
-    await c.end();
-  }
-}
+import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from './target-db';
 
 async function targetDigest(): Promise<{ count: number; md5: string }> {
   return onTarget(async (c) => {
     const r = await c.query(digestSql('dst.t x'));
     return r.rows[0];
   });
-}
-
-async function orphanStagingTables(): Promise<number> {
-  return onTarget(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`)).rows[0].n);
 }
 
 /** Makes the next COMMIT on the target pause inside a deferred trigger, so a test can act "at the moment of COMMIT". */
@@ -58,16 +37,9 @@ async function slowCommit(): Promise<void> {
 }
 
 async function terminateTargetAtCommit(before?: () => Promise<void>): Promise<void> {
-  for (const until = Date.now() + 30_000; Date.now() < until; ) {
-    const r = await admin().query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND query = 'COMMIT' AND state = 'active'`, [TARGET_DB]);
-    if (r.rows[0]) {
-      await before?.();
-      await admin().query('SELECT pg_terminate_backend($1)', [r.rows[0].pid]);
-      return;
-    }
-    await new Promise((res) => setTimeout(res, 20));
-  }
-  throw new Error('the load never reached COMMIT');
+  const pid = await targetStatement('COMMIT');
+  await before?.();
+  await admin().query('SELECT pg_terminate_backend($1)', [pid]);
 }
 
 describe('built-in PostgreSQL target loader (live)', function () {
@@ -80,9 +52,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     expected = await tableDigest(`SELECT * FROM ${table}`);
   });
   beforeEach(async () => {
-    await admin().query(`DROP DATABASE IF EXISTS ${TARGET_DB} WITH (FORCE)`);
-    await admin().query(`CREATE DATABASE ${TARGET_DB}`);
-    await onTarget((c) => c.query(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`));
+    await recreateTarget(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
   });
   afterEach(async () => {
     await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
@@ -178,25 +148,20 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
   });
 
-  it('reconcile reads the fence: found → committed, other intent → unknown, absent → not committed, unreachable → unknown', async () => {
-    const open = async (): Promise<Client> => {
-      const c = new Client({ connectionString: targetUrl() });
-      await c.connect();
-      return c;
-    };
+  it('the fence verdict: found → committed, other intent → unknown, absent → not committed; an unreachable target → unknown', async () => {
     await onTarget(async (c) => {
       await ensureFence(c);
       await c.query(`INSERT INTO pgextract.commit_fence (operation_id, intent_digest, target, rows) VALUES ('op-a', 'sha256:x', 'dst.t', 1)`);
+      assert.equal(await fenceVerdict(c, 'op-a', 'sha256:x'), 'committed');
+      assert.equal(await fenceVerdict(c, 'op-a', 'sha256:y'), 'unknown');
+      assert.equal(await fenceVerdict(c, 'op-b', 'sha256:x'), 'not_committed');
     });
-    assert.equal(await reconcileCommit(open, 'op-a', 'sha256:x'), 'committed');
-    assert.equal(await reconcileCommit(open, 'op-a', 'sha256:y'), 'unknown');
-    assert.equal(await reconcileCommit(open, 'op-b', 'sha256:x'), 'not_committed');
     const unreachable = async (): Promise<Client> => {
       const c = new Client({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
       await c.connect();
       return c;
     };
-    assert.equal(await reconcileCommit(unreachable, 'op-a', 'sha256:x'), 'unknown');
+    assert.equal(await reconcileCommit(unreachable, { operationId: 'op-a', digest: 'sha256:x', xid: '1000' }), 'unknown');
   });
 
   describe('internal query (source and target are one database)', () => {

@@ -1,0 +1,46 @@
+/** The target database of the loader tests: a second database on the live PostgreSQL, recreated per test. */
+import { Client } from 'pg';
+import { admin } from '../support/database';
+import { live } from '../support/services';
+
+export const TARGET_DB = 'load_target';
+
+export function targetUrl(): string {
+  const url = new URL(live().pg.url);
+  url.pathname = `/${TARGET_DB}`;
+  return url.toString();
+}
+
+export async function onTarget<T>(work: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: targetUrl(), application_name: 'pg-extract-test' });
+  await c.connect();
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Drops and recreates the target database, then runs `ddl` on it. */
+export async function recreateTarget(ddl: string): Promise<void> {
+  await admin().query(`DROP DATABASE IF EXISTS ${TARGET_DB} WITH (FORCE)`);
+  await admin().query(`CREATE DATABASE ${TARGET_DB}`);
+  await onTarget((c) => c.query(ddl));
+}
+
+export async function orphanStagingTables(): Promise<number> {
+  return onTarget(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`)).rows[0].n);
+}
+
+/** Resolves once the target has a session of ours running a statement that starts with `prefix`. */
+export async function targetStatement(prefix: string, pid?: number): Promise<number> {
+  for (const until = Date.now() + 60_000; Date.now() < until; ) {
+    const r = await admin().query(
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND state = 'active' AND query LIKE $2 AND ($3::int IS NULL OR pid = $3)`,
+      [TARGET_DB, `${prefix}%`, pid ?? null],
+    );
+    if (r.rows[0]) return r.rows[0].pid;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  throw new Error(`the target never ran ${prefix}`);
+}
