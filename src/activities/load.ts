@@ -1,7 +1,8 @@
 /**
  * The built-in target owner's activity: load the manifest into a PostgreSQL target behind the
  * commit fence, and turn what happened into the target owner's report. An ambiguous COMMIT is
- * reconciled against the fence: found → committed, absent → failed, unreachable → unknown.
+ * reconciled by its transaction's fate: committed → committed, aborted → failed, still in
+ * progress after the wait or unreachable → unknown.
  * Failures before COMMIT that a retry may cure (a dropped connection) are thrown and retried;
  * the fence makes a retried load a no-op once one attempt committed.
  */
@@ -14,7 +15,7 @@ import { resolveTable } from '../postgres/catalog';
 import { insertSelectIntoStaging } from '../postgres/internal-query';
 import { closeSession, openSession } from '../postgres/session';
 import { parseTableName, quoteQualified } from '../postgres/sql';
-import { type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
+import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
 import { checkOutputFile } from '../output-root';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { TargetCommit } from '../shared/extraction-types';
@@ -55,10 +56,10 @@ async function report(operationId: string, url: string, digest: string, load: ()
     return { outcome: 'committed', operationId, reason: null, rows: result.status === 'committed' ? result.rows : null };
   } catch (err) {
     const code = errorCodeOf(err);
-    if (code === ErrorCode.TARGET_COMMIT_AMBIGUOUS) {
-      const verdict = await reconcileCommit(() => openSession(url, 'target'), operationId, digest);
+    if (err instanceof CommitUnacknowledged) {
+      const verdict = await reconcileCommit(() => openSession(url, 'target'), { operationId, digest, xid: err.xid });
       const outcome = verdict === 'committed' ? 'committed' : verdict === 'not_committed' ? 'failed' : 'unknown';
-      return { outcome, operationId, reason: code, rows: null };
+      return { outcome, operationId, reason: err.code, rows: null };
     }
     if (code && DEFINITE_FAILURES.has(code)) return { outcome: 'failed', operationId, reason: code, rows: null };
     if (code === ErrorCode.TARGET_FENCE_CONFLICT) return { outcome: 'unknown', operationId, reason: code, rows: null };

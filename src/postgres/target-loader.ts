@@ -4,7 +4,8 @@
  * staging guard), verified against the manifest's rows and sha256 before anything moves, then
  * moved into the target (append or replace) and the fence row `(operation_id, intent_digest)` is
  * written in the same transaction. If COMMIT's acknowledgement is lost, {@link reconcileCommit}
- * asks the fence what happened; a retried load finds its fence row and loads nothing twice.
+ * asks the target what became of that transaction (its xid, recorded before COMMIT); a retried
+ * load finds its fence row and loads nothing twice.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -40,9 +41,23 @@ export interface LoadRequest {
 }
 
 /**
+ * TARGET_COMMIT_AMBIGUOUS: COMMIT was sent and its acknowledgement lost. `xid` is the transaction's
+ * id, recorded before COMMIT, so {@link reconcileCommit} can ask the target for that transaction's fate.
+ */
+export class CommitUnacknowledged extends PgExtractError {
+  readonly disposition = FailureDisposition.preserveEvidence;
+  constructor(
+    readonly xid: string,
+    cause: unknown,
+  ) {
+    super(ErrorCode.TARGET_COMMIT_AMBIGUOUS, 'the COMMIT was sent but its acknowledgement was lost', { cause });
+  }
+}
+
+/**
  * Runs `work` inside one target transaction behind the fence: an operation already recorded
  * returns `already_committed`; otherwise `work` writes, the fence row is added, and COMMIT runs.
- * A lost COMMIT acknowledgement is TARGET_COMMIT_AMBIGUOUS (reconcile with {@link reconcileCommit}).
+ * A lost COMMIT acknowledgement is {@link CommitUnacknowledged} (reconcile with {@link reconcileCommit}).
  */
 export async function fencedTransaction(client: Client, operationId: string, digest: string, target: string, work: () => Promise<number>): Promise<LoadResult> {
   await ensureFence(client);
@@ -51,25 +66,40 @@ export async function fencedTransaction(client: Client, operationId: string, dig
     const fenced = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1 FOR UPDATE`, [operationId]);
     if (fenced.rows[0]) {
       await client.query('ROLLBACK');
-      if (fenced.rows[0].intent_digest !== digest) {
-        throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${operationId} already committed a different load`, FailureDisposition.preserveEvidence);
-      }
-      return { status: 'already_committed', intentDigest: digest };
+      return alreadyCommitted(operationId, fenced.rows[0].intent_digest, digest);
     }
     const rows = await work();
-    await client.query(`INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4)`, [operationId, digest, target, rows]);
+    const recorded = await client.query(
+      `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4) ON CONFLICT (operation_id) DO NOTHING RETURNING intent_digest`,
+      [operationId, digest, target, rows],
+    );
+    if (!recorded.rows[0]) {
+      // Another attempt of this operation committed while this one ran (its worker vanished
+      // mid-COMMIT and this is the retry): the fence answers, and this transaction must not commit.
+      await client.query('ROLLBACK');
+      const winner = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
+      return alreadyCommitted(operationId, winner.rows[0]!.intent_digest, digest);
+    }
+    const xid = (await client.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]!.xid;
     try {
       await client.query('COMMIT');
     } catch (err) {
-      throw failure(ErrorCode.TARGET_COMMIT_AMBIGUOUS, 'the COMMIT was sent but its acknowledgement was lost', FailureDisposition.preserveEvidence, err);
+      throw new CommitUnacknowledged(xid, err);
     }
     return { status: 'committed', rows, intentDigest: digest };
   } catch (err) {
-    if ((err as PgExtractError).code !== ErrorCode.TARGET_COMMIT_AMBIGUOUS) {
+    if (!(err instanceof CommitUnacknowledged)) {
       await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
     }
     throw err;
   }
+}
+
+function alreadyCommitted(operationId: string, recorded: string, digest: string): LoadResult {
+  if (recorded !== digest) {
+    throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${operationId} already committed a different load`, FailureDisposition.preserveEvidence);
+  }
+  return { status: 'already_committed', intentDigest: digest };
 }
 
 export type LoadResult = { status: 'committed'; rows: number; intentDigest: string } | { status: 'already_committed'; intentDigest: string };
@@ -150,23 +180,45 @@ export async function moveIntoTarget(client: Client, staging: string, target: st
   await client.query(`DROP TABLE ${staging}`);
 }
 
-/** What the fence says about an operation whose COMMIT is ambiguous. */
+/** What the target says about an operation whose COMMIT is ambiguous. */
 export type Reconciliation = 'committed' | 'not_committed' | 'unknown';
 
-/** Looks the operation up on a fresh session; an unreachable target is `unknown`. */
-export async function reconcileCommit(open: () => Promise<Client>, operationId: string, digest: string): Promise<Reconciliation> {
+/** How long {@link reconcileCommit} waits for a COMMIT still running (deferred triggers, a synchronous standby). */
+export const COMMIT_WAIT_MS = 60_000;
+const COMMIT_POLL_MS = 200;
+
+/**
+ * Asks a fresh session for the fate of transaction `xid`: committed or aborted is final; in
+ * progress (the COMMIT is still landing) is polled until `waitMs`, then `unknown`. An xid too old
+ * for the commit log (NULL) falls back to the fence row. An unreachable target is `unknown`.
+ */
+export async function reconcileCommit(
+  open: () => Promise<Client>,
+  commit: { operationId: string; digest: string; xid: string },
+  waitMs = COMMIT_WAIT_MS,
+): Promise<Reconciliation> {
   let client: Client | undefined;
   try {
     client = await open();
-    const r = await client.query<{ intent_digest: string }>(
-      `SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`,
-      [operationId],
-    );
-    if (!r.rows[0]) return 'not_committed';
-    return r.rows[0].intent_digest === digest ? 'committed' : 'unknown';
+    for (const until = Date.now() + waitMs; ; ) {
+      const r = await client.query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [commit.xid]);
+      const status = r.rows[0]?.status ?? null;
+      if (status === 'committed') return 'committed';
+      if (status === 'aborted') return 'not_committed';
+      if (status === null) return await fenceVerdict(client, commit.operationId, commit.digest);
+      if (Date.now() >= until) return 'unknown';
+      await new Promise((resolve) => setTimeout(resolve, COMMIT_POLL_MS));
+    }
   } catch {
     return 'unknown';
   } finally {
     await client?.end().catch(() => undefined);
   }
+}
+
+/** What the fence row says: ours → committed, another intent → unknown, none → not committed. */
+export async function fenceVerdict(client: Client, operationId: string, digest: string): Promise<Reconciliation> {
+  const r = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
+  if (!r.rows[0]) return 'not_committed';
+  return r.rows[0].intent_digest === digest ? 'committed' : 'unknown';
 }
