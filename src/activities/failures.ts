@@ -8,7 +8,7 @@ import { NON_RETRYABLE_CODES, PgExtractError } from '../errors';
 import { redactUrl } from '../config';
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
-function failureTypeOf(e: { name?: string; code?: unknown }): string {
+export function failureTypeOf(e: { name?: string; code?: unknown }): string {
   if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return `SQLSTATE_${e.code}`;
   if (typeof e?.code === 'string' && /^E[A-Z0-9_]+$/.test(e.code)) return e.code;
   return e?.name ?? 'Error';

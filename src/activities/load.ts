@@ -3,10 +3,13 @@
  * commit fence, and turn what happened into the target owner's report. An ambiguous COMMIT is
  * reconciled by its transaction's fate: committed → committed, aborted → failed, still in
  * progress after the wait or unreachable → unknown.
- * Failures before COMMIT that a retry may cure (a dropped connection) are thrown and retried;
- * the fence makes a retried load a no-op once one attempt committed.
+ * Definite failures (bad data for the target, a bad target definition, an unconfigured target)
+ * are reported `failed`; failures a retry may cure (a dropped connection) are thrown and retried,
+ * and the fence makes a retried load a no-op once one attempt committed. The activity heartbeats,
+ * and a cancelled one cancels its target statement and reports once the transaction has ended.
  */
 import { createHash } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
@@ -20,6 +23,8 @@ import { checkOutputFile } from '../output-root';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { TargetCommit } from '../shared/extraction-types';
 import { withFailures } from './failures';
+import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { definiteLoadFailure } from './load-failures';
 import { parseNamed } from './requests';
 import { tableRequestOf } from './table-request';
 
@@ -43,28 +48,75 @@ const requestSchema = z.strictObject({
   operationId: z.string().min(1).max(300),
 });
 
-/** Codes after which retrying the same load cannot help: report `failed` instead. */
-const DEFINITE_FAILURES = new Set<string>([ErrorCode.TARGET_CHECKSUM_MISMATCH, ErrorCode.TABLE_NOT_FOUND, ErrorCode.IDENTIFIER_INVALID]);
-
 /**
  * Runs a fenced load and turns its end into the target owner's report: an ambiguous COMMIT is
- * reconciled; definite failures are `failed`; anything else is thrown for a retry.
+ * reconciled by its transaction's fate; a fence holding another intent is unknown; a definite
+ * failure (see {@link definiteLoadFailure}) is `failed`; anything else is thrown for a retry.
  */
 async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {
   try {
     const result = await load();
     return { outcome: 'committed', operationId, reason: null, rows: result.status === 'committed' ? result.rows : null };
   } catch (err) {
-    const code = errorCodeOf(err);
     if (err instanceof CommitUnacknowledged) {
       const verdict = await reconcileCommit(() => openSession(url, 'target'), { operationId, digest, xid: err.xid });
       const outcome = verdict === 'committed' ? 'committed' : verdict === 'not_committed' ? 'failed' : 'unknown';
       return { outcome, operationId, reason: err.code, rows: null };
     }
-    if (code && DEFINITE_FAILURES.has(code)) return { outcome: 'failed', operationId, reason: code, rows: null };
-    if (code === ErrorCode.TARGET_FENCE_CONFLICT) return { outcome: 'unknown', operationId, reason: code, rows: null };
+    if (errorCodeOf(err) === ErrorCode.TARGET_FENCE_CONFLICT) return { outcome: 'unknown', operationId, reason: ErrorCode.TARGET_FENCE_CONFLICT, rows: null };
     throw err;
   }
+}
+
+/**
+ * Runs a load activity's body while heartbeating its progress (a dead loader worker is noticed by
+ * the heartbeat timeout; a cancellation arrives with a heartbeat's response). A definite failure
+ * anywhere in it, configuration included, becomes a `failed` report, so the run aborts at once.
+ */
+async function reporting<T>(operationId: string, failed: (report: LoadReport) => T, body: (progress: { bytes: number }) => Promise<T>): Promise<T> {
+  const progress = { bytes: 0 };
+  const stopHeartbeat = heartbeatEvery(heartbeatInterval(), () => progress);
+  try {
+    return await body(progress);
+  } catch (err) {
+    const reason = definiteLoadFailure(err);
+    if (reason === null) throw err;
+    return failed({ outcome: 'failed', operationId, reason, rows: null });
+  } finally {
+    stopHeartbeat();
+  }
+}
+
+/**
+ * Opens the target session for `work`. When the activity is cancelled, the statement running on
+ * it is cancelled on the server (pg_cancel_backend from a second session), so the load rolls back
+ * promptly and the activity reports only once that transaction has ended.
+ */
+async function onTargetSession<T>(url: string, work: (client: Client, signal: AbortSignal) => Promise<T>): Promise<T> {
+  const { cancellationSignal: signal } = Context.current();
+  const client = await openSession(url, 'target');
+  try {
+    const pid: number = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    let cancelling: Promise<void> | undefined;
+    const cancel = (): void => void (cancelling = cancelStatement(url, pid));
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return await work(client, signal);
+    } finally {
+      signal.removeEventListener('abort', cancel);
+      await cancelling;
+    }
+  } finally {
+    await closeSession(client);
+  }
+}
+
+/** Cancels whatever backend `pid` is running; best effort (a failed cancel leaves the next signal check to stop the load). */
+async function cancelStatement(url: string, pid: number): Promise<void> {
+  const probe = await openSession(url, 'probe').catch(() => null);
+  if (!probe) return;
+  await probe.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+  await closeSession(probe);
 }
 
 /** The same cluster (system identifier) and the same database, seen from both URLs. */
@@ -97,28 +149,34 @@ export function createLoadActivities({ targetUrl, sourceUrl, outputRoot }: { tar
       return withFailures(async () => {
         const { input, operationId } = parseNamed(raw);
         if (!input.target || input.target.via !== 'internal') throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
-        const { mode } = input.target;
-        const url = targetUrl(input.target.name);
+        const { mode, name } = input.target;
         const destination = parseTableName(input.target.table, 'target.table');
-        const client = await openSession(url, 'target');
-        try {
-          await assertSameDatabase(sourceUrl(input.source), client);
-          const source = await resolveTable(client, tableRequestOf(input));
-          const target = await resolveTable(client, destination);
-          const digest = `sha256:${createHash('sha256').update(`internal:${source.schema}.${source.table}->${target.schema}.${target.table}:${mode}`).digest('hex')}`;
-          let receipt: ExtractionLifecycleReceipt | null = null;
-          const result = await report(operationId, url, digest, () =>
-            fencedTransaction(client, operationId, digest, `${target.schema}.${target.table}`, async () => {
-              const staged = await insertSelectIntoStaging(client, source, { schema: target.schema });
-              receipt = staged.extractionReceipt;
-              await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), quoteQualified(target.schema, target.table), mode);
-              return staged.artifact.rows;
-            }),
-          );
-          return { report: result, receipt };
-        } finally {
-          await closeSession(client);
-        }
+        return reporting(operationId, (report) => ({ report, receipt: null }), async () => {
+          const url = targetUrl(name);
+          return onTargetSession(url, async (client, signal) => {
+            await assertSameDatabase(sourceUrl(input.source), client);
+            const source = await resolveTable(client, tableRequestOf(input));
+            const target = await resolveTable(client, destination);
+            const digest = `sha256:${createHash('sha256').update(`internal:${source.schema}.${source.table}->${target.schema}.${target.table}:${mode}`).digest('hex')}`;
+            let receipt: ExtractionLifecycleReceipt | null = null;
+            const result = await report(operationId, url, digest, () =>
+              fencedTransaction(
+                client,
+                operationId,
+                digest,
+                `${target.schema}.${target.table}`,
+                async () => {
+                  const staged = await insertSelectIntoStaging(client, source, { schema: target.schema });
+                  receipt = staged.extractionReceipt;
+                  await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), quoteQualified(target.schema, target.table), mode);
+                  return staged.artifact.rows;
+                },
+                signal,
+              ),
+            );
+            return { report: result, receipt };
+          });
+        });
       });
     },
 
@@ -127,18 +185,16 @@ export function createLoadActivities({ targetUrl, sourceUrl, outputRoot }: { tar
         const parsed = requestSchema.safeParse(raw);
         if (!parsed.success) throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, { field: parsed.error.issues[0]?.path.join('.') });
         const req = parsed.data;
-        const url = targetUrl(req.target.name);
-        const { schema, table } = parseTableName(req.target.table, 'target.table');
-        const files = await Promise.all(req.files.map(async (f) => ({ ...f, path: await checkOutputFile(outputRoot, f.path) })));
-        const load = { files, format: req.format, schema, table, mode: req.target.mode, operationId: req.operationId };
-        const client = await openSession(url, 'target');
-        try {
-          const resolved = await resolveTable(client, { schema, table });
-          const request = { ...load, schema: resolved.schema, table: resolved.table };
-          return await report(req.operationId, url, intentDigest(request), () => loadIntoTarget(client, request));
-        } finally {
-          await closeSession(client);
-        }
+        return reporting(req.operationId, (report) => report, async (progress) => {
+          const url = targetUrl(req.target.name);
+          const { schema, table } = parseTableName(req.target.table, 'target.table');
+          const files = await Promise.all(req.files.map(async (f) => ({ ...f, path: await checkOutputFile(outputRoot, f.path) })));
+          return onTargetSession(url, async (client, signal) => {
+            const resolved = await resolveTable(client, { schema, table });
+            const request = { files, format: req.format, schema: resolved.schema, table: resolved.table, mode: req.target.mode, operationId: req.operationId };
+            return report(req.operationId, url, intentDigest(request), () => loadIntoTarget(client, request, { signal, onBytes: (bytes) => (progress.bytes = bytes) }));
+          });
+        });
       });
     },
   };

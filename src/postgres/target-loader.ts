@@ -58,8 +58,16 @@ export class CommitUnacknowledged extends PgExtractError {
  * Runs `work` inside one target transaction behind the fence: an operation already recorded
  * returns `already_committed`; otherwise `work` writes, the fence row is added, and COMMIT runs.
  * A lost COMMIT acknowledgement is {@link CommitUnacknowledged} (reconcile with {@link reconcileCommit}).
+ * An aborted `signal` stops it before COMMIT (the transaction rolls back).
  */
-export async function fencedTransaction(client: Client, operationId: string, digest: string, target: string, work: () => Promise<number>): Promise<LoadResult> {
+export async function fencedTransaction(
+  client: Client,
+  operationId: string,
+  digest: string,
+  target: string,
+  work: () => Promise<number>,
+  signal?: AbortSignal,
+): Promise<LoadResult> {
   await ensureFence(client);
   await client.query('BEGIN');
   try {
@@ -69,6 +77,7 @@ export async function fencedTransaction(client: Client, operationId: string, dig
       return alreadyCommitted(operationId, fenced.rows[0].intent_digest, digest);
     }
     const rows = await work();
+    signal?.throwIfAborted();
     const recorded = await client.query(
       `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4) ON CONFLICT (operation_id) DO NOTHING RETURNING intent_digest`,
       [operationId, digest, target, rows],
@@ -123,19 +132,31 @@ export async function ensureFence(client: Client): Promise<void> {
   );
 }
 
+/** What a running load listens to and reports. */
+export interface LoadControl {
+  /** Checked before each statement; the caller cancels a statement already running on the server. */
+  signal?: AbortSignal;
+  /** Bytes of the files read so far. */
+  onBytes?: (bytes: number) => void;
+}
+
 class Hasher extends Transform {
   readonly hash = createHash('sha256');
+  constructor(private readonly onChunk: (bytes: number) => void) {
+    super();
+  }
   override _transform(chunk: Buffer, _e: BufferEncoding, done: TransformCallback): void {
     this.hash.update(chunk);
+    this.onChunk(chunk.length);
     done(null, chunk);
   }
 }
 
-/** Copies one file into `staging`, hashing the bytes as they are read; returns rows and sha256. */
-async function copyFileInto(client: Client, staging: string, file: LoadFile, format: ExportFormat): Promise<{ rows: number; sha256: string }> {
+/** Copies one file into `staging`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
+async function copyFileInto(client: Client, staging: string, file: LoadFile, format: ExportFormat, onChunk: (bytes: number) => void): Promise<{ rows: number; sha256: string }> {
   const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header ? 'true' : 'false'}`;
   const sink = client.query(copyFrom(`COPY ${staging} FROM STDIN (${options})`));
-  const hasher = new Hasher();
+  const hasher = new Hasher(onChunk);
   await (format.gzip ? pipeline(createReadStream(file.path), hasher, createGunzip(), sink) : pipeline(createReadStream(file.path), hasher, sink));
   return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
 }
@@ -145,7 +166,7 @@ async function copyFileInto(client: Client, staging: string, file: LoadFile, for
  * understands: a checksum mismatch is cleanup-safe (abort); a lost COMMIT acknowledgement is
  * TARGET_COMMIT_AMBIGUOUS and must be reconciled.
  */
-export async function loadIntoTarget(client: Client, request: LoadRequest): Promise<LoadResult> {
+export async function loadIntoTarget(client: Client, request: LoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
   const target = quoteQualified(request.schema, request.table);
   const staging = quoteQualified(request.schema, `pg_extract_stg_${createHash('sha256').update(request.operationId).digest('hex').slice(0, 12)}`);
   return fencedTransaction(client, request.operationId, intentDigest(request), `${request.schema}.${request.table}`, async () => {
@@ -158,19 +179,22 @@ export async function loadIntoTarget(client: Client, request: LoadRequest): Prom
       drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
       materialize: async () => {
         let total = 0;
+        let bytes = 0;
         for (const file of request.files) {
-          const loaded = await copyFileInto(client, staging, file, request.format);
+          signal?.throwIfAborted();
+          const loaded = await copyFileInto(client, staging, file, request.format, (n) => onBytes?.((bytes += n)));
           if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
             throw failure(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`, FailureDisposition.cleanupSafe);
           }
           total += loaded.rows;
         }
+        signal?.throwIfAborted();
         await moveIntoTarget(client, staging, target, request.mode);
         return total;
       },
     });
     return rows;
-  });
+  }, signal);
 }
 
 /** Staging → target in the caller's transaction: `replace` empties the target first. */

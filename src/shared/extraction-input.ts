@@ -92,8 +92,10 @@ export const extractionInputSchema = z.strictObject({
       partitionStartToCloseMs: millis(48 * HOUR).default(12 * HOUR),
       /** How long the coordinator and each partition wait for the table's ACCESS SHARE before failing with LOCK_TIMEOUT. */
       lockTimeoutMs: millis(HOUR).default(DEFAULT_LOCK_TIMEOUT_MS),
+      /** A built-in load that stops heartbeating this long is retried elsewhere. */
+      loadHeartbeatMs: millis(HOUR).default(20_000),
     })
-    .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS }),
+    .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS, loadHeartbeatMs: 20_000 }),
 });
 
 /** What callers pass (defaults optional). */

@@ -25,6 +25,7 @@ import type { ExtractionInput } from '../shared/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
 import { type AttemptScope, partitionedAttempt, wholeCopyAttempt } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
+import { runLoad } from './loader';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
 /** A switch, not a lookup on a plain object: nothing inherited can pass for an outcome. */
@@ -40,8 +41,6 @@ function terminalOutcomeOf(outcome: TargetCommitOutcome): TerminalOutcome {
 }
 
 const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
-// The fence makes a retried load a no-op once one attempt committed, so retrying is safe.
-const loader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
 
 /** The update validator's check: a bad report is rejected with INPUT_INVALID, nothing written to history. */
 function checkCommit(raw: unknown): void {
@@ -126,7 +125,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
 
   const { workflowId, runId } = workflowInfo();
   const attemptFolder = attemptFolders(input);
-  let load: ExtractionResult['load'] = null;
+  // Assigned by `loaded`; the cast keeps TypeScript from narrowing it to null here.
+  let load = null as ExtractionResult['load'];
   const loaded = (report: LoadReport): void => {
     load = { outcome: report.outcome, reason: report.reason, rows: report.rows };
     commit = { outcome: report.outcome, operationId: report.operationId };
@@ -135,7 +135,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     // Same database: one INSERT … SELECT on the target session, no files, no snapshot claim.
     status.phase = 'loading';
     progress();
-    const { report, receipt } = await loader.loadInternal({ input, operationId: `${workflowId}:${runId}:internal` });
+    const operationId = `${workflowId}:${runId}:internal`;
+    const { report, receipt } = await runLoad(input, operationId, (loader) => loader.loadInternal({ input, operationId }), (report) => ({ report, receipt: null }));
     manifest = {
       workflowId,
       table: input.table,
@@ -156,14 +157,14 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     if (input.target) {
       status.phase = 'loading';
       progress();
-      loaded(
-        await loader.loadTarget({
-          target: { name: input.target.name, table: input.target.table, mode: input.target.mode },
-          files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
-          format: { format: input.format, header: input.header, gzip: input.gzip },
-          operationId: `${workflowId}:${runId}:attempt-${manifest.attempt}`,
-        }),
-      );
+      const operationId = `${workflowId}:${runId}:attempt-${manifest.attempt}`;
+      const request = {
+        target: { name: input.target.name, table: input.target.table, mode: input.target.mode },
+        files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
+        format: { format: input.format, header: input.header, gzip: input.gzip },
+        operationId,
+      };
+      loaded(await runLoad(input, operationId, (loader) => loader.loadTarget(request), (report) => report));
     }
   }
 
@@ -182,7 +183,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   } catch (err) {
     if (!isCancellation(err)) throw err;
     cancelled = err;
-    outcome = 'abort';
+    // A load that reported before the cancellation took effect says what the target holds.
+    outcome = load ? terminalOutcomeOf(load.outcome) : 'abort';
   }
   status.phase = 'cleaning_up';
   status.outcome = outcome;

@@ -43,7 +43,7 @@ async function commitWithLostAck(operationId: string): Promise<unknown> {
   const client = await openTarget();
   try {
     const pid: number = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    const cut = targetStatement('COMMIT', pid).then(() => client.connection.stream.destroy());
+    const cut = targetStatement('COMMIT', { pid }).then(() => client.connection.stream.destroy());
     const outcome = await fencedTransaction(client, operationId, 'sha256:d', 'dst.t', insertOne(client)).then(
       () => assert.fail('the COMMIT acknowledgement was not lost'),
       (err: unknown) => err,
@@ -94,7 +94,7 @@ describe('reconciling a COMMIT whose acknowledgement was lost while it was still
     try {
       const firstPid: number = (await first.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
       const landing = fencedTransaction(first, 'op-race', 'sha256:d', 'dst.t', insertOne(first));
-      await targetStatement('COMMIT', firstPid);
+      await targetStatement('COMMIT', { pid: firstPid });
       const retried = await fencedTransaction(retry, 'op-race', 'sha256:d', 'dst.t', insertOne(retry));
       assert.deepEqual(await landing, { status: 'committed', rows: 1, intentDigest: 'sha256:d' });
       assert.deepEqual(retried, { status: 'already_committed', intentDigest: 'sha256:d' });

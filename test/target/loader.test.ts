@@ -143,8 +143,9 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
     });
 
-    it('a load whose files are outside the output root is refused', async () => {
-      await assert.rejects(env.run(activity(), request({ files: [{ path: '/etc/hostname', rows: 1, sha256: 'a'.repeat(64) }] })), /OUTPUT_PATH_ESCAPES_ROOT|leaves the output root/);
+    it('a load whose files are outside the output root is refused: failed, OUTPUT_PATH_ESCAPES_ROOT', async () => {
+      const report: LoadReport = await env.run(activity(), request({ files: [{ path: '/etc/hostname', rows: 1, sha256: 'a'.repeat(64) }] }));
+      assert.deepEqual([report.outcome, report.reason], ['failed', 'OUTPUT_PATH_ESCAPES_ROOT']);
     });
   });
 
@@ -187,14 +188,13 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal(staging.rows[0].n, 0);
     });
 
-    it('refuses a target in another database with TARGET_NOT_SAME_DATABASE', async () => {
+    it('refuses a target in another database: abort with TARGET_NOT_SAME_DATABASE', async () => {
       await withWorker(
         async ({ taskQueue }) => {
           const handle = await startExtraction(live().temporal.client, { table, target: { name: 'warehouse', table: 'dst.t', via: 'internal' } }, { taskQueue });
-          await assert.rejects(handle.result(), (err: Error) => {
-            assert.match(JSON.stringify(err.cause), /TARGET_NOT_SAME_DATABASE/);
-            return true;
-          });
+          const result = (await handle.result()) as ExtractionResult;
+          assert.deepEqual(result.load, { outcome: 'failed', reason: 'TARGET_NOT_SAME_DATABASE', rows: null });
+          assert.equal(result.terminalReceipt.outcome, 'abort');
         },
         { targets: { warehouse: targetUrl() } },
       );

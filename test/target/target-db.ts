@@ -32,12 +32,13 @@ export async function orphanStagingTables(): Promise<number> {
   return onTarget(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`)).rows[0].n);
 }
 
-/** Resolves once the target has a session of ours running a statement that starts with `prefix`. */
-export async function targetStatement(prefix: string, pid?: number): Promise<number> {
+/** Resolves with the pid of a target session of ours (`pid`, or any but `notPid`) once it runs a statement starting with `prefix`. */
+export async function targetStatement(prefix: string, { pid, notPid }: { pid?: number; notPid?: number } = {}): Promise<number> {
   for (const until = Date.now() + 60_000; Date.now() < until; ) {
     const r = await admin().query(
-      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND state = 'active' AND query LIKE $2 AND ($3::int IS NULL OR pid = $3)`,
-      [TARGET_DB, `${prefix}%`, pid ?? null],
+      `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND state = 'active' AND query LIKE $2
+          AND ($3::int IS NULL OR pid = $3) AND ($4::int IS NULL OR pid <> $4)`,
+      [TARGET_DB, `${prefix}%`, pid ?? null, notPid ?? null],
     );
     if (r.rows[0]) return r.rows[0].pid;
     await new Promise((res) => setTimeout(res, 20));

@@ -1,0 +1,26 @@
+/**
+ * Which load failures are definite: retrying the same load cannot cure them, so the loader
+ * reports `failed` with a coded reason and the run aborts. Anything else (a dropped connection
+ * 08xxx, a terminated backend 57P01, a serialization failure or deadlock 40001/40P01) is thrown
+ * and retried; the workflow still aborts with the last error's code once retries run out.
+ */
+import { ErrorCode, NON_RETRYABLE_CODES, errorCodeOf } from '../errors';
+import { failureTypeOf } from './failures';
+
+/** Our codes for bad configuration or input (an unconfigured target, an unknown table) and a checksum mismatch. */
+const DEFINITE_CODES = new Set<string>([...NON_RETRYABLE_CODES, ErrorCode.TARGET_CHECKSUM_MISMATCH]);
+
+/**
+ * SQLSTATE classes that are the load's own data or definition: 22 data exception (22P02 a value
+ * the column rejects), 23 integrity constraint, 42 syntax or access rule (42501 permission,
+ * 428C9 a GENERATED ALWAYS column).
+ */
+const DEFINITE_SQLSTATE = /^SQLSTATE_(22|23|42)[0-9A-Z]{3}$/;
+
+/** The reason code when `err` is a definite load failure, else null (retry). */
+export function definiteLoadFailure(err: unknown): string | null {
+  const code = errorCodeOf(err);
+  if (code) return DEFINITE_CODES.has(code) ? code : null;
+  const type = failureTypeOf(err as { name?: string; code?: unknown });
+  return DEFINITE_SQLSTATE.test(type) ? type : null;
+}

@@ -1,0 +1,51 @@
+/**
+ * How the workflow runs the built-in loader. Since LOAD_ALWAYS_DECIDES the load activity
+ * heartbeats (a dead loader worker is noticed within `timeouts.loadHeartbeatMs`), a cancelled run
+ * waits for the load to report its transaction's end, and a load that ends without a report still
+ * decides the run. Runs that reached the load under older code replay with the old proxy.
+ */
+import { ActivityCancellationType, ActivityFailure, TimeoutFailure, patched, proxyActivities } from '@temporalio/workflow';
+import type { MainActivities } from '../activities';
+import type { LoadReport } from '../activities/load';
+import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
+import type { ExtractionInput } from '../shared/extraction-input';
+import { describeFailure } from './failure-kind';
+
+export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
+
+// The fence makes a retried load a no-op once one attempt committed, so retrying is safe.
+const legacyLoader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
+
+function reportingLoader(input: ExtractionInput): typeof legacyLoader {
+  return proxyActivities<MainActivities>({
+    startToCloseTimeout: '12 hours',
+    heartbeatTimeout: input.timeouts.loadHeartbeatMs,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { maximumAttempts: 5, nonRetryableErrorTypes: [...NON_RETRYABLE_CODES] },
+  });
+}
+
+/**
+ * The report of a load that ended without one: cancelled (its transaction rolled back) or failed
+ * (retries exhausted on errors raised before COMMIT) is `failed`; a load whose last attempt timed
+ * out may have reached COMMIT, so it is `unknown`.
+ */
+function unreported(err: unknown, operationId: string): LoadReport {
+  const timedOut = err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+  return { outcome: timedOut ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null };
+}
+
+/** Runs `call` on the loader; `onUnreported` turns a load that ended without a report into the call's result. */
+export async function runLoad<R>(
+  input: ExtractionInput,
+  operationId: string,
+  call: (loader: typeof legacyLoader) => Promise<R>,
+  onUnreported: (report: LoadReport) => R,
+): Promise<R> {
+  if (!patched(LOAD_ALWAYS_DECIDES)) return call(legacyLoader);
+  try {
+    return await call(reportingLoader(input));
+  } catch (err) {
+    return onUnreported(unreported(err, operationId));
+  }
+}
