@@ -1,8 +1,9 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
- * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, cancelled, waiting
- * for its commit). Run it only when a new shape of history is worth keeping — on the code that is
- * deployed, so later workflow changes are checked against what real runs recorded:
+ * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, a load refused or
+ * cancelled, cancelled, waiting for its commit). Run it only when a new shape of history is worth
+ * keeping — on the code that is deployed, so later workflow changes are checked against what real
+ * runs recorded:
  *
  *   npm run record-histories
  *
@@ -103,6 +104,35 @@ describe('record workflow histories', function () {
       await handle.result();
       await save('signal-with-extra-key', handle);
     });
+  });
+
+  it('a load the target refused (a value its column rejects): aborted', async () => {
+    await admin().query(`CREATE TABLE hist.refusing (id bigint, name int, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, 'load-aborted', { partitions: 2, target: { name: 'local', table: 'hist.refusing' } });
+        await handle.result();
+        await save('load-aborted', handle);
+      },
+      { targets: { local: live().pg.url } },
+    );
+  });
+
+  it('cancelled while loading', async () => {
+    await admin().query(`CREATE FUNCTION hist.slow_ok(text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.002); RETURN true; END $$;
+      CREATE DOMAIN hist.slow_text AS text CHECK (hist.slow_ok(VALUE));
+      CREATE TABLE hist.slow (id bigint, name hist.slow_text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, 'load-cancelled', { partitions: 2, target: { name: 'local', table: 'hist.slow' }, timeouts: { loadHeartbeatMs: 2000 } });
+        const copying = `SELECT 1 FROM pg_stat_activity WHERE application_name = 'pg-extract/target' AND query LIKE 'COPY%'`;
+        while ((await admin().query(copying)).rowCount === 0) await new Promise((r) => setTimeout(r, 20));
+        await handle.cancel();
+        await handle.result().catch(() => undefined);
+        await save('load-cancelled', handle);
+      },
+      { targets: { local: live().pg.url } },
+    );
   });
 
   it('cancelled while awaiting commit', async () => {
