@@ -66,7 +66,6 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
     activities: createActivities({
-      outputRoot: options.outputRoot,
       stores,
       sourceUrl: options.sourceUrl,
       targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),

@@ -10,8 +10,6 @@ import { type HolderDeps, createHolderActivities } from './snapshot-holder';
 export { SnapshotHolderRegistry } from './snapshot-holder';
 
 export interface ActivityDeps extends ExtractDeps {
-  /** The local output root, where the built-in loader reads files from. */
-  outputRoot: string;
   /** This worker's own holder task queue, handed to workflows that need a snapshot held. */
   holderTaskQueue: string;
   /** Resolves a target name to its URL (PG_EXTRACT_TARGET_<NAME>_URL); only the worker sees it. */

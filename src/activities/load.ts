@@ -19,8 +19,8 @@ import { insertSelectIntoStaging } from '../postgres/internal-query';
 import { closeSession, openSession } from '../postgres/session';
 import { parseTableName, quoteQualified } from '../postgres/sql';
 import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
-import { checkOutputFile } from '../output-root';
 import type { ExtractionInput } from '../shared/extraction-input';
+import type { OutputStores } from '../storage/output-stores';
 import type { TargetCommit } from '../shared/extraction-types';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
@@ -138,7 +138,7 @@ export interface LoadInternalRequest {
   operationId: string;
 }
 
-export function createLoadActivities({ targetUrl, sourceUrl, outputRoot }: { targetUrl: (name: string) => string; sourceUrl: (name: string) => string; outputRoot: string }) {
+export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetUrl: (name: string) => string; sourceUrl: (name: string) => string; stores: OutputStores }) {
   return {
     /**
      * Internal query: source and target are one database, so the target session runs
@@ -188,7 +188,7 @@ export function createLoadActivities({ targetUrl, sourceUrl, outputRoot }: { tar
         return reporting(req.operationId, (report) => report, async (progress) => {
           const url = targetUrl(req.target.name);
           const { schema, table } = parseTableName(req.target.table, 'target.table');
-          const files = await Promise.all(req.files.map(async (f) => ({ ...f, path: await checkOutputFile(outputRoot, f.path) })));
+          const files = req.files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
           return onTargetSession(url, async (client, signal) => {
             const resolved = await resolveTable(client, { schema, table });
             const request = { files, format: req.format, schema: resolved.schema, table: resolved.table, mode: req.target.mode, operationId: req.operationId };

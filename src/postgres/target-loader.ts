@@ -8,8 +8,7 @@
  * load finds its fence row and loads nothing twice.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { Client } from 'pg';
@@ -25,9 +24,12 @@ export const FENCE_TABLE = 'commit_fence';
 const FENCE = quoteQualified(FENCE_SCHEMA, FENCE_TABLE);
 
 export interface LoadFile {
+  /** Where the manifest says the file is (a local path or an `s3://` URL), for messages. */
   path: string;
   rows: number;
   sha256: string;
+  /** Opens the file's bytes, wherever its store keeps them. */
+  open(): Promise<Readable>;
 }
 
 export interface LoadRequest {
@@ -155,9 +157,11 @@ class Hasher extends Transform {
 /** Copies one file into `staging`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
 async function copyFileInto(client: Client, staging: string, file: LoadFile, format: ExportFormat, onChunk: (bytes: number) => void): Promise<{ rows: number; sha256: string }> {
   const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header ? 'true' : 'false'}`;
+  // Opened before the COPY starts: a file that cannot be opened must not leave the session mid-COPY.
+  const bytes = await file.open();
   const sink = client.query(copyFrom(`COPY ${staging} FROM STDIN (${options})`));
   const hasher = new Hasher(onChunk);
-  await (format.gzip ? pipeline(createReadStream(file.path), hasher, createGunzip(), sink) : pipeline(createReadStream(file.path), hasher, sink));
+  await (format.gzip ? pipeline(bytes, hasher, createGunzip(), sink) : pipeline(bytes, hasher, sink));
   return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
 }
 

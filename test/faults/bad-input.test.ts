@@ -72,7 +72,7 @@ describe('bad input (live)', function () {
     // Expected failures would each print a stack at WARN; errors still show.
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
     const urls = (name: string): string => sourceUrl(name, { PG_EXTRACT_SOURCE_URL: live().pg.url });
-    const activities = () => createActivities({ outputRoot: root, stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }), sourceUrl: urls, targetUrl: (name) => targetUrl(name, {}), holderTaskQueue: 'q' });
+    const activities = () => createActivities({ stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }), sourceUrl: urls, targetUrl: (name) => targetUrl(name, {}), holderTaskQueue: 'q' });
     const partition = (patch: Record<string, unknown>) => ({
       input: valid(),
       snapshotId: '00000003-0000001B-1',

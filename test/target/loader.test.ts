@@ -13,7 +13,9 @@ import { type LoadReport, createLoadActivities } from '../../src/activities/load
 import { startExtraction, waitForManifest } from '../../src/client';
 import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/postgres/target-loader';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { OutputStores } from '../../src/storage/output-stores';
 import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from './target-db';
@@ -60,15 +62,26 @@ describe('built-in PostgreSQL target loader (live)', function () {
     assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
   });
 
-  const run = (extra: Record<string, unknown> = {}) =>
+  const run = (extra: Record<string, unknown> = {}, worker: { s3Env?: Record<string, string> } = {}) =>
     withWorker(
       async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', mode: 'append' }, ...extra }, { taskQueue });
         const manifest = await waitForManifest(handle);
         return { result: (await handle.result()) as ExtractionResult, manifest };
       },
-      { targets: { warehouse: targetUrl() } },
+      { targets: { warehouse: targetUrl() }, ...worker },
     );
+
+  it('loads s3:// outputs as it loads local files, then deletes the objects', async () => {
+    const s3 = await s3Service();
+    await s3.createBucket('pgx-load');
+    const { result, manifest } = await run({ outDir: 's3://pgx-load/runs' }, { s3Env: s3.env });
+    assert.ok(manifest.files.every((f) => f.path.startsWith('s3://pgx-load/runs/')));
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
+    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await bucketContents('pgx-load', 'runs/'), { objects: [], uploads: [] });
+  });
 
   it('loads the exact rows in one transaction with a fence row, then the files are deleted (success)', async () => {
     const { result, manifest } = await run();
@@ -118,7 +131,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
         files.push({ path, rows: 2, sha256: createHash('sha256').update(body).digest('hex') });
       }
     });
-    const activity = () => createLoadActivities({ targetUrl: () => targetUrl(), sourceUrl: () => live().pg.url, outputRoot: live().outRoot }).loadTarget;
+    const activity = () => createLoadActivities({ targetUrl: () => targetUrl(), sourceUrl: () => live().pg.url, stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }) }).loadTarget;
     const request = (patch: Record<string, unknown> = {}) => ({
       target: { name: 'warehouse', table: 'dst.u', mode: 'append' as const },
       files,
