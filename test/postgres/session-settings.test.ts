@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Client } from 'pg';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
+import { closeSession, openSession } from '../../src/postgres/session';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
@@ -72,6 +73,31 @@ describe('session settings are pinned, whatever the databases default to (live)'
     for (const database of [SOURCE_DB, TARGET_DB]) await admin().query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   });
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('a session of ours pins them, and keeps TCP keepalives and the client connection check on', async () => {
+    const session = await openSession(urlOf(SOURCE_DB), 'probe');
+    try {
+      const r = await session.query<{ name: string; setting: string }>(
+        `SELECT name, setting FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'extra_float_digits', 'bytea_output', 'TimeZone', 'client_encoding',
+           'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval') ORDER BY name`,
+      );
+      const checksClient = Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000;
+      assert.deepEqual(Object.fromEntries(r.rows.map((x) => [x.name, x.setting])), {
+        DateStyle: 'ISO, MDY',
+        IntervalStyle: 'postgres',
+        extra_float_digits: '3',
+        bytea_output: 'hex',
+        TimeZone: 'UTC',
+        client_encoding: 'UTF8',
+        tcp_keepalives_idle: '10',
+        tcp_keepalives_interval: '5',
+        tcp_keepalives_count: '3',
+        ...(checksClient ? { client_connection_check_interval: '5000' } : {}),
+      });
+    } finally {
+      await closeSession(session);
+    }
+  });
 
   it('files hold ISO dates, UTC timestamps, postgres intervals, full float8 precision and hex bytea, in UTF-8, split on the date key', async () => {
     await withWorker(
