@@ -1,6 +1,6 @@
 /**
  * Stopping the throwaway services stops exactly the processes a run started: a crashed run's
- * PostgreSQL and Temporal dev server are ended by `.ci/stop-services` from their recorded pids,
+ * PostgreSQL, Temporal dev server and S3 server are ended by `.ci/stop-services` from their recorded pids,
  * a clean stop forgets its records, and decoys whose command lines match the names the old
  * `pkill -f` used survive both.
  */
@@ -77,11 +77,11 @@ describe('stopping the services a run started (live)', function () {
     return dirs.at(-1)!;
   };
 
-  it("a crashed run's PostgreSQL and Temporal dev server are stopped by pid, with all their processes; the decoys live on", async () => {
+  it("a crashed run's PostgreSQL, Temporal dev server and S3 server are stopped by pid, with all their processes; the decoys live on", async () => {
     const dir = pidDir();
     const { child, exited, postgres } = await serviceRun(dir, children);
     const services = recorded(dir);
-    assert.deepEqual(services.map((s) => s.name).sort(), postgres === 'local-cluster' ? ['postgres', 'temporal'] : ['temporal']);
+    assert.deepEqual(services.map((s) => s.name).sort(), postgres === 'local-cluster' ? ['postgres', 'temporal', 'weed'] : ['temporal', 'weed']);
     const postmaster = services.find((s) => s.name === 'postgres');
     const dataDir = postmaster && /-D (\S+)/.exec(execFileSync('ps', ['-o', 'args=', '-p', String(postmaster.pid)]).toString())?.[1];
     const tree = processTree(services.map((s) => s.pid));
