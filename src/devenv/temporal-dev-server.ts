@@ -1,12 +1,13 @@
 /**
- * Starts `temporal server start-dev` (with its Web UI and our search attributes) for the demo,
- * or reuses a server already listening. Tests use @temporalio/testing's createLocal instead.
+ * Starts `temporal server start-dev` (with its Web UI and our search attributes) for tests and the
+ * demo, or reuses a server already listening. The process it starts is recorded by pid.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { SearchAttributes } from '../shared/definitions';
+import { recordServicePid } from './service-pids';
 import { findTemporalCli } from './temporal-cli';
 
 const CLI_TYPES: Partial<Record<SearchAttributeType, string>> = {
@@ -45,9 +46,18 @@ export async function startDevServer(options: { port?: number; uiPort?: number; 
   for (const key of Object.values(SearchAttributes)) args.push('--search-attribute', `${key.name}=${CLI_TYPES[key.type]}`);
   const log = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
   const child = spawn(cli, args, { stdio: ['ignore', log, log] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const forget = recordServicePid('temporal', child.pid!, 'SIGTERM');
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      forget();
+      resolve();
+    }),
+  );
   for (const until = Date.now() + 60_000; !(await reachable(address)); ) {
-    if (child.exitCode !== null || Date.now() > until) throw new Error(`temporal server start-dev did not come up on ${address}`);
+    if (child.exitCode !== null || Date.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`temporal server start-dev did not come up on ${address}`);
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
   return {

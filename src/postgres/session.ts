@@ -1,7 +1,8 @@
 /**
  * Opens one PostgreSQL session for one job. Every session we open is tagged with an
- * `application_name` (so tests and operators find ours in pg_stat_activity) and runs with
- * TimeZone UTC (so key bounds and exported timestamptz values read the same everywhere).
+ * `application_name` (so tests and operators find ours in pg_stat_activity), pins the settings
+ * that shape exported and loaded text (so a file never depends on the server's, database's or
+ * role's defaults), and keeps TCP keepalives on (so either end notices a vanished peer).
  */
 import { Client } from 'pg';
 
@@ -11,15 +12,48 @@ export const APPLICATION_NAME = 'pg-extract';
 /** Session roles, visible in pg_stat_activity.application_name as `pg-extract/<role>`. */
 export type SessionRole = 'coordinator' | 'partition' | 'whole-copy' | 'stream' | 'target' | 'probe';
 
+/** Set after connecting rather than in the startup packet, where a connection URL's own `options` would replace them. */
+const SESSION_SETTINGS: Record<string, string> = {
+  // Text of dates, timestamps, intervals, floats and bytea, in the one form every loader reads back exactly.
+  DateStyle: 'ISO, MDY',
+  IntervalStyle: 'postgres',
+  extra_float_digits: '3',
+  bytea_output: 'hex',
+  // Key bounds and exported timestamptz values read the same everywhere.
+  TimeZone: 'UTC',
+  // The driver already asks for UTF8 at startup and decodes UTF8; listed so this is the whole contract.
+  client_encoding: 'UTF8',
+  // An export's COPY may run for hours; a role's statement_timeout must not end it.
+  statement_timeout: '0',
+  // The server ends the session of a vanished client host after about 25 s of silence, and of a
+  // closed client socket within 5 s even while a query runs (PostgreSQL 14+; older servers skip it).
+  // Neither ends the session of a stopped (SIGSTOP) worker, whose kernel still answers: the
+  // coordinator's idle timeout does that.
+  tcp_keepalives_idle: '10',
+  tcp_keepalives_interval: '5',
+  tcp_keepalives_count: '3',
+  client_connection_check_interval: '5s',
+};
+
 export async function openSession(url: string, role: SessionRole): Promise<Client> {
   const client = new Client({
     connectionString: url,
     application_name: `${APPLICATION_NAME}/${role}`,
-    options: '-c TimeZone=UTC -c statement_timeout=0',
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
   // An unhandled 'error' on an idle client (backend terminated) would crash the worker process.
   client.on('error', () => undefined);
   await client.connect();
+  try {
+    await client.query(
+      'SELECT set_config(name, value, false) FROM unnest($1::text[], $2::text[]) AS s(name, value) WHERE current_setting(name, true) IS NOT NULL',
+      [Object.keys(SESSION_SETTINGS), Object.values(SESSION_SETTINGS)],
+    );
+  } catch (err) {
+    await closeSession(client);
+    throw err;
+  }
   return client;
 }
 

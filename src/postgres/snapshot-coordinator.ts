@@ -2,7 +2,7 @@
  * The coordinator of a partitioned export: one session whose REPEATABLE READ READ ONLY
  * transaction exports a snapshot (pg_export_snapshot()), takes ACCESS SHARE on the table and
  * resolves the split key's bounds inside it. The snapshot lives only while this transaction is
- * open, so it stays open (idle timeout off for this transaction) until every partition has
+ * open, so it stays open (its holder probes it; 30 s idle ends it) until every partition has
  * finished; then complete() commits.
  */
 import type { ClientBase } from 'pg';
@@ -80,7 +80,8 @@ export class SnapshotCoordinator {
     const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
-      await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+      // Six of the holder's 5 s probes: the backend of a stopped or vanished worker ends instead of pinning the xmin horizon.
+      await client.query("SET LOCAL idle_in_transaction_session_timeout = '30s'");
       await setLockTimeout(client, locking.lockTimeoutMs);
       const first = await client.query<{ id: string; snapshot: string; started: string; snapshot_at: string; pid: number } & IdentityRow>(
         `SELECT pg_export_snapshot() AS id, pg_current_snapshot()::text AS snapshot,

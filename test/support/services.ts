@@ -10,11 +10,14 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { type PostgresService, freePort, startPostgres } from '../../src/devenv/postgres-service';
 import { findTemporalCli } from '../../src/devenv/temporal-cli';
+import { type DevServer, startDevServer } from '../../src/devenv/temporal-dev-server';
 import { SearchAttributes } from '../../src/shared/definitions';
 
 export interface LiveServices {
   pg: PostgresService;
   temporal: TestWorkflowEnvironment;
+  /** The dev server process these tests started, or null (TEMPORAL_ADDRESS, or @temporalio/testing's own). */
+  temporalServer: DevServer | null;
   bundle: WorkflowBundle;
   /** A fresh output root for this run. */
   outRoot: string;
@@ -33,20 +36,24 @@ export function live(): LiveServices {
   return services;
 }
 
-async function startTemporal(uiPort: number): Promise<TestWorkflowEnvironment> {
-  const searchAttributes = Object.values(SearchAttributes);
-  if (process.env.TEMPORAL_ADDRESS) return TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
+/**
+ * The Temporal CLI's dev server, started by pid (src/devenv/temporal-dev-server.ts); with no CLI,
+ * @temporalio/testing's own download, which that package starts and stops itself.
+ */
+async function startTemporal(uiPort: number): Promise<{ temporal: TestWorkflowEnvironment; temporalServer: DevServer | null }> {
+  if (process.env.TEMPORAL_ADDRESS) return { temporal: await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS }), temporalServer: null };
   const cli = findTemporalCli({ log: (line) => console.error(line) });
   try {
-    return await TestWorkflowEnvironment.createLocal({
-      server: {
-        ...(cli ? { executable: { type: 'existing-path' as const, path: cli } } : {}),
-        ip: '127.0.0.1',
-        ui: true,
-        uiPort,
-        searchAttributes,
-      },
+    if (!cli) {
+      const server = { ip: '127.0.0.1', ui: true, uiPort, searchAttributes: Object.values(SearchAttributes) };
+      return { temporal: await TestWorkflowEnvironment.createLocal({ server }), temporalServer: null };
+    }
+    const temporalServer = await startDevServer({ port: await freePort(), uiPort });
+    const temporal = await TestWorkflowEnvironment.createFromExistingServer({ address: temporalServer.address }).catch(async (err: unknown) => {
+      await temporalServer.stop();
+      throw err;
     });
+    return { temporal, temporalServer };
   } catch (err) {
     throw new Error(
       `could not start a Temporal dev server (${(err as Error).message}). Provide one of: TEMPORAL_ADDRESS of a running server, ` +
@@ -55,27 +62,39 @@ async function startTemporal(uiPort: number): Promise<TestWorkflowEnvironment> {
   }
 }
 
+async function stopTemporal({ temporal, temporalServer }: Pick<LiveServices, 'temporal' | 'temporalServer'>): Promise<void> {
+  await temporal.teardown();
+  await temporalServer?.stop();
+}
+
 export async function startServices(): Promise<LiveServices> {
   // Worker state changes at INFO drown the test report; warnings and errors still show.
   Runtime.install({ logger: new DefaultLogger((process.env.TEST_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN') });
   const uiPort = await freePort();
-  const [pg, temporal, bundle] = await Promise.all([
+  const started = await Promise.allSettled([
     startPostgres(),
     startTemporal(uiPort),
     bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never }),
   ]);
+  const [pgStart, temporalStart, bundleStart] = started;
+  if (pgStart.status === 'rejected' || temporalStart.status === 'rejected' || bundleStart.status === 'rejected') {
+    // Stop what did start: no afterAll stops a run whose services never came up.
+    await Promise.allSettled([pgStart.status === 'fulfilled' && pgStart.value.stop(), temporalStart.status === 'fulfilled' && stopTemporal(temporalStart.value)]);
+    throw started.find((s) => s.status === 'rejected')!.reason;
+  }
+  const [pg, { temporal, temporalServer }, bundle] = [pgStart.value, temporalStart.value, bundleStart.value];
   const scratch = mkdtempSync(join(tmpdir(), 'pg-extract-test-'));
   const bundlePath = join(scratch, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
   const webUi = process.env.TEMPORAL_ADDRESS ? null : `http://127.0.0.1:${uiPort}`;
-  services = { pg, temporal, bundle, bundlePath, scratch, webUi, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
+  services = { pg, temporal, temporalServer, bundle, bundlePath, scratch, webUi, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
   return services;
 }
 
 export async function stopServices(): Promise<void> {
   if (!services) return;
-  const { pg, temporal, outRoot, scratch } = services;
+  const stopping = services;
   services = undefined;
-  await Promise.allSettled([temporal.teardown(), pg.stop()]);
-  for (const dir of [outRoot, scratch]) rmSync(dir, { recursive: true, force: true });
+  await Promise.allSettled([stopTemporal(stopping), stopping.pg.stop()]);
+  for (const dir of [stopping.outRoot, stopping.scratch]) rmSync(dir, { recursive: true, force: true });
 }

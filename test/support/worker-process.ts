@@ -1,6 +1,7 @@
 /** `pg-extract worker` as a real OS process, for crash and shutdown tests; its output is kept for scanning. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { recordServicePid } from '../../src/devenv/service-pids';
 import { workerProcessEnv } from '../../src/worker-runtime';
 import { live } from './services';
 
@@ -31,7 +32,14 @@ export async function spawnWorker(taskQueue: string, env: Record<string, string>
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // A crashed test run would leave it polling; `.ci/stop-services` ends it by this record.
+  const forget = recordServicePid('worker', child.pid!, 'SIGKILL');
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      forget();
+      resolve(code);
+    }),
+  );
   for (const until = Date.now() + 30_000; !output.includes('pg-extract worker on'); ) {
     if (child.exitCode !== null || Date.now() > until) throw new Error(`worker did not start:\n${output}`);
     await new Promise((r) => setTimeout(r, 25));

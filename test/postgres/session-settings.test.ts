@@ -1,0 +1,133 @@
+/**
+ * Exported text does not depend on the databases' own session defaults: a source and a target
+ * database set to DateStyle 'SQL, DMY', IntervalStyle sql_standard, extra_float_digits 0,
+ * bytea_output escape and TimeZone Asia/Kolkata still give ISO, hex, full-precision files split on
+ * the date key, and the built-in loader round-trips them into a target database set the same way.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { Client } from 'pg';
+import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
+import { closeSession, openSession } from '../../src/postgres/session';
+import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { admin, settleSessions } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const SOURCE_DB = 'hostile_settings_src';
+const TARGET_DB = 'hostile_settings_dst';
+const HOSTILE = `SET DateStyle = 'SQL, DMY'; SET IntervalStyle = 'sql_standard'; SET extra_float_digits = 0; SET bytea_output = 'escape'; SET TimeZone = 'Asia/Kolkata'`;
+const TABLE_DDL = 'CREATE TABLE public.t (d date PRIMARY KEY, ts timestamptz, iv interval, f float8, b bytea, note text)';
+const ROWS = 1000;
+
+function urlOf(database: string): string {
+  const url = new URL(live().pg.url);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** A test session with settings of its own choosing (the database's defaults are what is under test). */
+async function on<T>(database: string, work: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: urlOf(database), application_name: 'pg-extract-test', client_encoding: 'UTF8', options: '-c DateStyle=ISO' });
+  await c.connect();
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function hostileDatabase(database: string): Promise<void> {
+  await admin().query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await admin().query(`CREATE DATABASE ${database}`);
+  for (const set of HOSTILE.split(';')) await admin().query(`ALTER DATABASE ${database} ${set.trim()}`);
+  await on(database, (c) => c.query(TABLE_DDL));
+}
+
+/** The rows as text, rendered in one transaction of a session that states every setting itself. */
+async function rowsText(database: string): Promise<string[]> {
+  return on(database, async (c) => {
+    await c.query(`BEGIN; SET LOCAL DateStyle = 'ISO'; SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 3; SET LOCAL bytea_output = 'hex'; SET LOCAL TimeZone = 'UTC'`);
+    const r = await c.query<{ row: string }>('SELECT t::text AS row FROM public.t ORDER BY d');
+    await c.query('COMMIT');
+    return r.rows.map((x) => x.row);
+  });
+}
+
+describe('session settings are pinned, whatever the databases default to (live)', function () {
+  this.timeout(120_000);
+  before(async () => {
+    await hostileDatabase(SOURCE_DB);
+    await hostileDatabase(TARGET_DB);
+    await on(SOURCE_DB, (c) =>
+      c.query(
+        `INSERT INTO public.t
+           SELECT date '2024-01-01' + g, timestamptz '2024-01-01 00:00:00.123456+00' + g * interval '61 minutes', g * interval '1 day 1.5 seconds',
+                  g / 3.0::float8, int4send(g), 'café ' || g
+             FROM generate_series(1, $1::int) g`,
+        [ROWS],
+      ),
+    );
+  });
+  after(async () => {
+    for (const database of [SOURCE_DB, TARGET_DB]) await admin().query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  });
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('a session of ours pins them, and keeps TCP keepalives and the client connection check on', async () => {
+    const session = await openSession(urlOf(SOURCE_DB), 'probe');
+    try {
+      const r = await session.query<{ name: string; setting: string }>(
+        `SELECT name, setting FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'extra_float_digits', 'bytea_output', 'TimeZone', 'client_encoding',
+           'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval') ORDER BY name`,
+      );
+      const checksClient = Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000;
+      assert.deepEqual(Object.fromEntries(r.rows.map((x) => [x.name, x.setting])), {
+        DateStyle: 'ISO, MDY',
+        IntervalStyle: 'postgres',
+        extra_float_digits: '3',
+        bytea_output: 'hex',
+        TimeZone: 'UTC',
+        client_encoding: 'UTF8',
+        tcp_keepalives_idle: '10',
+        tcp_keepalives_interval: '5',
+        tcp_keepalives_count: '3',
+        ...(checksClient ? { client_connection_check_interval: '5000' } : {}),
+      });
+    } finally {
+      await closeSession(session);
+    }
+  });
+
+  it('files hold ISO dates, UTC timestamps, postgres intervals, full float8 precision and hex bytea, in UTF-8, split on the date key', async () => {
+    await withWorker(
+      async ({ client, taskQueue }) => {
+        const handle = await startExtraction(client, { table: 'public.t', partitions: 3 }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        const first = await readFile(manifest.files[0]!.path, 'utf8');
+        await reportCommit(client, handle.workflowId, { outcome: 'failed' });
+        assert.equal(first.split('\n')[1], '2024-01-02,2024-01-01 01:01:00.123456+00,1 day 00:00:01.5,0.3333333333333333,\\x00000001,café 1');
+        assert.deepEqual(
+          manifest.files.map((f) => f.range.kind),
+          ['key', 'key', 'key'],
+          'split on the date key',
+        );
+      },
+      { sourceUrl: urlOf(SOURCE_DB) },
+    );
+  });
+
+  it('the built-in loader round-trips them into a target with the same settings', async () => {
+    const result = await withWorker(
+      async ({ client, taskQueue }) => {
+        const handle = await startExtraction(client, { table: 'public.t', partitions: 3, target: { name: 'hostile', table: 'public.t', mode: 'append' } }, { taskQueue });
+        return (await handle.result()) as ExtractionResult;
+      },
+      { sourceUrl: urlOf(SOURCE_DB), targets: { hostile: urlOf(TARGET_DB) } },
+    );
+    assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+    const source = await rowsText(SOURCE_DB);
+    assert.equal(source.length, ROWS);
+    assert.deepEqual(await rowsText(TARGET_DB), source, 'the target holds exactly the source rows');
+  });
+});
