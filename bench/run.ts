@@ -21,6 +21,7 @@ import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../src/client';
 import { projectRoot } from '../src/devenv/project-root';
 import { freePort, startPostgres } from '../src/devenv/postgres-service';
+import { startS3 } from '../src/devenv/s3-service';
 import { startDevServer } from '../src/devenv/temporal-dev-server';
 import { commitUpdate } from '../src/shared/definitions';
 import type { ExtractionRequest } from '../src/shared/extraction-input';
@@ -34,6 +35,8 @@ function arg(name: string, fallback: number): number {
 }
 
 const ROWS = arg('--rows', process.argv.includes('--quick') ? 200_000 : 5_000_000);
+/** `--only REGEXP`: run just the methods whose names match (goals need both of their methods). */
+const ONLY = process.argv.includes('--only') ? new RegExp(process.argv[process.argv.indexOf('--only') + 1] ?? '') : null;
 const RUNS = Math.max(3, arg('--runs', 3));
 
 interface Method {
@@ -97,16 +100,19 @@ async function main(): Promise<void> {
   const pg = await startPostgres({ settings: { shared_buffers: '1GB', max_wal_size: '4GB' } });
   const port = await freePort();
   const temporal = await startDevServer({ port, uiPort: await freePort(), logFile: join(scratch, 'temporal.log') });
+  const s3 = await startS3();
   try {
-    await measure(pg.url, temporal.address, scratch);
+    await s3.createBucket('bench');
+    await measure(pg.url, temporal.address, s3.env, scratch);
   } finally {
+    await s3.stop();
     await temporal.stop();
     await pg.stop();
     rmSync(scratch, { recursive: true, force: true });
   }
 }
 
-async function measure(pgUrl: string, temporalAddress: string, scratch: string): Promise<void> {
+async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<string, string>, scratch: string): Promise<void> {
   const pg = { url: pgUrl };
   const temporal = { address: temporalAddress };
   console.error(`seeding ${ROWS} rows…`);
@@ -122,6 +128,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker.js')], {
     env: workerProcessEnv({
       ...process.env,
+      ...s3Env,
       TEMPORAL_ADDRESS: temporal.address,
       PG_EXTRACT_TASK_QUEUE: taskQueue,
       PG_EXTRACT_OUT_DIR: outRoot,
@@ -210,6 +217,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     ours('4 partitions csv', { partitions: 4 }),
     ours('2 partitions binary', { partitions: 2, format: 'binary' }),
     ours('4 partitions binary', { partitions: 4, format: 'binary' }),
+    ours('2 partitions csv → S3 (local SeaweedFS)', { partitions: 2, outDir: 's3://bench/runs' }),
     ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
     ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
   ];
@@ -242,6 +250,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baseline is skipped');
   }
 
+  if (ONLY) methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
   const times = new Map<string, { seconds: number[]; bytes: number; rss: number[] }>();
   for (let r = 0; r < RUNS; r++) {
     for (const m of methods) {
@@ -300,7 +309,9 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   });
   const best = Math.min(...results.filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb')).map((r) => r.medianSeconds));
   for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best).toFixed(2));
-  const byName = (n: string) => results.find((r) => r.name === n)!.medianSeconds;
+  const byName = (n: string): number => results.find((r) => r.name === n)?.medianSeconds ?? Number.NaN;
+  /** a / b to two places, or null when `--only` left one of them out. */
+  const ratio = (a: string, b: string): number | null => (Number.isNaN(byName(a) / byName(b)) ? null : Number((byName(a) / byName(b)).toFixed(2)));
   const summary = {
     rows: ROWS,
     runs: RUNS,
@@ -308,14 +319,16 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
     date: new Date().toISOString(),
     results,
     goals: {
-      twoPartitionsVsHandSplit2: Number((byName('pg-extract 2 partitions csv') / byName('psql \\copy ×2 (hand-split)')).toFixed(2)),
-      twoPartitionsVsPgDumpJ2: Number((byName('pg-extract 2 partitions csv') / byName('pg_dump -Fd -j2 -a')).toFixed(2)),
+      twoPartitionsVsHandSplit2: ratio('pg-extract 2 partitions csv', 'psql \\copy ×2 (hand-split)'),
+      twoPartitionsVsPgDumpJ2: ratio('pg-extract 2 partitions csv', 'pg_dump -Fd -j2 -a'),
       /** Not a goal: the same comparison against a script that also checksums and fsyncs its files. */
-      twoPartitionsVsReceiptedHandSplit2: Number((byName('pg-extract 2 partitions csv') / byName('psql \\copy ×2 + sha256sum + sync')).toFixed(2)),
+      twoPartitionsVsReceiptedHandSplit2: ratio('pg-extract 2 partitions csv', 'psql \\copy ×2 + sha256sum + sync'),
+      /** 2 partitions to a local S3 server / the same run to local files. */
+      s3VsLocalFiles: ratio('pg-extract 2 partitions csv → S3 (local SeaweedFS)', 'pg-extract 2 partitions csv'),
       workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0), scaling?.peakRssMb1M ?? 0, scaling?.peakRssMb10M ?? 0),
       pgToPgVsPgcopydb: pgcopydb
         ? Object.fromEntries(
-            (['csv', 'binary'] as const).map((f) => [f, Number((byName(`pg-extract 2 partitions ${f} → PG (built-in loader)`) / byName('pgcopydb copy table-data ×2 (PG → PG)')).toFixed(2))]),
+            (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (built-in loader)`, 'pgcopydb copy table-data ×2 (PG → PG)')]),
           )
         : null,
     },
@@ -335,7 +348,7 @@ async function measure(pgUrl: string, temporalAddress: string, scratch: string):
   }
   const pgToPg = summary.goals.pgToPgVsPgcopydb;
   console.log(
-    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
+    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
   );
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });

@@ -8,7 +8,7 @@
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql } from './catalog';
-import type { OutputSink } from '../storage/output-sink';
+import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql } from './export-format';
 import type { PartitionRange } from './range-planner';
@@ -18,14 +18,7 @@ import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, check
 import { snapshotIdLiteral } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
 
-export interface PartitionFile {
-  /** Where the output lives: an absolute path or an `s3://` URL. */
-  location: string;
-  /** The object's ETag on S3; null for a local file. */
-  etag: string | null;
-  rows: number;
-  bytes: number;
-  sha256: string;
+export interface PartitionFile extends CopiedOutput {
   backendPid: number;
   /** pg_current_snapshot() text seen after the import: equals the coordinator's. */
   snapshotText: string;

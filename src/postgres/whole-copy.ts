@@ -7,19 +7,12 @@ import type { Client } from 'pg';
 import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
-import type { OutputSink } from '../storage/output-sink';
+import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql } from './export-format';
 import { beginRepeatableRead, serverNow } from './server-clock';
 
-export interface WholeCopyFile {
-  /** Where the output lives: an absolute path or an `s3://` URL. */
-  location: string;
-  /** The object's ETag on S3; null for a local file. */
-  etag: string | null;
-  rows: number;
-  bytes: number;
-  sha256: string;
+export interface WholeCopyFile extends CopiedOutput {
   backendPid: number;
   /** Digest of the pg_current_snapshot() text the COPY read (also the receipt's sourceToken). */
   snapshotDigest: string;

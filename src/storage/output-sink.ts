@@ -19,6 +19,11 @@ export interface StoredOutput {
   etag: string | null;
 }
 
+/** A committed output and what it holds: where it is, its bytes and digest, and its rows. */
+export interface CopiedOutput extends StoredOutput, WrittenFile {
+  rows: number;
+}
+
 export interface OutputSink {
   /** Where the output will live once committed. */
   readonly location: string;
