@@ -81,12 +81,12 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         const { input, name } = parseNamed(raw);
         const url = sourceUrl(input.source);
         const store = stores.of(name);
-        const output = await store.sink(name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         const client = await openSession(url, 'whole-copy');
         try {
           const table = await resolveTable(client, tableRequestOf(input));
+          const output = await store.sink(name);
           const result = await wholeCopyTable(client, table, output, {
             format: input,
             name: store.evidenceName(output.location),

@@ -81,7 +81,10 @@ export async function startS3(): Promise<S3Service> {
   const [s3, master, volume, filer] = await weedPorts();
   // The Iceberg and Lance listeners default to fixed ports (8181, 9101) that a second server would collide on; they are not used.
   const args = ['server', '-s3', `-s3.port=${s3}`, `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0', `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`];
-  const child = spawn(weedPath(), [...args, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`, '-master.volumeSizeLimitMB=256'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each bucket grows its own volumes (several at a time): the default limit of 8 volumes runs out
+  // at the second bucket, and writes then fail with HTTP 500. Small volumes, many of them.
+  const volumes = ['-master.volumeSizeLimitMB=128', '-volume.max=200'];
+  const child = spawn(weedPath(), [...args, ...volumes, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`], { stdio: ['ignore', 'pipe', 'pipe'] });
   const forget = recordServicePid('weed', child.pid!, 'SIGINT');
   child.once('exit', () => forget());
   let log = '';
