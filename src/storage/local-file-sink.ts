@@ -24,6 +24,7 @@ async function fsyncDirectory(path: string): Promise<void> {
 
 export class LocalFileSink implements OutputSink {
   private readonly temp: string;
+  private writable: DurableFileSink | null = null;
   private committed = false;
 
   /** @param mode the file's mode, whatever the umask. */
@@ -35,7 +36,8 @@ export class LocalFileSink implements OutputSink {
   }
 
   open(recycle?: (chunk: Buffer) => void): Writable {
-    return new DurableFileSink(this.temp, { mode: this.mode, ...(recycle ? { onWritten: (chunks: Buffer[]) => chunks.forEach(recycle) } : {}) });
+    this.writable = new DurableFileSink(this.temp, { mode: this.mode, ...(recycle ? { onWritten: (chunks: Buffer[]) => chunks.forEach(recycle) } : {}) });
+    return this.writable;
   }
 
   async commit(): Promise<StoredOutput> {
@@ -46,6 +48,10 @@ export class LocalFileSink implements OutputSink {
   }
 
   async discard(): Promise<void> {
+    // A writer whose open(2) is still pending when the COPY fails would create the temp file after
+    // the rm below: wait until it is closed.
+    const writable = this.writable;
+    if (writable && !writable.closed) await new Promise((resolve) => writable.once('close', resolve).destroy());
     await rm(this.committed ? this.location : this.temp, { force: true });
   }
 }
