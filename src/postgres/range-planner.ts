@@ -37,7 +37,7 @@ export interface KeyBounds {
   /** MIN/MAX as text (session TimeZone UTC); null when every key is NULL or the table is empty. */
   min: string | null;
   max: string | null;
-  /** COUNT(*) when it was counted (auto partitioning); null when only MIN/MAX were read. */
+  /** The rows planned for (auto partitioning: exact for small tables, else an estimate); null for a fixed count. */
   rowCount: number | null;
   /** Whether any key IS NULL. */
   hasNulls: boolean;

@@ -51,7 +51,7 @@ export interface SnapshotPlan {
   source: SourceIdentity;
   table: ResolvedTable;
   ranges: PartitionRange[];
-  /** COUNT(*) inside the snapshot when `auto` needed it; null otherwise (MIN/MAX come from the index). */
+  /** The rows `auto` planned for (exact up to 10 MiB, else estimated: see plannedRows); null for a fixed count. */
   rowCount: number | null;
 }
 
@@ -136,41 +136,71 @@ async function planRanges(client: ClientBase, table: ResolvedTable, planning: Pl
     planning.partitions === 'auto'
       ? autoPartitionCount(rows ?? 0, { targetRows: planning.targetRowsPerPartition ?? 250_000, max: planning.maxPartitions ?? 16 })
       : planning.partitions;
+  // `auto` sizes the plan by an estimate, never a COUNT(*): planning stays flat in table size.
+  const rows = auto ? await plannedRows(client, relation, table.relkind) : null;
   if (table.key) {
     const key = quoteIdent(table.key.name);
     // MIN and MAX are index probes (ORDER BY … LIMIT 1 works for every key type; uuid has no min()),
-    // ordered by the key's own collation; a fixed partition count needs no COUNT(*), and "any NULL?" is a probe too.
+    // ordered by the key's own collation, and "any NULL?" is a probe too.
     const end = (direction: 'ASC' | 'DESC') => `(SELECT ${key} FROM ${relation} WHERE ${key} IS NOT NULL ORDER BY ${key} ${direction} LIMIT 1)::text`;
-    const b = await client.query<{ min: string | null; max: string | null; rows: string | null; has_nulls: boolean }>(
-      auto
-        ? `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, c.rows::text AS rows, c.rows > c.keys AS has_nulls
-             FROM (SELECT count(*) AS rows, count(${key}) AS keys FROM ${relation}) c`
-        : `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, NULL::text AS rows, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls`,
+    const b = await client.query<{ min: string | null; max: string | null; has_nulls: boolean }>(
+      `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls`,
     );
     const row = b.rows[0]!;
-    const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: row.rows === null ? null : Number(row.rows), hasNulls: row.has_nulls };
+    const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: rows, hasNulls: row.has_nulls };
     const n = wanted(bounds.rowCount);
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
-      bounds.quantiles = await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await estimatedRows(client, relation)));
+      bounds.quantiles = await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind)));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
   if (table.relkind === 'r' || table.relkind === 'm') {
-    const p = await client.query<{ pages: string; rows: string | null }>(
-      `SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages,
-              ${auto ? `(SELECT count(*) FROM ${relation})::text` : 'NULL::text'} AS rows`,
-    );
-    const pages = Number(p.rows[0]!.pages);
-    const rows = p.rows[0]!.rows === null ? null : Number(p.rows[0]!.rows);
+    const pages = await heapPages(client, relation);
     return { ranges: rows === 0 || pages === 0 ? [{ kind: 'all' }] : planPageRanges(pages, wanted(rows)), rowCount: rows };
   }
   return { ranges: [{ kind: 'all' }], rowCount: null };
 }
 
-/** The planner's row estimate: only used to decide how much to sample. */
-async function estimatedRows(client: ClientBase, relation: string): Promise<number> {
-  const r = await client.query<{ n: string }>(`SELECT greatest(reltuples, 0)::bigint::text AS n FROM pg_class WHERE oid = ${quoteLiteral(relation)}::regclass`);
-  return Number(r.rows[0]?.n ?? 0);
+/** Tables up to this many pages (10 MiB) are counted exactly: cheap, and small tables plan exactly. */
+const COUNT_UP_TO_PAGES = 1280;
+/** Pages a sampled estimate reads when the table has no statistics yet (a few per cent of error). */
+const ESTIMATE_SAMPLE_PAGES = 300;
+
+async function heapPages(client: ClientBase, relation: string): Promise<number> {
+  const r = await client.query<{ pages: string }>(`SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages`);
+  return Number(r.rows[0]!.pages);
+}
+
+/**
+ * The rows to plan for, without reading the whole table: an exact COUNT(*) up to 10 MiB; above,
+ * the statistics' density (reltuples / relpages, as PostgreSQL's own planner scales it) times the
+ * pages the table has now; without statistics (never vacuumed or analyzed), a count over a
+ * TABLESAMPLE SYSTEM of about 300 pages. A partitioned table adds up its leaf partitions. Only
+ * the partition count depends on it: ranges are open-ended, so coverage never does.
+ */
+async function plannedRows(client: ClientBase, relation: string, relkind: string): Promise<number> {
+  const leaves =
+    relkind === 'p' ? `SELECT relid FROM pg_partition_tree(${quoteLiteral(relation)}::regclass) WHERE isleaf` : `SELECT ${quoteLiteral(relation)}::regclass AS relid`;
+  const stats = await client.query<{ schema: string; name: string; reltuples: number; relpages: number; pages: string }>(
+    `SELECT n.nspname AS schema, c.relname AS name, c.reltuples::float8 AS reltuples, c.relpages,
+            (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages
+       FROM (${leaves}) l JOIN pg_class c ON c.oid = l.relid JOIN pg_namespace n ON n.oid = c.relnamespace`,
+  );
+  let total = 0;
+  for (const leaf of stats.rows) {
+    const pages = Number(leaf.pages);
+    const from = quoteQualified(leaf.schema, leaf.name);
+    if (pages <= COUNT_UP_TO_PAGES) {
+      total += Number((await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${from}`)).rows[0]!.n);
+    } else if (leaf.reltuples >= 0 && leaf.relpages > 0) {
+      total += Math.round((leaf.reltuples / leaf.relpages) * pages);
+    } else {
+      const percent = Math.min(100, (100 * ESTIMATE_SAMPLE_PAGES) / pages);
+      const sampled = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${from} TABLESAMPLE SYSTEM (${percent.toFixed(4)}) REPEATABLE (42)`);
+      total += Math.round((Number(sampled.rows[0]!.n) * 100) / percent);
+    }
+  }
+  return total;
 }
 
 /** n-1 quantiles of the key, exact for small tables, from a page sample for large ones. */

@@ -10,8 +10,8 @@ import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { type PlanningOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
-import { live } from '../support/services';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
+import { live } from '../support/services';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
@@ -129,6 +129,27 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     assertBalanced(await exportPartitions('pss', { partitions: 8 }), 8);
     await admin().query('DROP SCHEMA pss CASCADE');
   });
+
+  for (const analyzed of [true, false]) {
+    it(`auto partitioning plans a large table ${analyzed ? 'from its statistics' : 'from a page sample (no statistics yet)'}: no COUNT(*), a fraction of its rows read`, async () => {
+      await admin().query(`DROP SCHEMA IF EXISTS pfl CASCADE; CREATE SCHEMA pfl; CREATE TABLE pfl.t (id bigint PRIMARY KEY, pad text) WITH (autovacuum_enabled = false)`);
+      await admin().query(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1, 1500000) g`);
+      if (analyzed) await admin().query('ANALYZE pfl.t');
+      const client = await openSession(live().pg.url, 'coordinator');
+      try {
+        const c = await SnapshotCoordinator.export(client, { schema: 'pfl', table: 't' }, { partitions: 'auto' });
+        // Rows read by scans of the table in this transaction: samples, a fraction of the 1.5 M (a COUNT(*) reads them all).
+        const read = await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned('pfl.t'::regclass)::text AS n`);
+        assert.ok(Number(read.rows[0]!.n) < 375_000, `read ${read.rows[0]!.n} rows while planning`);
+        assert.ok(c.plan.rowCount! > 1_300_000 && c.plan.rowCount! < 1_700_000, `planned for ${c.plan.rowCount} rows`);
+        assert.ok(c.plan.ranges.length >= 5 && c.plan.ranges.length <= 7, `${c.plan.ranges.length} ranges for 1.5 M rows at 250 k each`);
+        await c.abort();
+      } finally {
+        await closeSession(client);
+        await admin().query('DROP SCHEMA pfl CASCADE');
+      }
+    });
+  }
 
   it('a uuid primary key splits by index-probed bounds and sampled quantiles (no min/max over uuid)', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS pu CASCADE; CREATE SCHEMA pu; CREATE TABLE pu.t (id uuid PRIMARY KEY, v int)`);
