@@ -350,9 +350,10 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   console.log(
     `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
   );
+  // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
-  writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  writeFileSync(join(resultsDir, ONLY ? 'latest-only.json' : 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
 
   worker.kill('SIGTERM');
   await client.connection.close();

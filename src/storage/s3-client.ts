@@ -23,5 +23,8 @@ export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client 
     forcePathStyle: forced ? forced === 'true' : endpoint !== undefined,
     // Our own retries (Temporal's) decide about failed activities; the SDK retries a request a few times.
     maxAttempts: 3,
+    // Uploads carry the SHA-256 we compute anyway; the SDK need not checksum them (or anything) again.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
   });
 }
