@@ -7,6 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputRoot } from '../config';
+import { ErrorCode, PgExtractError } from '../errors';
 import { confinedPath } from '../output-root';
 import { isS3Url } from '../storage/s3-url';
 import { parseCommitReport } from '../shared/commit-report';
@@ -79,6 +80,7 @@ program
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
   .option('--mode <append|replace>', 'how --target loads', 'append')
+  .option('--via <files|internal>', 'how --target gets the rows: files (extract, then COPY them in) or internal (source and target are one database: one INSERT … SELECT, no files)')
   .option('--commit-deadline <seconds>', 'wait this long for the target commit before retaining the files', secondsArg)
   .option('--workflow-id <id>', 'workflow id (default derived from the table and time)')
   .option('--wait', 'wait until extraction is complete and print the manifest')
@@ -95,8 +97,9 @@ program
       gzip: Boolean(opts.gzip),
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
-      ...(opts.target !== undefined ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode } } : {}),
+      ...(opts.target !== undefined ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } } : {}),
     };
+    if (opts.via !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--via needs --target', { field: 'target.via' });
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseExtractionInput(request);
     if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);

@@ -108,6 +108,27 @@ describe('pg-extract CLI (live)', function () {
     });
   }
 
+  it('start --target NAME --via internal loads inside one database with no files; --via without --target exits 2', async () => {
+    const table = await seedMixedTable('clivia', 3_000);
+    const expected = await tableDigest(`SELECT * FROM ${table}`);
+    await admin().query(`CREATE TABLE clivia.copy (LIKE ${table})`);
+    const lone = await cli(['start', '--table', table, '--via', 'internal']);
+    assert.equal(lone.code, 2, lone.stderr);
+    assert.match(lone.stderr, /INPUT_INVALID/);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const started = await cli(['start', '--table', table, '--target', 'same', '--target-table', 'clivia.copy', '--via', 'internal', '--wait', '--json'], env);
+        assert.equal(started.code, 0, started.stderr);
+        const doc = JSON.parse(started.stdout);
+        assert.deepEqual(doc.files, [], 'no files');
+        assert.equal(doc.extractionReceipt.snapshotAuthority, null, 'no snapshot claimed');
+        assert.deepEqual(await tableDigest('SELECT * FROM clivia.copy'), expected);
+      },
+      { targets: { same: live().pg.url } },
+    );
+  });
+
   it('an unreachable Temporal server is reported with a code and a hint, exit 1', async () => {
     await admin().query('SELECT 1');
     const r = await cli(['status', 'wf-1'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
