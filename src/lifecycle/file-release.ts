@@ -7,7 +7,6 @@
  */
 import { unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { isS3Url } from '../storage/s3-url';
 import { CleanupCode, type ReleaseReport } from './terminal';
 
 /** Result of one file's release. */
@@ -41,7 +40,8 @@ export class FileReleaseAuthority {
 
   /** Releases `path` once; later and concurrent calls share the first attempt's result. */
   release(path: string): Promise<FileRelease> {
-    const key = isS3Url(path) ? path : resolve(path);
+    // A URL (s3://…) is its own key; a path is keyed by its absolute form.
+    const key = /^[a-z][a-z0-9+.-]*:\/\//.test(path) ? path : resolve(path);
     let pending = this.#releases.get(key);
     if (!pending) {
       pending = this.#remove(key).then(
