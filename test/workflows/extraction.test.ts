@@ -55,7 +55,9 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         assert.equal(result.operationId, 'op-1');
         assert.deepEqual(result.attempts, [{ attempt: 1, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null }]);
         for (const f of manifest.files) assert.equal(await exists(f.path), kept);
-        assert.deepEqual([...receipt.filesRetained].sort(), kept ? manifest.files.map((f) => f.path).sort() : []);
+        const released = [...manifest.files.map((f) => f.path), manifest.dataPackage!.path];
+        assert.deepEqual([...receipt.filesRetained].sort(), kept ? released.sort() : []);
+        assert.deepEqual([...receipt.filesDeleted].sort(), kept ? [] : released.sort(), 'the data package goes with the files');
         if (!kept) assert.equal(await exists(dirname(manifest.files[0]!.path)), false, 'empty output folder removed');
       });
     });
