@@ -23,6 +23,7 @@ import { type TargetCommit, type TargetCommitOutcome, commitReportSchema, parseC
 import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../shared/definitions';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
+import { runOutputs } from '../shared/run-outputs';
 import { type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
 import { runLoad } from './loader';
@@ -175,7 +176,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   progress();
   const folders = manifest.files.length ? [attemptFolder(manifest.attempt)] : [];
   const terminal = new TerminalAuthority({
-    files: [...manifest.files.map((f) => f.path), ...(manifest.dataPackage ? [manifest.dataPackage.path] : [])],
+    files: runOutputs(manifest),
     releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),
   });
   let cancelled: unknown = null;

@@ -10,6 +10,7 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/shared/definitions';
 import type { ExtractionRequest } from '../../src/shared/extraction-input';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { runOutputs } from '../../src/shared/run-outputs';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -55,7 +56,8 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         assert.equal(result.operationId, 'op-1');
         assert.deepEqual(result.attempts, [{ attempt: 1, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null }]);
         for (const f of manifest.files) assert.equal(await exists(f.path), kept);
-        const released = [...manifest.files.map((f) => f.path), manifest.dataPackage!.path];
+        const released = runOutputs(manifest);
+        assert.ok(released.includes(manifest.dataPackage!.path));
         assert.deepEqual([...receipt.filesRetained].sort(), kept ? released.sort() : []);
         assert.deepEqual([...receipt.filesDeleted].sort(), kept ? [] : released.sort(), 'the data package goes with the files');
         if (!kept) assert.equal(await exists(dirname(manifest.files[0]!.path)), false, 'empty output folder removed');
