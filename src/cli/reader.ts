@@ -7,11 +7,11 @@ import { posix, resolve } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
+import { parseTableName } from '../postgres/sql';
 import type { DataPackage } from '../readers/data-package';
 import { duckdbStatement } from '../readers/duckdb';
 import { manifestQuery } from '../shared/definitions';
 import type { ExtractionResult, Manifest } from '../shared/extraction-types';
-import { parseTableName } from '../postgres/sql';
 import type { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../storage/s3-url';
 
