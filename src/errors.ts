@@ -54,6 +54,13 @@ export const ErrorCode = {
   S3_UNREACHABLE: 'S3_UNREACHABLE',
   /** An output the manifest would list cannot be seen where the manifest is assembled (workers do not share the output folder). */
   OUTPUT_NOT_VISIBLE: 'OUTPUT_NOT_VISIBLE',
+  // Readers of a run's files (`pg-extract reader`).
+  /** The run has no data package: started by an older version, or it wrote no files. */
+  DATA_PACKAGE_ABSENT: 'DATA_PACKAGE_ABSENT',
+  /** The engine cannot read the run's format (binary COPY). */
+  READER_FORMAT_UNSUPPORTED: 'READER_FORMAT_UNSUPPORTED',
+  /** The run's files were released (success, abort) or are missing. */
+  RUN_FILES_GONE: 'RUN_FILES_GONE',
   // Runtime failures.
   LOCK_TIMEOUT: 'LOCK_TIMEOUT',
   SNAPSHOT_LOST: 'SNAPSHOT_LOST',

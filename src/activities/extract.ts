@@ -6,11 +6,11 @@
 import { Context } from '@temporalio/activity';
 import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
-import { resolveTable } from '../postgres/catalog';
+import { resolveTable, sourceColumns } from '../postgres/catalog';
 import { copyPartition as copyPartitionRange } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
-import type { ManifestFile } from '../shared/extraction-types';
+import type { ManifestFile, SourceColumn } from '../shared/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
@@ -76,7 +76,9 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
       });
     },
 
-    async wholeCopy(raw: WholeCopyActivityRequest): Promise<{ file: ManifestFile; receipt: ExtractionLifecycleReceipt; snapshotDigest: string }> {
+    async wholeCopy(
+      raw: WholeCopyActivityRequest,
+    ): Promise<{ file: ManifestFile; receipt: ExtractionLifecycleReceipt; snapshotDigest: string; columns: SourceColumn[]; primaryKey: string[] }> {
       return withFailures(async () => {
         const { input, name } = parseNamed(raw);
         const url = sourceUrl(input.source);
@@ -110,6 +112,8 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
             },
             receipt: result.extractionReceipt!,
             snapshotDigest: f.snapshotDigest,
+            columns: sourceColumns(table),
+            primaryKey: table.primaryKey,
           };
         } finally {
           stopBeats();

@@ -3,6 +3,7 @@
  * Dependencies are injected, so tests and the worker wire real ones the same way.
  */
 import { createCleanupActivities } from './cleanup';
+import { createDataPackageActivities } from './data-package';
 import { type ExtractDeps, createExtractActivities } from './extract';
 import { createLoadActivities } from './load';
 import { type HolderDeps, createHolderActivities } from './snapshot-holder';
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createExtractActivities(deps),
     ...createCleanupActivities(deps),
+    ...createDataPackageActivities(deps),
     ...createLoadActivities(deps),
     async holderTaskQueue(): Promise<string> {
       return deps.holderTaskQueue;

@@ -10,6 +10,7 @@ import { MAX_BOUND_LENGTH, type PartitionRange } from '../postgres/range-planner
 import type { SourceIdentity } from '../postgres/source-identity';
 import { isSnapshotId } from '../postgres/sql';
 import { type ExtractionInput, parseExtractionInput } from '../shared/extraction-input';
+import type { SourceColumn } from '../shared/extraction-types';
 
 const relativeName = z
   .string()
@@ -81,6 +82,9 @@ export interface SnapshotPlanView {
   /** The cluster and database the snapshot was exported on; absent from plans recorded by older code. */
   source?: SourceIdentity;
   table: { schema: string; table: string; columns: string[] };
+  /** The columns' types and the primary key, for the data package; absent from plans recorded by older code. */
+  columns?: SourceColumn[];
+  primaryKey?: string[];
   key: SplitKey | null;
   ranges: PartitionRange[];
   rowCount: number | null;

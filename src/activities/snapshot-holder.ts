@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import { ErrorCode, PgExtractError } from '../errors';
 import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import { sourceColumns } from '../postgres/catalog';
 import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { closeSession, openSession } from '../postgres/session';
 import type { OutputStores } from '../storage/output-stores';
@@ -101,6 +102,8 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
             coordinatorPid: plan.coordinatorPid,
             source: plan.source,
             table: { schema: plan.table.schema, table: plan.table.table, columns: plan.table.columns.map((c) => c.name) },
+            columns: sourceColumns(plan.table),
+            primaryKey: plan.table.primaryKey,
             key: plan.table.key,
             ranges: plan.ranges,
             rowCount: plan.rowCount,

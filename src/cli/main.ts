@@ -6,15 +6,17 @@
 import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
-import { connectionConfig, outputRoot } from '../config';
+import { connectionConfig, outputFileMode, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
 import { confinedPath } from '../output-root';
+import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../storage/s3-url';
 import { parseCommitReport } from '../shared/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../shared/extraction-input';
 import { runWorkerFromEnv } from '../worker';
 import { printError } from './errors';
 import { followProgress } from './progress';
+import { parseEngine, readerStatement } from './reader';
 import { manifestJson, printManifest, printReceipt, printStatus } from './output';
 
 interface GlobalOptions {
@@ -142,6 +144,21 @@ program
       const status = await extractionStatus(client, workflowId);
       if (opts.json) console.log(JSON.stringify(status));
       else printStatus(workflowId, status);
+    });
+  });
+
+program
+  .command('reader <workflowId>')
+  .description("print one statement that reads a run's files with exact types (the run's data package)")
+  .requiredOption('--engine <duckdb>', 'the engine that runs the statement')
+  .option('--table <schema.table>', 'the table to read, when the run has several')
+  .action(async (workflowId: string, opts) => {
+    // Validate before connecting: bad input has no side effect, not even a connection.
+    parseEngine(opts.engine);
+    const root = outputRoot();
+    const stores = new OutputStores({ outputRoot: root, fileMode: outputFileMode() });
+    await withClient(program.opts<GlobalOptions>(), async (client) => {
+      console.log(await readerStatement(client, stores, root, workflowId, opts.table));
     });
   });
 

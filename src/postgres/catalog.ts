@@ -5,6 +5,7 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
+import type { SourceColumn } from '../shared/extraction-types';
 import { quoteIdent, quoteQualified } from './sql';
 
 /** Key types the range planner can split. `text` covers the collatable string types: ordered by the column's collation. */
@@ -25,8 +26,8 @@ const KEY_KINDS: Record<string, { kind: KeyKind; sqlType: string }> = {
   character: { kind: 'text', sqlType: 'bpchar' },
 };
 
-export interface ResolvedColumn {
-  name: string;
+/** A column as readers need to know it (see SourceColumn); `type` is its base type's name, for the key kinds. */
+export interface ResolvedColumn extends SourceColumn {
   type: string;
 }
 
@@ -51,6 +52,8 @@ export interface ResolvedTable {
   /** pg_class.relkind: r table, p partitioned, m materialized view, v view, f foreign. */
   relkind: string;
   columns: ResolvedColumn[];
+  /** The primary key's columns in key order; empty without one. */
+  primaryKey: string[];
   /** The split key, or null when the table has none we can use (then ctid page ranges). */
   key: SplitKey | null;
 }
@@ -76,11 +79,22 @@ export async function resolveTable(client: ClientBase, request: TableRequest): P
   if (!found) {
     throw new PgExtractError(ErrorCode.TABLE_NOT_FOUND, `table ${request.schema}.${request.table} does not exist or is not readable`, { field: 'table' });
   }
-  const cols = await client.query<{ name: string; type: string }>(
-    `SELECT a.attname AS name, a.atttypid::regtype::text AS type
+  const cols = await client.query<ResolvedColumn>(
+    `SELECT a.attname AS name, a.atttypid::regtype::text AS type, pg_catalog.format_type(a.atttypid, a.atttypmod) AS "pgType",
+            a.attnotnull AS "notNull",
+            (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e WHERE e.enumtypid = a.atttypid) AS "enumLabels"
        FROM pg_catalog.pg_attribute a
       WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped
       ORDER BY a.attnum`,
+    [found.oid],
+  );
+  const pk = await client.query<{ name: string }>(
+    `SELECT a.attname AS name
+       FROM pg_catalog.pg_index i
+       CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+       JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+      WHERE i.indrelid = $1::oid AND i.indisprimary
+      ORDER BY k.n`,
     [found.oid],
   );
   const byName = new Map(cols.rows.map((c) => [c.name, c]));
@@ -115,7 +129,7 @@ export async function resolveTable(client: ClientBase, request: TableRequest): P
       if (kind.kind === 'text') key.collation = await columnCollation(client, found.oid, column.name);
     }
   }
-  return { schema: request.schema, table: request.table, relkind: found.relkind, columns, key };
+  return { schema: request.schema, table: request.table, relkind: found.relkind, columns, primaryKey: pk.rows.map((r) => r.name), key };
 }
 
 async function columnCollation(client: ClientBase, relation: string, column: string): Promise<KeyCollation> {
@@ -135,6 +149,11 @@ async function columnCollation(client: ClientBase, relation: string, column: str
 /** Whether a partition's key is the one the plan was made with: same column, type and collation. */
 export function sameSplitKey(a: SplitKey | null, b: SplitKey | null): boolean {
   return a?.name === b?.name && a?.sqlType === b?.sqlType && a?.collation?.schema === b?.collation?.schema && a?.collation?.name === b?.collation?.name;
+}
+
+/** The columns as the manifest and the data package describe them. */
+export function sourceColumns(table: ResolvedTable): SourceColumn[] {
+  return table.columns.map(({ name, pgType, notNull, enumLabels }) => ({ name, pgType, notNull, enumLabels }));
 }
 
 /** `SELECT "a", "b" FROM "s"."t"` for a resolved table. */

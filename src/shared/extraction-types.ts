@@ -28,6 +28,25 @@ export interface ManifestFile {
   snapshotDigest: string;
 }
 
+/** A source column as the catalog describes it inside the run's snapshot. */
+export interface SourceColumn {
+  name: string;
+  /** `format_type(atttypid, atttypmod)`, e.g. `numeric(40,2)`, `integer[]`. */
+  pgType: string;
+  notNull: boolean;
+  /** The labels of an enum type, in sort order; null for any other type. */
+  enumLabels: string[] | null;
+}
+
+/** The data package written next to the files (`datapackage.json`), receipted like them. */
+export interface DataPackageFile {
+  path: string;
+  name: string;
+  etag: string | null;
+  bytes: number;
+  sha256: string;
+}
+
 export interface Manifest {
   workflowId: string;
   table: string;
@@ -39,6 +58,11 @@ export interface Manifest {
   snapshotDigest: string | null;
   files: ManifestFile[];
   totals: { rows: number; bytes: number };
+  /** The exported columns in file order, and the primary key; null in runs started by older code. */
+  columns: SourceColumn[] | null;
+  primaryKey: string[] | null;
+  /** The run's `datapackage.json`; null for runs without files and runs started by older code. */
+  dataPackage: DataPackageFile | null;
   /** Null only for an internal-query load that the fence answered on a retry: this run observed no read. */
   extractionReceipt: ExtractionLifecycleReceipt | null;
 }

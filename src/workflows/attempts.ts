@@ -4,10 +4,11 @@
  * range on any worker, and completes the receipt on the holder. If the holder goes away the
  * attempt fails as SNAPSHOT_LOST, and the caller discards it and starts a fresh one.
  */
-import { ActivityCancellationType, CancellationScope, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { HolderActivities, MainActivities } from '../activities';
 import { NON_RETRYABLE_CODES } from '../errors';
 import { fileExtension } from '../postgres/export-format';
+import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
 import { asHolderFailure } from './failure-kind';
@@ -68,7 +69,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   scope.planned = [name];
   status.partitionsTotal = 1;
   onProgress();
-  const { file, receipt, snapshotDigest } = await extractActivities(input).wholeCopy({ input, name });
+  const { file, receipt, snapshotDigest, columns, primaryKey } = await extractActivities(input).wholeCopy({ input, name });
   status.partitionsDone = 1;
   status.rows = file.rows;
   status.bytes = file.bytes;
@@ -82,6 +83,10 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
     snapshotDigest,
     files: [file],
     totals: totals([file]),
+    // Absent from results recorded by older code.
+    columns: columns ?? null,
+    primaryKey: primaryKey ?? null,
+    dataPackage: null,
     extractionReceipt: receipt,
   };
 }
@@ -150,6 +155,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
       snapshotDigest: plan.snapshotDigest,
       files,
       totals: totals(files),
+      columns: plan.columns ?? null,
+      primaryKey: plan.primaryKey ?? null,
+      dataPackage: null,
       extractionReceipt: receipt,
     };
   } catch (err) {
@@ -161,4 +169,23 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     });
     throw err;
   }
+}
+
+/**
+ * Writes the attempt's `datapackage.json` next to its files and names it in the manifest. Part of
+ * the attempt: planned before it is written, so a failed attempt discards it with the files.
+ */
+export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest): Promise<Manifest> {
+  // Runs started before data packages replay without this activity.
+  if (!patched('data-package') || !manifest.columns || !manifest.primaryKey || manifest.files.length === 0) return manifest;
+  const name = `${scope.folder}/${DATA_PACKAGE_FILE}`;
+  scope.planned = [...scope.planned, name];
+  const dataPackage = await quick.writeDataPackage({
+    input,
+    name,
+    files: manifest.files.map((f) => scope.planned[f.partition]!),
+    columns: manifest.columns,
+    primaryKey: manifest.primaryKey,
+  });
+  return { ...manifest, dataPackage };
 }

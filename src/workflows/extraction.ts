@@ -23,7 +23,8 @@ import { type TargetCommit, type TargetCommitOutcome, commitReportSchema, parseC
 import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../shared/definitions';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
-import { type AttemptScope, partitionedAttempt, wholeCopyAttempt } from './attempts';
+import { runOutputs } from '../shared/run-outputs';
+import { type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
 import { runLoad } from './loader';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
@@ -146,6 +147,9 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
       snapshotDigest: null,
       files: [],
       totals: { rows: report.rows ?? 0, bytes: 0 },
+      columns: null,
+      primaryKey: null,
+      dataPackage: null,
       extractionReceipt: receipt,
     };
     attempts.push({ attempt: 1, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
@@ -172,7 +176,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   progress();
   const folders = manifest.files.length ? [attemptFolder(manifest.attempt)] : [];
   const terminal = new TerminalAuthority({
-    files: manifest.files.map((f) => f.path),
+    files: runOutputs(manifest),
     releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),
   });
   let cancelled: unknown = null;
@@ -215,7 +219,8 @@ async function extractWithFreshSnapshots(
     const scope: AttemptScope = { attempt, folder: attemptFolder(attempt), planned: [] };
     Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
     try {
-      const manifest = input.partitions === 1 ? await wholeCopyAttempt(input, scope, status, progress) : await partitionedAttempt(input, scope, status, progress);
+      const files = input.partitions === 1 ? await wholeCopyAttempt(input, scope, status, progress) : await partitionedAttempt(input, scope, status, progress);
+      const manifest = await withDataPackage(input, scope, files);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
       return manifest;
     } catch (err) {

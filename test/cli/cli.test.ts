@@ -4,22 +4,12 @@ import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { CLI, cli } from '../support/cli';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
 const run = promisify(execFile);
-const CLI = join(__dirname, '..', '..', 'src', 'cli', 'main.js');
-
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
 
 describe('pg-extract CLI (live)', function () {
   this.timeout(120_000);
@@ -33,7 +23,7 @@ describe('pg-extract CLI (live)', function () {
       const started = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
       assert.equal(started.code, 0, started.stderr);
       const doc = JSON.parse(started.stdout);
-      assert.deepEqual(Object.keys(doc).sort(), ['extractionReceipt', 'files', 'totals', 'workflowId']);
+      assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'totals', 'workflowId']);
       assert.equal(doc.files.length, 3);
       for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256']);
       assert.deepEqual(doc.totals.rows, 5_000);

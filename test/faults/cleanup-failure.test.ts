@@ -13,6 +13,7 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/shared/definitions';
 import type { ExtractionRequest } from '../../src/shared/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/shared/extraction-types';
+import { runOutputs } from '../../src/shared/run-outputs';
 import { seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -52,7 +53,7 @@ describe('cleanup failure (live)', function () {
     assert.equal(receipt.cleanupSucceeded, false);
     assert.equal(receipt.cleanupErrorCode, 'EISDIR');
     assert.deepEqual(receipt.filesRetained, [stubborn]);
-    assert.deepEqual([...receipt.filesDeleted].sort(), manifest.files.slice(1).map((f) => f.path).sort());
+    assert.deepEqual([...receipt.filesDeleted].sort(), runOutputs(manifest).filter((p) => p !== stubborn).sort());
     assert.deepEqual((await readdir(dirname(stubborn))).filter((n) => !n.startsWith('.')), [basename(stubborn)], 'what the receipt calls retained is still there');
   });
 
@@ -60,7 +61,7 @@ describe('cleanup failure (live)', function () {
     const { manifest, receipt } = await commitAfter({ partitions: 2 }, async () => undefined);
     assert.equal(receipt.cleanupSucceeded, true);
     assert.equal(receipt.cleanupErrorCode, null);
-    assert.deepEqual([...receipt.filesDeleted].sort(), manifest.files.map((f) => f.path).sort());
+    assert.deepEqual([...receipt.filesDeleted].sort(), runOutputs(manifest).sort());
     for (const f of manifest.files) assert.equal(await exists(f.path), false);
   });
 
@@ -70,7 +71,7 @@ describe('cleanup failure (live)', function () {
     assert.equal(receipt.cleanupSucceeded, false);
     assert.equal(receipt.cleanupErrorCode, 'FILES_NOT_VISIBLE');
     assert.deepEqual(receipt.filesDeleted, []);
-    assert.deepEqual([...receipt.filesRetained].sort(), manifest.files.map((f) => f.path).sort());
+    assert.deepEqual([...receipt.filesRetained].sort(), runOutputs(manifest).sort());
     for (const f of manifest.files) assert.equal(await exists(join(away, basename(f.path))), true, 'the files where they were moved are untouched');
   });
 

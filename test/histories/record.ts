@@ -48,6 +48,16 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('partitioned with its data package written, committed', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'data-package-committed', { partitions: 2 });
+      assert.ok((await waitForManifest(handle)).dataPackage, 'a data package');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('data-package-committed', handle);
+    });
+  });
+
   it('partitioned, awaiting commit (a run still open), then failed by signal', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'partitioned-failed', { partitions: 3 });

@@ -84,7 +84,7 @@ describe('whole COPY (live PostgreSQL)', () => {
     try {
       const table = await resolveTable(client, { schema: 'wcf', table: 't' });
       // Drop the column from under the COPY's select list: the COPY fails server-side.
-      const broken = { ...table, columns: [...table.columns, { name: 'missing', type: 'int' }] };
+      const broken = { ...table, columns: [...table.columns, { name: 'missing', type: 'integer', pgType: 'integer', notNull: false, enumLabels: null }] };
       await assert.rejects(wholeCopy(client, broken, new LocalFileSink(join(dir, 'x.csv'), 0o600), { format: csv, name: 'x.csv' }), /missing/);
       assert.deepEqual(await readdir(dir), []);
       const state = await client.query(`SELECT pg_current_xact_id_if_assigned() IS NULL AS idle, current_setting('transaction_isolation') AS iso`);

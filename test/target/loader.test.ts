@@ -13,6 +13,7 @@ import { type LoadReport, createLoadActivities } from '../../src/activities/load
 import { startExtraction, waitForManifest } from '../../src/client';
 import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/postgres/target-loader';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { runOutputs } from '../../src/shared/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
 import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
@@ -115,7 +116,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
     assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
     for (const f of manifest.files) await access(f.path);
-    assert.deepEqual([...result.terminalReceipt.filesRetained].sort(), manifest.files.map((f) => f.path).sort());
+    assert.deepEqual([...result.terminalReceipt.filesRetained].sort(), runOutputs(manifest).sort());
   });
 
   describe('the load activity itself', () => {

@@ -11,6 +11,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/shared/definitions';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { runOutputs } from '../../src/shared/run-outputs';
 import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
@@ -57,8 +58,8 @@ describe('output on S3 (live SeaweedFS + Temporal + PostgreSQL)', function () {
           assert.equal(receipt.cleanupSucceeded, true);
           const left = await bucketContents(BUCKET, `${prefix}/`);
           assert.deepEqual(left.uploads, [], 'no incomplete multipart upload');
-          assert.deepEqual(left.objects.sort(), kept ? manifest.files.map((f) => f.path.slice(`s3://${BUCKET}/`.length)).sort() : []);
-          assert.deepEqual([...receipt.filesRetained].sort(), kept ? manifest.files.map((f) => f.path).sort() : []);
+          assert.deepEqual(left.objects.sort(), kept ? runOutputs(manifest).map((p) => p.slice(`s3://${BUCKET}/`.length)).sort() : []);
+          assert.deepEqual([...receipt.filesRetained].sort(), kept ? runOutputs(manifest).sort() : []);
         },
         { s3Env },
       );

@@ -1,0 +1,129 @@
+/**
+ * The run's `datapackage.json`: a Frictionless Data Package (https://specs.frictionlessdata.io/)
+ * with one resource per exported table, naming its files relative to the package, their CSV
+ * dialect, and a Table Schema whose fields keep every value (`string` where a Table Schema type
+ * cannot hold all of PostgreSQL's, e.g. infinity or BC dates) and carry the exact PostgreSQL type.
+ * Pure, so the workflow's activity and the `reader` command share one shape.
+ */
+import type { ExportFormat } from '../postgres/export-format';
+import type { SourceColumn } from '../shared/extraction-types';
+import { parsePgType } from './pg-type';
+
+export const DATA_PACKAGE_FILE = 'datapackage.json';
+
+/**
+ * A NULL is an unquoted empty field and the empty string a quoted one (`""`): PostgreSQL's CSV.
+ * Readers that see quoting keep them apart (see README, "Reading the files"); Table Schema's
+ * missingValues cannot see quoting, so to a Frictionless reader both are missing.
+ */
+const NULL_SEQUENCE = '';
+
+export interface TableSchemaField {
+  name: string;
+  type: 'integer' | 'number' | 'boolean' | 'string';
+  format?: 'uuid';
+  trueValues?: string[];
+  falseValues?: string[];
+  /** Extra property: the column's exact PostgreSQL type, `format_type(atttypid, atttypmod)`. */
+  pgType: string;
+  constraints?: { required?: true; enum?: string[] };
+  /** `[]` on NOT NULL columns: PostgreSQL wrote no NULL there, so an empty field is the empty string (Data Package v2's field missingValues). */
+  missingValues?: string[];
+}
+
+export interface DataPackageResource {
+  name: string;
+  /** Extra property: the source table, `schema.table` as the catalog names it. */
+  pgTable: string;
+  path: string[];
+  profile: 'tabular-data-resource' | 'data-resource';
+  format: 'csv' | 'pgcopy';
+  mediatype: string;
+  encoding: 'utf-8';
+  compression?: 'gz';
+  description?: string;
+  dialect?: { delimiter: ','; quoteChar: '"'; doubleQuote: true; lineTerminator: '\n'; header: boolean; nullSequence: string };
+  schema: { fields: TableSchemaField[]; missingValues: string[]; primaryKey?: string[] };
+}
+
+export interface DataPackage {
+  profile: 'tabular-data-package' | 'data-package';
+  name: string;
+  created: string;
+  resources: DataPackageResource[];
+}
+
+/** What one table's resource is made of. */
+export interface ResourceSource {
+  schema: string;
+  table: string;
+  columns: SourceColumn[];
+  primaryKey: string[];
+  /** File names relative to the package's folder, in partition order. */
+  paths: string[];
+}
+
+const INTEGERS = new Set(['smallint', 'integer', 'bigint']);
+
+/** The Table Schema field that holds every value of the column as PostgreSQL writes it in CSV. */
+export function tableSchemaField(column: SourceColumn): TableSchemaField {
+  const { base, args, array } = parsePgType(column.pgType);
+  const constraints = { ...(column.notNull ? { required: true as const } : {}), ...(column.enumLabels ? { enum: column.enumLabels } : {}) };
+  const field = {
+    name: column.name,
+    pgType: column.pgType,
+    ...(Object.keys(constraints).length ? { constraints } : {}),
+    ...(column.notNull ? { missingValues: [] } : {}),
+  };
+  if (array) return { ...field, type: 'string' };
+  if (INTEGERS.has(base)) return { ...field, type: 'integer' };
+  // A numeric with a typmod holds NaN (Table Schema's "NaN") but never ±Infinity, which PostgreSQL
+  // writes as "Infinity" (Table Schema says "INF"); floats and bare numeric may hold them, so they stay text.
+  if (base === 'numeric' && args.length > 0) return { ...field, type: 'number' };
+  if (base === 'boolean') return { ...field, type: 'boolean', trueValues: ['t'], falseValues: ['f'] };
+  if (base === 'uuid') return { ...field, type: 'string', format: 'uuid' };
+  return { ...field, type: 'string' };
+}
+
+/** A resource name the spec accepts (lower case, `[-a-z0-9._]`); the exact name is in `pgTable`. */
+function resourceName(schema: string, table: string): string {
+  return `${schema}.${table}`.toLowerCase().replace(/[^-a-z0-9._]/g, '_');
+}
+
+export function dataPackageResource(source: ResourceSource, format: ExportFormat): DataPackageResource {
+  const names = new Set(source.columns.map((c) => c.name));
+  const common = {
+    name: resourceName(source.schema, source.table),
+    pgTable: `${source.schema}.${source.table}`,
+    path: source.paths,
+    encoding: 'utf-8' as const,
+    ...(format.gzip ? { compression: 'gz' as const } : {}),
+    schema: {
+      fields: source.columns.map(tableSchemaField),
+      missingValues: [NULL_SEQUENCE],
+      // Only a key whose every column was exported is a key of these files.
+      ...(source.primaryKey.length > 0 && source.primaryKey.every((c) => names.has(c)) ? { primaryKey: source.primaryKey } : {}),
+    },
+  };
+  if (format.format === 'binary') {
+    return {
+      ...common,
+      profile: 'data-resource',
+      format: 'pgcopy',
+      mediatype: 'application/vnd.postgresql.copy-binary',
+      description: 'PostgreSQL binary COPY files: read by PostgreSQL only (COPY … FROM … WITH (FORMAT binary)), into columns of exactly these types',
+    };
+  }
+  return {
+    ...common,
+    profile: 'tabular-data-resource',
+    format: 'csv',
+    mediatype: 'text/csv',
+    dialect: { delimiter: ',', quoteChar: '"', doubleQuote: true, lineTerminator: '\n', header: format.header, nullSequence: NULL_SEQUENCE },
+  };
+}
+
+export function dataPackage(name: string, created: string, resources: DataPackageResource[]): DataPackage {
+  const tabular = resources.every((r) => r.profile === 'tabular-data-resource');
+  return { profile: tabular ? 'tabular-data-package' : 'data-package', name: name.toLowerCase().replace(/[^-a-z0-9._]/g, '_'), created, resources };
+}

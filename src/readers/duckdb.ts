@@ -1,0 +1,103 @@
+/**
+ * One DuckDB statement that reads a data package resource's CSV files with the source's column
+ * names and exact types. Every column is read as text (NULL only for an unquoted empty field,
+ * `allow_quoted_nulls=false`) and cast in the select list, because PostgreSQL's text forms need a
+ * few rewrites DuckDB's casts do not make themselves: BC dates (`0044-03-15 BC` → `0044-03-15 (BC)`,
+ * which a plain cast would read as AD), intervals' `+` signs, bytea's `\x` hex and arrays' braces.
+ * Pure.
+ */
+import { ErrorCode, PgExtractError } from '../errors';
+import { quoteIdent } from '../postgres/sql';
+import type { DataPackageResource, TableSchemaField } from './data-package';
+import { parsePgType } from './pg-type';
+
+/** DuckDB's string literal: quotes doubled; backslashes are plain characters there (unlike PostgreSQL's E''). */
+function literal(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+/** Element types whose PostgreSQL text DuckDB casts as is; arrays of them become LISTs. */
+const DIRECT: Record<string, string> = {
+  smallint: 'SMALLINT',
+  integer: 'INTEGER',
+  bigint: 'BIGINT',
+  real: 'FLOAT',
+  'double precision': 'DOUBLE',
+  boolean: 'BOOLEAN',
+  text: 'VARCHAR',
+  'character varying': 'VARCHAR',
+  character: 'VARCHAR',
+  uuid: 'UUID',
+};
+
+/** `numeric(p,s)` fits DECIMAL up to 38 digits; wider or unconstrained numeric stays exact as text, never DOUBLE. */
+function numericType(args: number[]): string | null {
+  const [precision, scale = 0] = args;
+  return precision !== undefined && precision <= 38 ? `DECIMAL(${precision},${scale})` : null;
+}
+
+/** Moves PostgreSQL's trailing ` BC` to where DuckDB reads it: after the date part. */
+function bcDate(column: string): string {
+  return `regexp_replace(${column}, '^([0-9]+-[0-9]+-[0-9]+)(.*) BC$', '\\1 (BC)\\2')`;
+}
+
+/** The select-list expression that turns the text column into the field's DuckDB type. */
+export function duckdbExpression(field: TableSchemaField): string {
+  const column = quoteIdent(field.name);
+  const { base, args, array } = parsePgType(field.pgType);
+  const cast = (expression: string, type: string): string => `CAST(${expression} AS ${type}) AS ${column}`;
+  if (array) {
+    const element = base === 'numeric' ? numericType(args) : DIRECT[base];
+    if (!element) return column;
+    // `{a,"b c",NULL}` → `[a,"b c",NULL]`: DuckDB's list cast reads PostgreSQL's quoting and escapes. A nested or
+    // bounded array (`{{1,2}}`, `[0:1]={…}`) would come out as a list of texts, so it fails the statement instead.
+    const list = `CASE WHEN ${column} <> '{}' AND NOT regexp_matches(${column}, '^\\{[^{]') THEN error('not a one-dimensional array: ' || ${column}) ELSE '[' || ${column}[2:-2] || ']' END`;
+    return cast(list, `${element}[]`);
+  }
+  if (field.constraints?.enum) return cast(column, `ENUM(${field.constraints.enum.map(literal).join(', ')})`);
+  if (DIRECT[base]) return cast(column, DIRECT[base]);
+  switch (base) {
+    case 'numeric': {
+      const type = numericType(args);
+      return type ? cast(column, type) : column;
+    }
+    case 'json':
+    case 'jsonb':
+      return cast(column, 'JSON');
+    case 'bytea':
+      return `from_hex(${column}[3:]) AS ${column}`;
+    case 'date':
+      return cast(bcDate(column), 'DATE');
+    case 'timestamp without time zone':
+      return cast(bcDate(column), 'TIMESTAMP');
+    case 'timestamp with time zone':
+      return cast(bcDate(column), 'TIMESTAMPTZ');
+    case 'interval':
+      // IntervalStyle postgres writes `1 day +02:00:00`; DuckDB takes the time part unsigned or with `-`.
+      return cast(`replace(${column}, '+', '')`, 'INTERVAL');
+    default:
+      return column;
+  }
+}
+
+/** `SELECT … FROM read_csv([...], …)` over `locations` (the resource's files, where this reader finds them). */
+export function duckdbStatement(resource: DataPackageResource, locations: string[]): string {
+  const dialect = resource.dialect;
+  if (resource.format !== 'csv' || !dialect) {
+    throw new PgExtractError(ErrorCode.READER_FORMAT_UNSUPPORTED, `${resource.pgTable} was written as ${resource.format}: DuckDB reads the CSV runs only`);
+  }
+  const columns = resource.schema.fields.map((f) => `${literal(f.name)}: 'VARCHAR'`).join(', ');
+  const options = [
+    `header = ${dialect.header}`,
+    `delim = ${literal(dialect.delimiter)}`,
+    `quote = ${literal(dialect.quoteChar)}`,
+    `escape = ${literal(dialect.quoteChar)}`,
+    `nullstr = ${literal(dialect.nullSequence)}`,
+    'allow_quoted_nulls = false',
+    'auto_detect = false',
+    `compression = ${literal(resource.compression === 'gz' ? 'gzip' : 'none')}`,
+    `columns = {${columns}}`,
+  ];
+  const select = resource.schema.fields.map(duckdbExpression).join(',\n       ');
+  return `SELECT ${select}\n  FROM read_csv([${locations.map(literal).join(', ')}],\n       ${options.join(',\n       ')});`;
+}

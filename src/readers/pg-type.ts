@@ -1,0 +1,21 @@
+/** Splits a `format_type()` text into what the type mappings need: base name, typmod numbers, array or not. Pure. */
+
+export interface PgType {
+  /** The name without typmod and without `[]`, e.g. `timestamp with time zone`, `numeric`. */
+  base: string;
+  /** The typmod's numbers, e.g. [40, 2] for `numeric(40,2)`; empty without one. */
+  args: number[];
+  /** An array type: format_type writes one `[]` whatever the dimensions. */
+  array: boolean;
+}
+
+export function parsePgType(pgType: string): PgType {
+  const array = pgType.endsWith('[]');
+  const scalar = array ? pgType.slice(0, -2) : pgType;
+  const typmod = /\(([0-9, ]+)\)/.exec(scalar);
+  return {
+    base: typmod ? `${scalar.slice(0, typmod.index)}${scalar.slice(typmod.index + typmod[0].length)}` : scalar,
+    args: typmod ? typmod[1]!.split(',').map((n) => Number(n.trim())) : [],
+    array,
+  };
+}

@@ -1,0 +1,6 @@
+/** The outputs a run's terminal decision deletes or retains: its files and its data package. Pure. */
+import type { Manifest } from './extraction-types';
+
+export function runOutputs(manifest: Pick<Manifest, 'files' | 'dataPackage'>): string[] {
+  return [...manifest.files.map((f) => f.path), ...(manifest.dataPackage ? [manifest.dataPackage.path] : [])];
+}

@@ -1,0 +1,245 @@
+/**
+ * Every reader reads the files right: a CSV run of a table holding each type and the values that
+ * break readers writes a data package that `frictionless validate` accepts, and the statement
+ * `pg-extract reader --engine duckdb` prints reads every value back equal to the source.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { access, readFile, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { DuckDBInstance } from '@duckdb/node-api';
+import type { WorkflowHandle } from '@temporalio/client';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { projectRoot } from '../../src/devenv/project-root';
+import type { DataPackage } from '../../src/readers/data-package';
+import { commitUpdate } from '../../src/shared/definitions';
+import type { ExtractionRequest } from '../../src/shared/extraction-input';
+import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { cli } from '../support/cli';
+import { admin, settleSessions } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const run = promisify(execFile);
+const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
+
+/** Column, PostgreSQL type, DuckDB type, the six rows' values as SQL, and DuckDB's text of what it read (null for NULL). */
+const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
+  ['t', 'text', 'VARCHAR', [`NULL`, `''`, `'NULL'`, `E'\\\\N'`, `'NaN'`, `E'two\\nlines, "quoted", with, commas'`], [null, '', 'NULL', '\\N', 'NaN', 'two\nlines, "quoted", with, commas']],
+  ['Mixed Case', 'text NOT NULL', 'VARCHAR', [`''`, `' '`, `'""'`, `','`, `'x'`, `E'\\r\\n'`], ['', ' ', '""', ',', 'x', '\r\n']],
+  ['vc', 'varchar(10)', 'VARCHAR', [`'a'`, `NULL`, `''`, `'b'`, `'c'`, `'d'`], ['a', null, '', 'b', 'c', 'd']],
+  ['i2', 'smallint', 'SMALLINT', [`-32768`, `32767`, `0`, `NULL`, `1`, `2`], ['-32768', '32767', '0', null, '1', '2']],
+  ['i8', 'bigint', 'BIGINT', [`-9223372036854775808`, `9223372036854775807`, `0`, `NULL`, `1`, `2`], ['-9223372036854775808', '9223372036854775807', '0', null, '1', '2']],
+  [
+    'n',
+    'numeric',
+    'VARCHAR',
+    [`'123456789012345678901234567890.123456789'`, `'NaN'`, `'Infinity'`, `'-Infinity'`, `NULL`, `'1e-30'`],
+    ['123456789012345678901234567890.123456789', 'NaN', 'Infinity', '-Infinity', null, '0.000000000000000000000000000001'],
+  ],
+  ['n38', 'numeric(38,2)', 'DECIMAL(38,2)', [`'123456789012345678901234567890123456.78'`, `'-0.01'`, `0`, `NULL`, `1`, `'1.5'`], ['123456789012345678901234567890123456.78', '-0.01', '0.00', null, '1.00', '1.50']],
+  ['n45', 'numeric(45,5)', 'VARCHAR', [`'1234567890123456789012345678901234567890.12345'`, `0`, `NULL`, `1`, `2`, `3`], ['1234567890123456789012345678901234567890.12345', '0.00000', null, '1.00000', '2.00000', '3.00000']],
+  ['f8', 'double precision', 'DOUBLE', [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'1.2345678901234567'`, `NULL`, `'-0'`], ['nan', 'inf', '-inf', '1.2345678901234567', null, '-0.0']],
+  ['f4', 'real', 'FLOAT', [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'3.4028235e38'`, `NULL`, `'0.1'`], ['nan', 'inf', '-inf', '3.4028235e+38', null, '0.1']],
+  ['b', 'boolean', 'BOOLEAN', [`true`, `false`, `NULL`, `true`, `false`, `true`], ['true', 'false', null, 'true', 'false', 'true']],
+  ['d', 'date', 'DATE', [`'infinity'`, `'-infinity'`, `'0044-03-15 BC'`, `'2026-12-03'`, `NULL`, `'0001-01-01 BC'`], ['infinity', '-infinity', '0044-03-15 (BC)', '2026-12-03', null, '0001-01-01 (BC)']],
+  [
+    'ts',
+    'timestamp',
+    'TIMESTAMP',
+    [`'infinity'`, `'-infinity'`, `'0044-03-15 12:34:56.789 BC'`, `'2026-12-03 10:00:00.123456'`, `NULL`, `'1999-12-31 23:59:59'`],
+    ['infinity', '-infinity', '0044-03-15 (BC) 12:34:56.789', '2026-12-03 10:00:00.123456', null, '1999-12-31 23:59:59'],
+  ],
+  [
+    'tz',
+    'timestamptz',
+    'TIMESTAMP WITH TIME ZONE',
+    [`'infinity'`, `'-infinity'`, `'0044-03-15 12:34:56.789+00 BC'`, `'2026-12-03 10:00:00.123456+02'`, `NULL`, `'1999-12-31 23:59:59+00'`],
+    ['infinity', '-infinity', '0044-03-15 (BC) 12:34:56.789+00', '2026-12-03 08:00:00.123456+00', null, '1999-12-31 23:59:59+00'],
+  ],
+  [
+    'iv',
+    'interval',
+    'INTERVAL',
+    [`'1 year 2 mons 3 days 04:05:06.789'`, `'-1 days +02:00:00'`, `'00:00:00'`, `NULL`, `'-2 years -03:00:00'`, `'1 mon -1 days'`],
+    ['1 year 2 months 3 days 04:05:06.789', '-1 day 02:00:00', '00:00:00', null, '-2 years -03:00:00', '1 month -1 day'],
+  ],
+  ['by', 'bytea', 'BLOB', [`'\\x00ff'`, `'\\x'`, `NULL`, `'\\x5c4e'`, `'\\x2c22'`, `'\\x0a'`], ['\\x00\\xFF', '', null, '\\x5CN', ',\\x22', '\\x0A']],
+  ['js', 'json', 'JSON', [`'{"a": [1, 2]}'`, `'"x"'`, `'null'`, `NULL`, `'1'`, `'[]'`], ['{"a": [1, 2]}', '"x"', 'null', null, '1', '[]']],
+  ['jb', 'jsonb', 'JSON', [`'{"a": [1, 2]}'`, `'"x,y"'`, `'null'`, `NULL`, `'1'`, `'{}'`], ['{"a": [1, 2]}', '"x,y"', 'null', null, '1', '{}']],
+  ['ia', 'int[]', 'INTEGER[]', [`'{1,2,NULL}'`, `'{}'`, `NULL`, `'{-1}'`, `'{1}'`, `'{2,3}'`], ['[1, 2, NULL]', '[]', null, '[-1]', '[1]', '[2, 3]']],
+  [
+    'ta',
+    'text[]',
+    'VARCHAR[]',
+    [`E'{"a,b",NULL,"NULL","x\\\\"y","{z}",""}'`, `'{}'`, `NULL`, `'{" a "}'`, `'{b}'`, `'{c}'`],
+    [`['a,b', NULL, 'NULL', 'x"y', '{z}', '']`, '[]', null, `[' a ']`, '[b]', '[c]'],
+  ],
+  ['u', 'uuid', 'UUID', [`'00000000-0000-0000-0000-000000000001'`, `NULL`, `'ffffffff-ffff-ffff-ffff-ffffffffffff'`, `NULL`, `NULL`, `NULL`], ['00000000-0000-0000-0000-000000000001', null, 'ffffffff-ffff-ffff-ffff-ffffffffffff', null, null, null]],
+  ['e', 'dp.mood', "ENUM('sad', 'ok', 'happy')", [`'ok'`, `'happy'`, `NULL`, `'sad'`, `'ok'`, `'ok'`], ['ok', 'happy', null, 'sad', 'ok', 'ok']],
+  ['other', 'inet', 'VARCHAR', [`'10.0.0.1/8'`, `NULL`, `'::1'`, `NULL`, `NULL`, `NULL`], ['10.0.0.1/8', null, '::1', null, null, null]],
+];
+const ROWS = 6;
+
+/** Runs `statement` in a fresh DuckDB: its column types, and each row's values as DuckDB's text, by id. */
+async function duckdbRead(statement: string): Promise<{ types: Record<string, string>; rows: (string | null)[][] }> {
+  const duck = await (await DuckDBInstance.create(':memory:')).connect();
+  const query = statement.trim().replace(/;$/, '');
+  const described = await duck.runAndReadAll(`DESCRIBE ${query}`);
+  const types = Object.fromEntries((described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => [r.column_name, r.column_type]));
+  const read = await duck.runAndReadAll(`SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (${query}) ORDER BY id`);
+  return { types, rows: read.getRowsJson() as (string | null)[][] };
+}
+
+/** What DuckDB must read: the source's names and types, every value as the source holds it. */
+function assertExact(read: { types: Record<string, string>; rows: (string | null)[][] }): void {
+  assert.deepEqual(read.types, { id: 'BIGINT', ...Object.fromEntries(COLUMNS.map(([name, , type]) => [name, type])) });
+  assert.equal(read.rows.length, ROWS);
+  COLUMNS.forEach(([name, , , , expected], c) => {
+    assert.deepEqual(
+      read.rows.map((r) => r[c + 1]),
+      expected,
+      name,
+    );
+  });
+}
+
+async function start(taskQueue: string, request: ExtractionRequest): Promise<WorkflowHandle> {
+  return startExtraction(live().temporal.client, request, { taskQueue });
+}
+
+describe('reading the files: data package and DuckDB reader (live)', function () {
+  this.timeout(180_000);
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  before(async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS dp CASCADE; CREATE SCHEMA dp; CREATE TYPE dp.mood AS ENUM ('sad', 'ok', 'happy')`);
+    await admin().query(`CREATE TABLE dp.t (id bigint PRIMARY KEY, ${COLUMNS.map(([name, type]) => `"${name}" ${type}`).join(', ')})`);
+    for (let row = 0; row < ROWS; row++) {
+      await admin().query(`INSERT INTO dp.t VALUES (${row + 1}, ${COLUMNS.map(([, , , values]) => values[row]).join(', ')})`);
+    }
+  });
+
+  it('a CSV run writes datapackage.json next to its files, valid for frictionless; the DuckDB statement reads every value exactly', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'dp.t', partitions: 2 });
+      const manifest = await waitForManifest(handle);
+      const receipt = manifest.dataPackage!;
+      assert.equal(basename(receipt.path), 'datapackage.json');
+      assert.equal(manifest.files.length, 2);
+      for (const f of manifest.files) assert.equal(dirname(f.path), dirname(receipt.path), 'next to the files');
+      const body = await readFile(receipt.path);
+      assert.equal(receipt.bytes, body.length);
+      assert.equal(receipt.sha256, createHash('sha256').update(body).digest('hex'));
+
+      const pkg = JSON.parse(body.toString('utf8')) as DataPackage;
+      assert.equal(pkg.resources.length, 1);
+      const [resource] = pkg.resources;
+      assert.equal(resource!.pgTable, 'dp.t');
+      assert.deepEqual(resource!.path, ['part-0000.csv', 'part-0001.csv']);
+      assert.deepEqual(resource!.dialect, { delimiter: ',', quoteChar: '"', doubleQuote: true, lineTerminator: '\n', header: true, nullSequence: '' });
+      assert.deepEqual(resource!.schema.primaryKey, ['id']);
+      assert.deepEqual(resource!.schema.missingValues, ['']);
+      const types = await admin().query<{ name: string; type: string }>(
+        `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'dp.t'::regclass AND attnum > 0 ORDER BY attnum`,
+      );
+      assert.deepEqual(resource!.schema.fields.map((f) => [f.name, f.pgType]), types.rows.map((r) => [r.name, r.type]), 'the exact PostgreSQL types, in column order');
+      const field = (name: string) => resource!.schema.fields.find((f) => f.name === name)!;
+      assert.deepEqual([field('id').type, field('id').constraints], ['integer', { required: true }]);
+      assert.deepEqual([field('Mixed Case').constraints, field('Mixed Case').missingValues], [{ required: true }, []], "NOT NULL: an empty field is ''");
+      assert.deepEqual(['n', 'n38', 'f8', 'd', 'tz', 'b', 'u'].map((n) => field(n).type), ['string', 'number', 'string', 'string', 'string', 'boolean', 'string']);
+      assert.deepEqual(field('e').constraints, { enum: ['sad', 'ok', 'happy'] });
+
+      const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', receipt.path]).catch((err: { stdout: string }) => err);
+      const report = JSON.parse(validated.stdout) as { valid: boolean; tasks: { stats: { rows: number } }[] };
+      assert.equal(report.valid, true, validated.stdout);
+      assert.equal(report.tasks[0]!.stats.rows, ROWS);
+
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb', '--table', 'dp.t'], env);
+      assert.equal(printed.code, 0, printed.stderr);
+      assert.equal(printed.stderr, '');
+      assert.match(printed.stdout, /^SELECT [^;]*;\n$/, 'one statement and nothing else');
+      assertExact(await duckdbRead(printed.stdout));
+
+      // BC dates are the same instants, not only the same text: compare epochs with PostgreSQL's.
+      const epochs = await admin().query<{ e: string[] }>(
+        `SELECT ARRAY[(extract(epoch FROM d) * 1000000)::bigint::text, (extract(epoch FROM ts) * 1000000)::bigint::text, (extract(epoch FROM tz) * 1000000)::bigint::text] AS e
+           FROM dp.t WHERE isfinite(d) ORDER BY id`,
+      );
+      const duck = await (await DuckDBInstance.create(':memory:')).connect();
+      const duckEpochs = await duck.runAndReadAll(
+        `SELECT [epoch_us(CAST(d AS TIMESTAMP))::VARCHAR, epoch_us(ts)::VARCHAR, epoch_us(tz)::VARCHAR] FROM (${printed.stdout.trim().replace(/;$/, '')}) WHERE isfinite(d) ORDER BY id`,
+      );
+      assert.deepEqual(duckEpochs.getRowsJson().map((r) => r[0]), epochs.rows.map((r) => r.e));
+
+      // A file gone from a run that still holds them: the reader says so, and prints nothing.
+      await unlink(manifest.files[1]!.path);
+      const gone = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.deepEqual([gone.code, gone.stdout], [1, '']);
+      assert.match(gone.stderr, /^error RUN_FILES_GONE: /);
+
+      const terminal = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      assert.ok(terminal.filesDeleted.includes(receipt.path), 'the package is released with the files');
+      assert.equal(await exists(receipt.path), false);
+      const released = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.deepEqual([released.code, released.stdout], [1, '']);
+      assert.match(released.stderr, /^error RUN_FILES_GONE: .*success/);
+    });
+  });
+
+  it('one gzipped CSV file (whole COPY): the package says gz and the statement reads it exactly; a retained run keeps its package', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'dp.t', partitions: 1, gzip: true, commitDeadlineMs: 60_000 });
+      const manifest = await waitForManifest(handle);
+      const pkg = JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage;
+      assert.deepEqual([pkg.resources[0]!.path, pkg.resources[0]!.compression], [['part-0000.csv.gz'], 'gz']);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] });
+      const result = (await handle.result()) as ExtractionResult;
+      assert.ok(result.terminalReceipt.filesRetained.includes(manifest.dataPackage!.path));
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.equal(printed.code, 0, printed.stderr);
+      assertExact(await duckdbRead(printed.stdout));
+    });
+  });
+
+  it('a binary run says its files are PostgreSQL binary COPY; the DuckDB reader refuses it with a code', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'dp.t', partitions: 2, format: 'binary' });
+      const manifest = await waitForManifest(handle);
+      const [resource] = (JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage).resources;
+      assert.deepEqual([resource!.format, resource!.mediatype, resource!.dialect], ['pgcopy', 'application/vnd.postgresql.copy-binary', undefined]);
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const refused = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.deepEqual([refused.code, refused.stdout], [1, '']);
+      assert.match(refused.stderr, /^error READER_FORMAT_UNSUPPORTED: /);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+    });
+  });
+
+  it('a multi-dimensional array fails the DuckDB statement loudly rather than reading as a list of texts', async () => {
+    await admin().query(`DROP TABLE IF EXISTS dp.grid; CREATE TABLE dp.grid (id int PRIMARY KEY, g text[]); INSERT INTO dp.grid VALUES (1, '{{a,b},{c,d}}')`);
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'dp.grid', partitions: 1 });
+      await waitForManifest(handle);
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.equal(printed.code, 0, printed.stderr);
+      await assert.rejects(duckdbRead(printed.stdout), /not a one-dimensional array: \{\{a,b\},\{c,d\}\}/);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  it('bad input: an unknown engine or workflow is a coded error and nothing on stdout', async () => {
+    const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_OUT_DIR: live().outRoot };
+    const engine = await cli(['reader', 'any', '--engine', 'sqlite'], env);
+    assert.deepEqual([engine.code, engine.stdout], [2, '']);
+    assert.match(engine.stderr, /^error INPUT_INVALID: unknown engine "sqlite"/);
+    const workflow = await cli(['reader', 'no-such-workflow', '--engine', 'duckdb'], env);
+    assert.deepEqual([workflow.code, workflow.stdout], [2, '']);
+    assert.match(workflow.stderr, /^error INPUT_INVALID: no workflow no-such-workflow/);
+  });
+});
