@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CLI, cli } from '../support/cli';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
@@ -116,6 +117,29 @@ describe('pg-extract CLI (live)', function () {
         assert.deepEqual(await tableDigest('SELECT * FROM clivia.copy'), expected);
       },
       { targets: { same: live().pg.url } },
+    );
+  });
+
+  it('start --out s3://bucket/prefix --wait --json lists objects with their ETag, the data package beside them', async () => {
+    const table = await seedMixedTable('clis3', 2_000);
+    const s3 = await s3Service();
+    await s3.createBucket('pgx-cli');
+    await withWorker(
+      async ({ taskQueue }) => {
+        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const started = await cli(['start', '--table', table, '--partitions', '2', '--out', 's3://pgx-cli/exports', '--wait', '--json'], env);
+        assert.equal(started.code, 0, started.stderr);
+        const doc = JSON.parse(started.stdout);
+        for (const f of doc.files) {
+          assert.match(f.path, /^s3:\/\/pgx-cli\/exports\/[^/]+\/attempt-1\/part-000\d\.csv$/);
+          assert.match(f.etag, /^[0-9a-f]{32}(-\d+)?$/);
+        }
+        assert.match(doc.dataPackage.path, /^s3:\/\/pgx-cli\/exports\/.*\/datapackage\.json$/);
+        const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
+        assert.equal(JSON.parse(committed.stdout).cleanupSucceeded, true);
+        assert.deepEqual(await bucketContents('pgx-cli', 'exports/'), { objects: [], uploads: [] });
+      },
+      { s3Env: s3.env },
     );
   });
 
