@@ -7,7 +7,7 @@
  * Timestamps are passed in by strategies that read a server clock, or taken from `now()`.
  */
 import { ErrorCode, PgExtractError } from '../errors';
-import { ClockAuthority, createReceipt, type ExtractionLifecycleReceipt, type FileEvidence } from './receipt';
+import { ClockAuthority, createReceipt, type Evidence, type ExtractionLifecycleReceipt } from './receipt';
 import { toUtcTimestamp } from './utc-timestamp';
 
 /** Options for {@link ExtractionLifecycleAuthority}. */
@@ -81,7 +81,7 @@ export class ExtractionLifecycleAuthority {
    * Call only after the source is exhausted and its row/byte evidence is published. Swaps in the
    * complete receipt; idempotent once complete; EXTRACTION_NOT_STARTED before `acquire()`.
    */
-  complete(evidence: readonly FileEvidence[], at?: string | Date): ExtractionLifecycleReceipt {
+  complete(evidence: readonly Evidence[], at?: string | Date): ExtractionLifecycleReceipt {
     const current = this.#receipt;
     if (current === null) throw new PgExtractError(ErrorCode.EXTRACTION_NOT_STARTED, 'complete() called before acquire()');
     if (current.extractionCompletedAt !== null) return current;

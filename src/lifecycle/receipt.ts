@@ -39,6 +39,19 @@ export const fileEvidenceSchema = z.object({
 });
 export type FileEvidence = z.infer<typeof fileEvidenceSchema>;
 
+/**
+ * Row evidence of a read that wrote no file (internal query: `INSERT … SELECT` on the target
+ * session): the rows the statement moved, and no bytes or checksum, because none exist.
+ */
+export const rowEvidenceSchema = z.object({
+  name: z.string().min(1),
+  rows: z.number().int().nonnegative(),
+  bytes: z.null(),
+  sha256: z.null(),
+});
+export type RowEvidence = z.infer<typeof rowEvidenceSchema>;
+export type Evidence = FileEvidence | RowEvidence;
+
 const authorityName = z.string().trim().min(1).max(128);
 
 function invariant(ctx: z.RefinementCtx, code: ErrorCode, message: string): void {
@@ -54,7 +67,7 @@ export const extractionLifecycleReceiptSchema = z
     snapshotAcquiredAt: utcTimestamp.nullable(),
     snapshotAuthority: authorityName.nullable(),
     sourceToken: z.string().nullable(),
-    evidence: z.array(fileEvidenceSchema),
+    evidence: z.array(z.union([fileEvidenceSchema, rowEvidenceSchema])),
   })
   .superRefine((r, ctx) => {
     const started = utcMicros(r.extractionStartedAt);
@@ -80,7 +93,7 @@ export const extractionLifecycleReceiptSchema = z
 
 /** A frozen, validated receipt. */
 export type ExtractionLifecycleReceipt = Readonly<
-  Omit<z.output<typeof extractionLifecycleReceiptSchema>, 'evidence'> & { evidence: readonly Readonly<FileEvidence>[] }
+  Omit<z.output<typeof extractionLifecycleReceiptSchema>, 'evidence'> & { evidence: readonly Readonly<Evidence>[] }
 >;
 
 /** Input accepted by {@link createReceipt}: timestamps may be `Date`s or ISO strings. */
@@ -91,7 +104,7 @@ export interface ReceiptFields {
   snapshotAcquiredAt?: string | Date | null;
   snapshotAuthority?: string | null;
   sourceToken?: string | null;
-  evidence?: readonly FileEvidence[];
+  evidence?: readonly Evidence[];
 }
 
 /** Validates `fields` and returns a deeply frozen receipt, or throws the first invariant's code. */

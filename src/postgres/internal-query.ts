@@ -46,7 +46,8 @@ export async function insertSelectIntoStaging(target: ClientBase, source: Resolv
       const completedAt = await serverNow(target);
       const table: StagingTable = { schema, name, rows: inserted.rowCount ?? 0 };
       await options.validate?.(table);
-      authority.complete([], completedAt);
+      // What was read is rows of the source, moved by one statement: no file, so no bytes or checksum.
+      authority.complete([{ name: `${source.schema}.${source.table}`, rows: table.rows, bytes: null, sha256: null }], completedAt);
       return table;
     },
   });

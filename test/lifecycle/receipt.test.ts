@@ -26,6 +26,13 @@ describe('ExtractionLifecycleReceipt', () => {
     assert.equal(r.extractionCompletedAt, null);
   });
 
+  it('takes row evidence without bytes or checksum (a read that wrote no file), but never half of file evidence', () => {
+    const rows = createReceipt({ ...base, evidence: [{ name: 's.t', rows: 7, bytes: null, sha256: null }] });
+    assert.deepEqual(rows.evidence, [{ name: 's.t', rows: 7, bytes: null, sha256: null }]);
+    assert.throws(() => createReceipt({ ...base, evidence: [{ name: 'f', rows: 1, bytes: 2, sha256: null } as never] }), PgExtractError);
+    assert.throws(() => createReceipt({ ...base, evidence: [{ name: 'f', rows: 1, bytes: null, sha256: 'a'.repeat(64) } as never] }), PgExtractError);
+  });
+
   it('normalizes UTC offsets and keeps microseconds', () => {
     const r = createReceipt({ ...base, extractionStartedAt: '2026-01-01T00:00:00.123456+00:00' });
     assert.equal(r.extractionStartedAt, '2026-01-01T00:00:00.123456Z');

@@ -134,6 +134,7 @@ describe('lazy strategies (live PostgreSQL)', () => {
       assert.equal(result.artifact.rows, 1_000);
       assert.equal(r.snapshotAuthority, null);
       assert.equal(r.sourceToken, null);
+      assert.deepEqual(r.evidence, [{ name: 'iq.t', rows: 1_000, bytes: null, sha256: null }], 'row evidence, no file');
       assert.ok(utcMicros(r.extractionStartedAt) <= utcMicros(r.extractionCompletedAt!));
       const staged = await admin().query(`SELECT count(*)::int AS n FROM iq.${result.artifact.name}`);
       assert.equal(staged.rows[0].n, 1_000);

@@ -198,6 +198,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.ok(r.extractionCompletedAt, 'the window is the statement');
       assert.equal(r.snapshotAuthority, null);
       assert.equal(r.sourceToken, null);
+      assert.deepEqual(r.evidence, [{ name: table, rows: 20_000, bytes: null, sha256: null }], 'the rows the statement moved, and no file');
       const staging = await admin().query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`);
       assert.equal(staging.rows[0].n, 0);
     });
