@@ -1,8 +1,8 @@
 /**
  * Stopping the throwaway services stops exactly the processes a run started: a crashed run's
  * PostgreSQL, Temporal dev server and S3 server are ended by `.ci/stop-services` from their recorded pids,
- * a clean stop forgets its records, and decoys whose command lines match the names the old
- * `pkill -f` used survive both.
+ * a clean stop forgets its records, and decoys whose command lines match the patterns the old trap
+ * stopped by name survive both.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -15,7 +15,7 @@ import { projectRoot } from '../../src/devenv/project-root';
 import { SERVICE_PIDS_ENV } from '../../src/devenv/service-pids';
 
 const ROOT = projectRoot();
-/** What `.ci/run`'s trap used to `pkill -f`. */
+/** The command-line patterns `.ci/run`'s trap used to stop processes by. */
 const OLD_PATTERNS = ['pg-extract-pg-', `${ROOT}/.venv/bin/temporal server start-dev`];
 const STOP_SERVICES = join(ROOT, '.ci', 'stop-services');
 
@@ -60,7 +60,7 @@ describe('stopping the services a run started (live)', function () {
   beforeEach(() => {
     decoys = OLD_PATTERNS.map((argv0) => spawn('sleep', ['600'], { argv0, stdio: 'ignore' }));
     for (const [i, pattern] of OLD_PATTERNS.entries()) {
-      assert.ok(execFileSync('pgrep', ['-f', pattern]).toString().split('\n').includes(String(decoys[i]!.pid)), `the old trap's pkill -f '${pattern}' matches the decoy`);
+      assert.ok(execFileSync('pgrep', ['-f', pattern]).toString().split('\n').includes(String(decoys[i]!.pid)), `the old trap's pattern '${pattern}' matches the decoy`);
     }
   });
   afterEach(() => {
