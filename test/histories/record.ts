@@ -5,9 +5,10 @@
  * keeping — on the code that is deployed, so later workflow changes are checked against what real
  * runs recorded:
  *
- *   npm run record-histories
+ *   npm run record-histories -- -g '<the new case>'
  *
- * Each history lands in test/histories/<name>.json as `{ workflowId, history }` (protobuf's own JSON form).
+ * Record only the new case (`-g`): re-recording the others on new code would replace the histories
+ * that pin older code, and the replay test would then prove nothing about them. Each history lands in test/histories/<name>.json as `{ workflowId, history }` (protobuf's own JSON form).
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
