@@ -56,6 +56,8 @@ class MultipartStream extends Writable {
   readonly parts: UploadedPart[] = [];
   uploadId: string | null = null;
   etag: string | null = null;
+  /** The object exists in the bucket (its PutObject or CompleteMultipartUpload returned). */
+  stored = false;
 
   constructor(
     private readonly client: S3Client,
@@ -122,6 +124,7 @@ class MultipartStream extends Writable {
       const { body, checksum } = this.closePart();
       const put = await this.send(new PutObjectCommand({ Bucket, Key, Body: body, ContentLength: body.length, ChecksumSHA256: checksum }), 'storing');
       this.etag = put.ETag ?? null;
+      this.stored = true;
     } else {
       if (this.filled > 0) await this.uploadPart();
       const done = await this.send(
@@ -129,6 +132,7 @@ class MultipartStream extends Writable {
         'completing the upload of',
       );
       this.etag = done.ETag ?? null;
+      this.stored = true;
     }
     this.part = null;
   }
@@ -143,7 +147,6 @@ class MultipartStream extends Writable {
 export class S3ObjectWriter implements OutputSink {
   readonly location: string;
   private readonly stream: MultipartStream;
-  private committed = false;
 
   constructor(
     private readonly client: S3Client,
@@ -165,7 +168,6 @@ export class S3ObjectWriter implements OutputSink {
    */
   async commit(written: WrittenFile): Promise<StoredOutput> {
     if (!this.stream.writableFinished) throw new PgExtractError(ErrorCode.S3_REQUEST_FAILED, `${this.location} was not completely written`);
-    this.committed = true;
     const head = await this.client
       .send(new HeadObjectCommand({ Bucket: this.object.bucket, Key: this.object.key, ChecksumMode: 'ENABLED' }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `checking ${this.location}`)));
@@ -176,11 +178,11 @@ export class S3ObjectWriter implements OutputSink {
     return { location: this.location, etag: (this.stream.etag ?? head.ETag ?? '').replace(/"/g, '') };
   }
 
-  /** Aborts the upload (its parts are freed) before commit; deletes the object after. */
+  /** Deletes the object once it is stored; before that, aborts the upload (its parts are freed). */
   async discard(): Promise<void> {
     if (!this.stream.closed) await new Promise((resolve) => this.stream.once('close', resolve).destroy());
     const { bucket: Bucket, key: Key } = this.object;
-    if (this.committed || (this.stream.writableFinished && this.stream.etag !== null)) {
+    if (this.stream.stored) {
       await this.client.send(new DeleteObjectCommand({ Bucket, Key })).catch((err: unknown) => Promise.reject(s3Failure(err, `deleting ${this.location}`)));
     } else if (this.stream.uploadId !== null) {
       await this.client
