@@ -17,6 +17,11 @@ import { UNREPRESENTABLE, parquetColumn } from './column-mapping';
 /** Key of the file's key-value metadata that lists `[{ name, pgType }]` in column order. */
 export const PG_COLUMNS_KEY = 'pg_extract.columns';
 
+const DUCKDB_MEMORY_LIMIT = '128MB';
+
+/** The longest row DuckDB reads (its default is 2 MiB); its CSV buffer must hold two. */
+export const MAX_ROW_BYTES = 8 << 20;
+
 const CODECS = { zstd: 'zstd', snappy: 'snappy', none: 'uncompressed' } as const;
 
 /** DuckDB's messages for a value its target type cannot take: ours, a failed cast, a nested array. */
@@ -38,15 +43,20 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   const { csv, parquet, columns, format, scratch } = request;
   const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: false, gzip: false });
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
-  const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression);
+  const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression, [`max_line_size = ${MAX_ROW_BYTES}`, `buffer_size = ${2 * MAX_ROW_BYTES}`]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
+  const codec = CODECS[format.compression ?? DEFAULT_PARQUET_COMPRESSION];
   const options = [
     'FORMAT parquet',
-    `COMPRESSION ${CODECS[format.compression ?? DEFAULT_PARQUET_COMPRESSION]}`,
+    `COMPRESSION ${codec}`,
+    // zstd's fastest level: about a quarter less conversion time than DuckDB's default (3) for files a few percent larger.
+    ...(codec === 'zstd' ? ['COMPRESSION_LEVEL 1'] : []),
     `ROW_GROUP_SIZE ${format.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS}`,
     `KV_METADATA {${literal(PG_COLUMNS_KEY)}: ${literal(metadata)}}`,
   ];
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1', temp_directory: scratch, preserve_insertion_order: 'true' });
+  // One thread per partition (the partitions are the parallelism) and a memory cap: DuckDB otherwise keeps up to
+  // 80% of the machine's memory in buffers; with the cap a conversion holds about 100 MB whatever the table's size.
+  const instance = await DuckDBInstance.create(':memory:', { threads: '1', memory_limit: DUCKDB_MEMORY_LIMIT, temp_directory: scratch, preserve_insertion_order: 'true' });
   try {
     const connection = await instance.connect();
     try {
