@@ -88,6 +88,8 @@ export function duckdbExpression(field: TableSchemaField): string {
 
 /** `SELECT … FROM read_csv([...], …)` over `locations` (the resource's files, where this reader finds them). */
 export function duckdbStatement(resource: DataPackageResource, locations: string[]): string {
+  // Parquet files carry their own names and types (README, "Parquet").
+  if (resource.format === 'parquet') return `SELECT * FROM read_parquet([${locations.map(literal).join(', ')}]);`;
   return `${duckdbSelect(resource, locations, duckdbExpression)};`;
 }
 

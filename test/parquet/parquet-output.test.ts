@@ -13,6 +13,7 @@ import { mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { projectRoot } from '../../src/devenv/project-root';
@@ -165,6 +166,17 @@ describe('Parquet output (live, read back by pyarrow)', function () {
         ['u', 'n10', 'n', 'ia', 'da', 'tz'].map((n) => [field(n).pgType, field(n).parquetType]),
         [['uuid', 'UUID'], ['numeric(10,2)', 'DECIMAL(10,2)'], ['numeric', 'STRING'], ['integer[]', 'LIST<INT32>'], ['date[]', 'STRING'], ['timestamp with time zone', 'TIMESTAMP(MICROS, UTC)']],
       );
+
+      // `pg-extract reader` prints a DuckDB statement over the run's files.
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.equal(printed.code, 0, printed.stderr);
+      const duck = await (await DuckDBInstance.create(':memory:')).connect();
+      const described = await duck.runAndReadAll(`DESCRIBE ${printed.stdout.trim().replace(/;$/, '')}`);
+      const duckTypes = Object.fromEntries((described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => [r.column_name, r.column_type]));
+      assert.deepEqual([duckTypes.u, duckTypes.n10, duckTypes.tz, duckTypes.ia, duckTypes.js], ['UUID', 'DECIMAL(10,2)', 'TIMESTAMP WITH TIME ZONE', 'INTEGER[]', 'JSON']);
+      const counted = await duck.runAndReadAll(`SELECT count(*)::INTEGER FROM (${printed.stdout.trim().replace(/;$/, '')})`);
+      assert.deepEqual(counted.getRowsJson(), [[ROWS]]);
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });
