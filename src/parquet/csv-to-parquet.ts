@@ -36,6 +36,7 @@ export interface CsvToParquetRequest {
   format: ExportFormat;
   /** Where DuckDB may spill; removed by the caller. */
   scratch: string;
+  signal?: AbortSignal | undefined;
 }
 
 /** Writes the Parquet file and returns the rows DuckDB wrote. */
@@ -59,7 +60,11 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   const instance = await DuckDBInstance.create(':memory:', { threads: '1', memory_limit: DUCKDB_MEMORY_LIMIT, temp_directory: scratch, preserve_insertion_order: 'true' });
   try {
     const connection = await instance.connect();
+    // A cancelled activity stops the conversion instead of waiting for it (the caller then reports the cancellation).
+    const interrupt = (): void => connection.interrupt();
+    request.signal?.addEventListener('abort', interrupt, { once: true });
     try {
+      request.signal?.throwIfAborted();
       const result = await connection.run(`COPY (${select}) TO ${literal(parquet)} (${options.join(', ')})`);
       return Number(result.rowsChanged);
     } catch (err) {
@@ -67,6 +72,7 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
       if (isUnrepresentable(message)) throw new PgExtractError(ErrorCode.PARQUET_VALUE_UNREPRESENTABLE, message, { cause: err });
       throw err;
     } finally {
+      request.signal?.removeEventListener('abort', interrupt);
       connection.closeSync();
     }
   } finally {

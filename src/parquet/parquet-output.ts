@@ -41,7 +41,7 @@ export async function writeParquet(
     const copied = await copyToOutput(client, copyOutSql(select, format), new TempFileSink(csv), { gzip: false, onBytes: options.onBytes, signal: options.signal });
     const rows = copied.rowCount();
     const parquet = join(scratch, 'rows.parquet');
-    const written = await csvToParquet({ csv, parquet, columns, format, scratch });
+    const written = await csvToParquet({ csv, parquet, columns, format, scratch, signal: options.signal });
     if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
     await rm(csv);
     return { ...(await storeFile(parquet, sink, options)), rowCount: () => rows };

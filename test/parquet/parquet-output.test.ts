@@ -228,6 +228,24 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   }
 
+  it('cancelled while DuckDB converts: the run aborts, its scratch folder and files are gone, its sessions closed', async () => {
+    await admin().query(`DROP TABLE IF EXISTS pq.big; CREATE TABLE pq.big AS SELECT g AS id, md5(g::text) AS a, now() + g * interval '1 s' AS at FROM generate_series(1, 300000) g`);
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'pq.big', partitions: 1, format: 'parquet', outDir: 'cancel-parquet' }, { taskQueue });
+      const converting = async (): Promise<boolean> => {
+        for (const folder of await scratchLeft()) {
+          if ((await readdir(join(tmpdir(), folder)).catch((): string[] => [])).includes('rows.parquet')) return true;
+        }
+        return false;
+      };
+      while (!(await converting())) await new Promise((r) => setTimeout(r, 10));
+      await handle.cancel();
+      await assert.rejects(handle.result(), WorkflowFailedError);
+      const left = await readdir(join(live().outRoot, 'cancel-parquet'), { recursive: true }).catch(() => []);
+      assert.deepEqual(left.filter((n) => /\.parquet|\.tmp-/.test(String(n))), [], 'no file or temp file');
+    });
+  });
+
   it('bad option combinations: a coded error and exit 2 before anything starts', async () => {
     const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: 'nobody-listens' };
     for (const [args, code] of [
