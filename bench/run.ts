@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: extraction speed and memory, side by side, in one invocation. Baselines
- * (server COPY to /dev/null, psql \copy, hand-split parallel psql, pg_dump -j2, pgcopydb) and our
+ * (server COPY to /dev/null, psql \copy, hand-split parallel psql, pg_dump -j2, pgcopydb, DuckDB's PostgreSQL scanner to Parquet) and our
  * full Temporal workflow run interleaved, each at least `--runs` times; the table reports medians
  * and ratios to the best baseline. Results go to bench/results/latest.json.
  *
@@ -220,6 +220,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     ours('2 partitions csv → S3 (local SeaweedFS)', { partitions: 2, outDir: 's3://bench/runs' }),
     ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
     ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
+    ours('2 partitions parquet', { partitions: 2, format: 'parquet' }),
   ];
   // The PG → PG path through our built-in loader, against a fresh target table each run: csv (the
   // default, which tolerates differing column types) and binary (same types; cheaper to parse).
@@ -248,6 +249,23 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     });
   } else {
     console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baseline is skipped');
+  }
+
+  // DuckDB's own PostgreSQL scanner writing the same table to Parquet on as many threads as our partitions (bench/duckdb-postgres-scanner.py).
+  const python = join(projectRoot(), '.venv', 'bin', 'python');
+  const duckdbScanner = await run(python, ['-c', 'import duckdb, duckdb_extension_postgres_scanner']).then(() => true, () => false);
+  if (duckdbScanner) {
+    methods.push({
+      name: 'DuckDB postgres scanner → parquet, 2 threads',
+      kind: 'baseline',
+      async once() {
+        const dir = out('duckdb-scanner');
+        await run(python, [join(projectRoot(), 'bench', 'duckdb-postgres-scanner.py'), pg.url, 'bench.t', join(dir, 't.parquet'), '2']);
+        return { bytes: await dirBytes(dir) };
+      },
+    });
+  } else {
+    console.error('DuckDB\'s postgres scanner is not installed (.venv/bin/pip install duckdb==1.5.5 duckdb-extension-postgres-scanner==1.5.5): its Parquet baseline is skipped');
   }
 
   if (ONLY) methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
@@ -307,7 +325,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       peakRssMb: e.rss.length ? Math.round(Math.max(...e.rss)) : null,
     };
   });
-  const best = Math.min(...results.filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb')).map((r) => r.medianSeconds));
+  const best = Math.min(...results.filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb') && !r.name.startsWith('DuckDB')).map((r) => r.medianSeconds));
   for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best).toFixed(2));
   const byName = (n: string): number => results.find((r) => r.name === n)?.medianSeconds ?? Number.NaN;
   /** a / b to two places, or null when `--only` left one of them out. */
@@ -325,6 +343,8 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       twoPartitionsVsReceiptedHandSplit2: ratio('pg-extract 2 partitions csv', 'psql \\copy ×2 + sha256sum + sync'),
       /** 2 partitions to a local S3 server / the same run to local files. */
       s3VsLocalFiles: ratio('pg-extract 2 partitions csv → S3 (local SeaweedFS)', 'pg-extract 2 partitions csv'),
+      /** 2 partitions to Parquet / DuckDB's PostgreSQL scanner to Parquet on 2 threads. */
+      parquetVsDuckdbScanner: ratio('pg-extract 2 partitions parquet', 'DuckDB postgres scanner → parquet, 2 threads'),
       workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0), scaling?.peakRssMb1M ?? 0, scaling?.peakRssMb10M ?? 0),
       pgToPgVsPgcopydb: pgcopydb
         ? Object.fromEntries(
@@ -348,7 +368,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   }
   const pgToPg = summary.goals.pgToPgVsPgcopydb;
   console.log(
-    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
+    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; parquet / DuckDB scanner = ${summary.goals.parquetVsDuckdbScanner}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
   );
   // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');

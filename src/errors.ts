@@ -32,6 +32,8 @@ export const ErrorCode = {
   STAGING_CANCELLED: 'STAGING_CANCELLED',
   // Input validation (client, CLI, activity boundary).
   INPUT_INVALID: 'INPUT_INVALID',
+  /** An option the chosen format does not take (`--gzip` or a built-in load with Parquet, a Parquet compression with CSV). */
+  FORMAT_OPTIONS_INVALID: 'FORMAT_OPTIONS_INVALID',
   IDENTIFIER_INVALID: 'IDENTIFIER_INVALID',
   SNAPSHOT_ID_INVALID: 'SNAPSHOT_ID_INVALID',
   OUTPUT_FOLDER_OWNED: 'OUTPUT_FOLDER_OWNED',
@@ -63,6 +65,8 @@ export const ErrorCode = {
   RUN_FILES_GONE: 'RUN_FILES_GONE',
   // Runtime failures.
   LOCK_TIMEOUT: 'LOCK_TIMEOUT',
+  /** A value its column's Parquet type cannot hold without loss (±infinity dates, NaN in numeric(p,s), a nested array). */
+  PARQUET_VALUE_UNREPRESENTABLE: 'PARQUET_VALUE_UNREPRESENTABLE',
   SNAPSHOT_LOST: 'SNAPSHOT_LOST',
   SNAPSHOT_MISMATCH: 'SNAPSHOT_MISMATCH',
   SOURCE_READ_FAILED: 'SOURCE_READ_FAILED',
@@ -100,6 +104,7 @@ export class PgExtractError extends Error {
 /** Codes that mean "the request itself is wrong": retrying it cannot help. */
 export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.INPUT_INVALID,
+  ErrorCode.FORMAT_OPTIONS_INVALID,
   ErrorCode.IDENTIFIER_INVALID,
   ErrorCode.SNAPSHOT_ID_INVALID,
   ErrorCode.OUTPUT_FOLDER_OWNED,
@@ -115,6 +120,7 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.S3_BUCKET_NOT_FOUND,
   ErrorCode.S3_UNREACHABLE,
   ErrorCode.OUTPUT_NOT_VISIBLE,
+  ErrorCode.PARQUET_VALUE_UNREPRESENTABLE,
 ];
 
 /** The stable code of `err` or of the first error in its `.cause` chain that has one. */

@@ -31,7 +31,8 @@ import { tableRequestOf } from './table-request';
 export interface LoadTargetRequest {
   target: { name: string; table: string; mode: 'append' | 'replace' };
   files: { path: string; rows: number; sha256: string }[];
-  format: { format: 'csv' | 'binary'; header: boolean; gzip: boolean };
+  /** Parquet never reaches a load (the input refuses it); the schema below rejects it here too. */
+  format: { format: 'csv' | 'binary' | 'parquet'; header: boolean; gzip: boolean };
   operationId: string;
 }
 

@@ -42,6 +42,12 @@ function partitionsArg(value: string): number | 'auto' {
   return n;
 }
 
+function countArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isInteger(n)) throw new InvalidArgumentError('a positive integer');
+  return n;
+}
+
 function secondsArg(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a positive number of seconds');
@@ -75,9 +81,11 @@ program
   .option('--key <column>', 'split key (default: single-column primary key)')
   .option('--columns <a,b,c>', 'columns to export (default: all)')
   .option('--partitions <N|auto>', 'partition count', partitionsArg, 'auto')
-  .option('--format <csv|binary>', 'file format', 'csv')
+  .option('--format <csv|binary|parquet>', 'file format', 'csv')
   .option('--no-header', 'omit the CSV header line')
-  .option('--gzip', 'gzip the files')
+  .option('--gzip', 'gzip the files (csv, binary)')
+  .option('--compression <zstd|snappy|none>', 'Parquet column compression (default zstd)')
+  .option('--row-group-rows <N>', 'rows per Parquet row group (default 122880)', countArg)
   .option('--out <dir|s3://bucket/prefix>', "parent of the run's folder: under the worker output root (PG_EXTRACT_OUT_DIR), or in a bucket (the worker's AWS_* settings)")
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
@@ -97,6 +105,8 @@ program
       format: opts.format,
       header: opts.header,
       gzip: Boolean(opts.gzip),
+      ...(opts.compression !== undefined ? { compression: opts.compression } : {}),
+      ...(opts.rowGroupRows !== undefined ? { rowGroupRows: opts.rowGroupRows } : {}),
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
       ...(opts.target !== undefined ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } } : {}),

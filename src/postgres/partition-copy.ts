@@ -7,10 +7,10 @@
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql } from './catalog';
+import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
-import { copyToOutput } from './copy-to-output';
-import { type ExportFormat, copyOutSql } from './export-format';
+import type { ExportFormat } from './export-format';
+import { exportToOutput } from './export-to-output';
 import type { PartitionRange } from './range-planner';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
@@ -71,11 +71,7 @@ export async function copyPartition(
       throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
     }
     const select = selectSql(table, rangePredicate(request.range, table.key));
-    const written = await copyToOutput(client, copyOutSql(select, request.format), output, {
-      gzip: request.format.gzip,
-      onBytes: options.onBytes,
-      signal: options.signal,
-    });
+    const written = await exportToOutput(client, select, sourceColumns(table), request.format, output, options);
     const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;

@@ -6,10 +6,10 @@
 import type { Client } from 'pg';
 import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
-import { type ResolvedTable, selectSql } from './catalog';
+import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
-import { copyToOutput } from './copy-to-output';
-import { type ExportFormat, copyOutSql } from './export-format';
+import type { ExportFormat } from './export-format';
+import { exportToOutput } from './export-to-output';
 import { beginRepeatableRead, serverNow } from './server-clock';
 
 export interface WholeCopyFile extends CopiedOutput {
@@ -36,11 +36,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
   try {
     const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority);
     await options.onSnapshot?.();
-    const written = await copyToOutput(client, copyOutSql(selectSql(table), options.format), output, {
-      gzip: options.format.gzip,
-      onBytes: options.onBytes,
-      signal: options.signal,
-    });
+    const written = await exportToOutput(client, selectSql(table), sourceColumns(table), options.format, output, options);
     committed = true;
     const completedAt = await serverNow(client);
     const file: WholeCopyFile = { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, backendPid, snapshotDigest };

@@ -5,6 +5,7 @@
  * cannot hold all of PostgreSQL's, e.g. infinity or BC dates) and carry the exact PostgreSQL type.
  * Pure, so the workflow's activity and the `reader` command share one shape.
  */
+import { parquetColumn } from '../parquet/column-mapping';
 import type { ExportFormat } from '../postgres/export-format';
 import type { SourceColumn } from '../shared/extraction-types';
 import { parsePgType } from './pg-type';
@@ -26,6 +27,8 @@ export interface TableSchemaField {
   falseValues?: string[];
   /** Extra property: the column's exact PostgreSQL type, `format_type(atttypid, atttypmod)`. */
   pgType: string;
+  /** Extra property of Parquet runs: the column's Parquet type (README, "Parquet"). */
+  parquetType?: string;
   constraints?: { required?: true; enum?: string[] };
   /** `[]` on NOT NULL columns: PostgreSQL wrote no NULL there, so an empty field is the empty string (Data Package v2's field missingValues). */
   missingValues?: string[];
@@ -37,7 +40,7 @@ export interface DataPackageResource {
   pgTable: string;
   path: string[];
   profile: 'tabular-data-resource' | 'data-resource';
-  format: 'csv' | 'pgcopy';
+  format: 'csv' | 'pgcopy' | 'parquet';
   mediatype: string;
   encoding: 'utf-8';
   compression?: 'gz';
@@ -105,6 +108,17 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
       ...(source.primaryKey.length > 0 && source.primaryKey.every((c) => names.has(c)) ? { primaryKey: source.primaryKey } : {}),
     },
   };
+  if (format.format === 'parquet') {
+    const fields = common.schema.fields.map((f, i) => ({ ...f, parquetType: parquetColumn(source.columns[i]!).parquetType }));
+    return {
+      ...common,
+      schema: { ...common.schema, fields },
+      profile: 'data-resource',
+      format: 'parquet',
+      mediatype: 'application/vnd.apache.parquet',
+      description: 'Parquet files, one per partition; each holds the columns\' names and PostgreSQL types in its key-value metadata (pg_extract.columns)',
+    };
+  }
   if (format.format === 'binary') {
     return {
       ...common,

@@ -8,6 +8,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
 import { parseColumnName, parseTableName } from '../postgres/sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
+import { MAX_ROW_GROUP_ROWS, PARQUET_COMPRESSIONS, formatOptionsCheck } from './format-options';
 
 const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
   try {
@@ -30,9 +31,13 @@ export const extractionInputSchema = z.strictObject({
   /** Split key (the single-column primary key when absent). */
   key: z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'key'))).optional(),
   partitions: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default('auto'),
-  format: z.enum(['csv', 'binary']).default('csv'),
+  format: z.enum(['csv', 'binary', 'parquet']).default('csv'),
   header: z.boolean().default(true),
   gzip: z.boolean().default(false),
+  /** Parquet's column compression (zstd when absent); the other formats take `gzip` instead. */
+  compression: z.enum(PARQUET_COMPRESSIONS).optional(),
+  /** Rows per Parquet row group (DEFAULT_ROW_GROUP_ROWS when absent): what a writer holds in memory at once. */
+  rowGroupRows: z.number().int().min(1).max(MAX_ROW_GROUP_ROWS).optional(),
   /**
    * Parent of the run's output folder (`<outDir>/<runId>/attempt-N`): a folder relative to the
    * worker's output root (absolute paths must lie inside it), or `s3://bucket/prefix` — object
@@ -96,7 +101,7 @@ export const extractionInputSchema = z.strictObject({
       loadHeartbeatMs: millis(HOUR).default(20_000),
     })
     .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS, loadHeartbeatMs: 20_000 }),
-});
+}).superRefine(formatOptionsCheck);
 
 /** What callers pass (defaults optional). */
 export type ExtractionRequest = z.input<typeof extractionInputSchema>;

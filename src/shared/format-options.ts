@@ -1,0 +1,34 @@
+/**
+ * Which options go with which output format, checked with the rest of the workflow input: Parquet
+ * compresses its own columns (`compression`, `rowGroupRows`) and is read by Parquet readers only, so
+ * `gzip`, and a built-in load that COPYs files into PostgreSQL, go with CSV and binary only. Pure.
+ */
+import type { z } from 'zod';
+import { ErrorCode } from '../errors';
+
+export const PARQUET_COMPRESSIONS = ['zstd', 'snappy', 'none'] as const;
+export type ParquetCompression = (typeof PARQUET_COMPRESSIONS)[number];
+export const DEFAULT_PARQUET_COMPRESSION: ParquetCompression = 'zstd';
+
+/** DuckDB's own default: 60 vectors of 2048 rows, a few MB of memory for typical rows. */
+export const DEFAULT_ROW_GROUP_ROWS = 122_880;
+export const MAX_ROW_GROUP_ROWS = 10_000_000;
+
+interface FormatOptions {
+  format: 'csv' | 'binary' | 'parquet';
+  gzip: boolean;
+  compression?: ParquetCompression | undefined;
+  rowGroupRows?: number | undefined;
+  target?: { via: 'files' | 'internal' } | undefined;
+}
+
+export function formatOptionsCheck(input: FormatOptions, ctx: z.RefinementCtx): void {
+  const fail = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message, params: { code: ErrorCode.FORMAT_OPTIONS_INVALID } });
+  if (input.format === 'parquet') {
+    if (input.gzip) fail('gzip', 'Parquet compresses its columns itself: use compression (zstd, snappy or none), not gzip');
+    if (input.target?.via === 'files') fail('target', 'the built-in loader COPYs CSV or binary files into PostgreSQL; it cannot load Parquet');
+    return;
+  }
+  if (input.compression !== undefined) fail('compression', `compression is for the parquet format; ${input.format} takes gzip`);
+  if (input.rowGroupRows !== undefined) fail('rowGroupRows', `row groups are for the parquet format, not ${input.format}`);
+}
