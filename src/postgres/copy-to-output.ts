@@ -13,7 +13,8 @@ import { addNote } from '../errors';
 import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
 
-class Digest extends Transform {
+/** Hashes and counts the bytes passing through (shared by every source that writes an output). */
+export class Digest extends Transform {
   readonly hash = createHash('sha256');
   bytes = 0;
   constructor(private readonly onBytes: (bytes: number) => void) {
