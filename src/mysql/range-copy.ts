@@ -40,6 +40,9 @@ export function rangeSelect(handle: ReadHandle, range: PartitionRange): { sql: s
 const utcNow = (): string => toUtcTimestamp(new Date(), 'now');
 
 export async function copyMysqlRange(conn: Connection, handle: ReadHandle, range: PartitionRange, sink: OutputSink, options: RangeCopyOptions): Promise<RangeCopy> {
+  if (options.format.format !== 'csv') {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a MySQL source writes CSV only (binary is PostgreSQL COPY\'s own format)', { field: 'format' });
+  }
   const [[idRow]] = (await conn.promise().query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]];
   const { sql, values } = rangeSelect(handle, range);
   let fields: MysqlField[] = [];

@@ -1,0 +1,126 @@
+/**
+ * The MySQL/MariaDB source end to end: a real worker process whose configured source URL is
+ * `mysql://…`, the CLI starting and committing the run, CSV files in PostgreSQL's CSV dialect
+ * with the same receipts, and a receipt that claims no snapshot. Bad input (an unsupported URL
+ * scheme, no usable key for partitions > 1, refused credentials) fails with its code before any file exists.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomUUID } from 'node:crypto';
+import { access, readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import { startExtraction } from '../../src/client';
+import { cli } from '../support/cli';
+import { mysqlAdmin, mysqlService, settleReader } from '../support/mysql';
+import { live } from '../support/services';
+import { type WorkerProcess, spawnWorker } from '../support/worker-process';
+
+const ROWS = 500;
+
+describe('MySQL source (live MariaDB, worker process, CLI)', function () {
+  this.timeout(180_000);
+  let worker: WorkerProcess;
+  let taskQueue: string;
+  let env: Record<string, string>;
+
+  before(async () => {
+    const service = await mysqlService();
+    const root = await mysqlAdmin();
+    try {
+      await root.query(`
+        DROP TABLE IF EXISTS orders, nokey;
+        CREATE TABLE orders (id int PRIMARY KEY, name varchar(64), amount decimal(12,2), created datetime(3), raw varbinary(8));
+        CREATE TABLE nokey (v varchar(10));
+        INSERT INTO nokey VALUES ('a'), ('b');`);
+      await root.query(
+        `INSERT INTO orders WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+           SELECT n, CASE n WHEN 1 THEN 'say "hi", then' WHEN 2 THEN CONCAT('two', CHAR(10), 'lines') WHEN 3 THEN '' WHEN 4 THEN NULL ELSE CONCAT('order ', n) END,
+                  n * 1.25, TIMESTAMP '2026-01-01 00:00:00' + INTERVAL n MINUTE, IF(n = 5, X'00FF', NULL) FROM g`,
+        [ROWS],
+      );
+    } finally {
+      await root.end();
+    }
+    const badPassword = service.url.replace(/:[^:@/]+@/, ':wrong@');
+    taskQueue = `mysql-${randomUUID()}`;
+    worker = await spawnWorker(taskQueue, {
+      PG_EXTRACT_SOURCE_SHOP_URL: service.url,
+      PG_EXTRACT_SOURCE_BADPASS_URL: badPassword,
+      PG_EXTRACT_SOURCE_ORACLE_URL: 'oracle://reader:secret@127.0.0.1:1521/db',
+    });
+    env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+  });
+
+  after(async () => {
+    worker?.child.kill('SIGTERM');
+    await worker?.exited;
+  });
+
+  afterEach(async () => assert.deepEqual(await settleReader(), { sessions: 0, transactions: 0 }, 'no session of the reader is left'));
+
+  it('exports a table through the CLI: key-range partitions, PostgreSQL-dialect CSV, truthful receipts, one terminal outcome', async () => {
+    const started = await cli(['start', '--source', 'shop', '--table', `${(await mysqlService()).database}.orders`, '--partitions', '3', '--wait', '--json'], env);
+    assert.equal(started.code, 0, started.stderr + worker.output());
+    const doc = JSON.parse(started.stdout);
+    assert.equal(doc.files.length, 3);
+    assert.equal(doc.totals.rows, ROWS);
+    assert.deepEqual(
+      doc.files.map((f: { range: unknown }) => f.range),
+      [
+        { kind: 'key', lower: null, upper: '167' },
+        { kind: 'key', lower: '167', upper: '334' },
+        { kind: 'key', lower: '334', upper: null },
+      ],
+    );
+    const receipt = doc.extractionReceipt;
+    assert.equal(receipt.clockAuthority, 'orchestrator.utc');
+    assert.equal(receipt.snapshotAuthority, null);
+    assert.equal(receipt.snapshotAcquiredAt, null);
+    assert.equal(receipt.sourceToken, null);
+    assert.equal(receipt.pointInTime, false, 'the receipt says the partitions were not read at one point in time');
+    let text = '';
+    for (const [i, f] of doc.files.entries()) {
+      const bytes = await readFile(f.path);
+      assert.equal(f.bytes, bytes.length);
+      assert.equal(f.sha256, createHash('sha256').update(bytes).digest('hex'));
+      assert.deepEqual(receipt.evidence[i], { name: receipt.evidence[i].name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 });
+      text += bytes.toString('utf8');
+    }
+    // COPY … (FORMAT csv)'s dialect: quotes doubled, a newline kept inside quotes, "" for an empty string, nothing for NULL, bytea's \x hex.
+    assert.ok(
+      text.startsWith(
+        'id,name,amount,created,raw\n1,"say ""hi"", then",1.25,2026-01-01 00:01:00.000,\n2,"two\nlines",2.50,2026-01-01 00:02:00.000,\n3,"",3.75,2026-01-01 00:03:00.000,\n4,,5.00,2026-01-01 00:04:00.000,\n5,order 5,6.25,2026-01-01 00:05:00.000,\\x00ff\n',
+      ),
+      text.slice(0, 300),
+    );
+
+    const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
+    assert.equal(committed.code, 0, committed.stderr);
+    assert.equal(JSON.parse(committed.stdout).outcome, 'success');
+    for (const f of doc.files) await assert.rejects(access(f.path));
+  });
+
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['an unsupported URL scheme', { source: 'oracle', table: 'app.orders', partitions: 2 }, 'SOURCE_URL_UNSUPPORTED'],
+    ['an unsupported URL scheme, one partition', { source: 'oracle', table: 'app.orders', partitions: 1 }, 'SOURCE_URL_UNSUPPORTED'],
+    ['a table without a usable key for partitions > 1', { source: 'shop', table: 'app.nokey', partitions: 3 }, 'KEY_TYPE_UNSUPPORTED'],
+    ['refused credentials', { source: 'badpass', table: 'app.orders', partitions: 2 }, 'SOURCE_AUTH_FAILED'],
+    ['refused credentials, one partition', { source: 'badpass', table: 'app.orders', partitions: 1 }, 'SOURCE_AUTH_FAILED'],
+  ];
+  for (const [what, request, code] of cases) {
+    it(`${what} → ${code}, before any file exists`, async () => {
+      const outDir = `mysql-bad-${randomUUID()}`;
+      const handle = await startExtraction(live().temporal.client, { ...request, outDir } as never, { taskQueue });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.ok(err instanceof WorkflowFailedError, String(err));
+        assert.match(JSON.stringify(err.cause), new RegExp(`"type":"${code}"`));
+        assert.doesNotMatch(JSON.stringify(err.cause), /wrong|secret/, 'no credential in the failure');
+        return true;
+      });
+      const left = await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []);
+      assert.deepEqual(left, [], 'no file was written');
+      const activityTypes = ((await handle.fetchHistory()).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+      assert.ok(!activityTypes.includes('copyPartition'), `no partition was scheduled: ${activityTypes.join(', ')}`);
+    });
+  }
+});
