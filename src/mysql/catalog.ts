@@ -8,6 +8,7 @@ import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { SplitKey, TableRequest } from '../postgres/catalog';
 import type { SourceTable } from '../sources/source-adapter';
+import { pgTypeOfMysql } from './pg-types';
 
 interface ColumnRow {
   name: string;
@@ -48,7 +49,7 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
   return {
     schema: request.schema,
     table: request.table,
-    columns: chosen.map((c) => ({ name: c.name, pgType: c.column_type, notNull: c.nullable === 'NO', enumLabels: null })),
+    columns: chosen.map((c) => ({ name: c.name, pgType: pgTypeOfMysql({ dataType: c.data_type, columnType: c.column_type }), notNull: c.nullable === 'NO', enumLabels: null })),
     primaryKey,
     key: splitKey(request, byName, primaryKey, unique),
   };

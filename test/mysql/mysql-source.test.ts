@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
 import { cli } from '../support/cli';
@@ -97,6 +98,23 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
       ),
       text.slice(0, 300),
     );
+
+    // The data package types each column as the PostgreSQL type its text reads as, so `pg-extract reader` casts it.
+    assert.ok(doc.dataPackage, 'a datapackage.json is written');
+    const printed = await cli(['reader', doc.workflowId, '--engine', 'duckdb'], env);
+    assert.equal(printed.code, 0, printed.stderr);
+    const duck = await (await DuckDBInstance.create(':memory:')).connect();
+    const query = printed.stdout.trim().replace(/;$/, '');
+    const described = (await duck.runAndReadAll(`DESCRIBE ${query}`)).getRowObjectsJson() as { column_name: string; column_type: string }[];
+    assert.deepEqual(Object.fromEntries(described.map((r) => [r.column_name, r.column_type])), {
+      id: 'INTEGER',
+      name: 'VARCHAR',
+      amount: 'DECIMAL(12,2)',
+      created: 'TIMESTAMP',
+      raw: 'BLOB',
+    });
+    const read = await duck.runAndReadAll(`SELECT count(*)::int AS n, sum(amount)::varchar AS total, max(created)::varchar AS last FROM (${query})`);
+    assert.deepEqual(read.getRowsJson(), [[ROWS, ((1.25 * ROWS * (ROWS + 1)) / 2).toFixed(2), '2026-01-01 08:20:00']]);
 
     const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
     assert.equal(committed.code, 0, committed.stderr);
