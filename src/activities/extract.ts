@@ -88,11 +88,11 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
               evidenceName: (location) => store.evidenceName(location),
             });
             countExtracted(copy, 'whole_copy');
-            const file = { path: copy.location, name: store.evidenceName(copy.location), etag: copy.etag, partition: 0, range: { kind: 'all' as const } };
+            const { location, etag, rows, bytes, sha256, sessionId, snapshotDigest } = copy;
             return {
-              file: { ...file, rows: copy.rows, bytes: copy.bytes, sha256: copy.sha256, backendPid: copy.sessionId, snapshotDigest: copy.snapshotDigest },
+              file: { path: location, name: store.evidenceName(location), etag, partition: 0, range: { kind: 'all' }, rows, bytes, sha256, backendPid: sessionId, snapshotDigest },
               receipt,
-              snapshotDigest: copy.snapshotDigest,
+              snapshotDigest,
               columns: table.columns,
               primaryKey: table.primaryKey,
             };

@@ -6,7 +6,7 @@
  * the receipt and closes the read with success.
  */
 import { Context } from '@temporalio/activity';
-import { ErrorCode, PgExtractError } from '../errors';
+import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { sourceAdapter } from '../sources/adapters';
 import type { SourceRead } from '../sources/source-adapter';
@@ -45,7 +45,7 @@ interface HeldSnapshot {
   read?: SourceRead;
 }
 
-/** The process-local map from attempt key to the coordinator session holding its snapshot. */
+/** The process-local map from attempt key to the source read (PostgreSQL: the coordinator session) holding its snapshot. */
 export class SnapshotHolderRegistry {
   readonly #held = new Map<string, HeldSnapshot>();
 
@@ -150,6 +150,8 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         try {
           return await held.read.close('success', raw.evidence);
         } catch (err) {
+          // Evidence short of the plan is the caller's mistake, not a lost snapshot a fresh attempt would cure.
+          if (errorCodeOf(err) === ErrorCode.EXTRACTION_INCOMPLETE) throw err;
           throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the coordinator session failed while completing', { cause: err });
         } finally {
           held.finished.resolve();

@@ -8,9 +8,12 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { WorkflowFailedError } from '@temporalio/client';
-import { startExtraction } from '../../src/client';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate } from '../../src/shared/definitions';
+import type { ExtractionResult } from '../../src/shared/extraction-types';
 import { cli } from '../support/cli';
 import { mysqlAdmin, mysqlService, settleReader } from '../support/mysql';
 import { live } from '../support/services';
@@ -48,6 +51,7 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
       PG_EXTRACT_SOURCE_SHOP_URL: service.url,
       PG_EXTRACT_SOURCE_BADPASS_URL: badPassword,
       PG_EXTRACT_SOURCE_ORACLE_URL: 'oracle://reader:secret@127.0.0.1:1521/db',
+      PG_EXTRACT_TARGET_WAREHOUSE_URL: live().pg.url,
     });
     env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
   });
@@ -122,6 +126,22 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
     for (const f of doc.files) await assert.rejects(access(f.path));
   });
 
+  it('one partition, gzipped: one SELECT into one file, and still no claim of a consistent read', async () => {
+    const handle = await startExtraction(live().temporal.client, { source: 'shop', table: 'app.orders', partitions: 1, gzip: true }, { taskQueue });
+    const manifest = await waitForManifest(handle);
+    assert.equal(manifest.strategy, 'whole_copy');
+    assert.equal(manifest.snapshotDigest, null);
+    const [file] = manifest.files;
+    const bytes = await readFile(file!.path);
+    assert.equal(file!.sha256, createHash('sha256').update(bytes).digest('hex'), 'the digest is of the gzipped bytes written');
+    assert.equal(gunzipSync(bytes).toString('utf8').split('\n').length - 1, ROWS + 1 + 1, 'a header, the rows, one with a newline inside quotes');
+    const receipt = manifest.extractionReceipt!;
+    assert.deepEqual([receipt.clockAuthority, receipt.snapshotAuthority, receipt.sourceToken, receipt.pointInTime], ['orchestrator.utc', null, null, false]);
+    assert.deepEqual(receipt.evidence, [{ name: file!.name, rows: ROWS, bytes: bytes.length, sha256: file!.sha256 }]);
+    await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+    await assert.rejects(access(file!.path));
+  });
+
   const cases: [string, Record<string, unknown>, string][] = [
     ['an unsupported URL scheme', { source: 'oracle', table: 'app.orders', partitions: 2 }, 'SOURCE_URL_UNSUPPORTED'],
     ['an unsupported URL scheme, one partition', { source: 'oracle', table: 'app.orders', partitions: 1 }, 'SOURCE_URL_UNSUPPORTED'],
@@ -145,6 +165,13 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
       assert.ok(!activityTypes.includes('copyPartition'), `no partition was scheduled: ${activityTypes.join(', ')}`);
     });
   }
+
+  it('an internal load (target.via internal) from a MySQL source is refused: abort with TARGET_NOT_SAME_DATABASE', async () => {
+    const request = { source: 'shop', table: 'app.orders', target: { name: 'warehouse', table: 'public.mysql_orders', via: 'internal' } };
+    const result = (await (await startExtraction(live().temporal.client, request as never, { taskQueue })).result()) as ExtractionResult;
+    assert.deepEqual(result.load, { outcome: 'failed', reason: 'TARGET_NOT_SAME_DATABASE', rows: null });
+    assert.equal(result.terminalReceipt.outcome, 'abort');
+  });
 
   it('the worker log never shows a source password', async () => {
     const password = decodeURIComponent(new URL((await mysqlService()).url).password);
