@@ -19,9 +19,13 @@ export const ErrorCode = {
   RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY: 'RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY',
   RECEIPT_SOURCE_TOKEN_EMPTY: 'RECEIPT_SOURCE_TOKEN_EMPTY',
   RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT: 'RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT',
+  /** A receipt claims one point in time without a snapshot authority to prove it. */
+  RECEIPT_POINT_IN_TIME_WITHOUT_SNAPSHOT: 'RECEIPT_POINT_IN_TIME_WITHOUT_SNAPSHOT',
   // Lifecycle authority ordering.
   EXTRACTION_NOT_STARTED: 'EXTRACTION_NOT_STARTED',
   EXTRACTION_ALREADY_COMPLETE: 'EXTRACTION_ALREADY_COMPLETE',
+  /** A source read asked to complete before every planned range was read and receipted. */
+  EXTRACTION_INCOMPLETE: 'EXTRACTION_INCOMPLETE',
   SNAPSHOT_CHANGED: 'SNAPSHOT_CHANGED',
   SOURCE_TOKEN_EMPTY: 'SOURCE_TOKEN_EMPTY',
   // Terminal decision and views.
@@ -39,6 +43,8 @@ export const ErrorCode = {
   OUTPUT_FOLDER_OWNED: 'OUTPUT_FOLDER_OWNED',
   OUTPUT_PATH_ESCAPES_ROOT: 'OUTPUT_PATH_ESCAPES_ROOT',
   SOURCE_UNKNOWN: 'SOURCE_UNKNOWN',
+  /** A configured source URL whose scheme no source adapter reads (postgres:, postgresql:, mysql:, mariadb: are known). */
+  SOURCE_URL_UNSUPPORTED: 'SOURCE_URL_UNSUPPORTED',
   // Catalog resolution (PostgreSQL strategies).
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
   COLUMN_NOT_FOUND: 'COLUMN_NOT_FOUND',
@@ -67,6 +73,8 @@ export const ErrorCode = {
   LOCK_TIMEOUT: 'LOCK_TIMEOUT',
   /** A value its column's Parquet type cannot hold without loss (±infinity dates, NaN in numeric(p,s), a nested array). */
   PARQUET_VALUE_UNREPRESENTABLE: 'PARQUET_VALUE_UNREPRESENTABLE',
+  /** The source refused the configured credentials. */
+  SOURCE_AUTH_FAILED: 'SOURCE_AUTH_FAILED',
   SNAPSHOT_LOST: 'SNAPSHOT_LOST',
   SNAPSHOT_MISMATCH: 'SNAPSHOT_MISMATCH',
   SOURCE_READ_FAILED: 'SOURCE_READ_FAILED',
@@ -110,6 +118,8 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.OUTPUT_FOLDER_OWNED,
   ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
   ErrorCode.SOURCE_UNKNOWN,
+  ErrorCode.SOURCE_URL_UNSUPPORTED,
+  ErrorCode.SOURCE_AUTH_FAILED,
   ErrorCode.TABLE_NOT_FOUND,
   ErrorCode.COLUMN_NOT_FOUND,
   ErrorCode.KEY_TYPE_UNSUPPORTED,

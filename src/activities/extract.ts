@@ -1,17 +1,18 @@
 /**
- * Extraction activities: one partition of an exported snapshot, or a whole-table COPY. Each runs
- * on its own session, heartbeats bytes written, and writes its output (a local file or an S3
- * object) atomically so a retry replaces it rather than appending.
+ * Extraction activities: one partition of a source's read (src/sources: for PostgreSQL, of the
+ * exported snapshot), or a whole-table read. Each runs on its own session, heartbeats bytes
+ * written, and writes its output (a local file or an S3 object) atomically so a retry replaces it
+ * rather than appending.
  */
 import { Context } from '@temporalio/activity';
-import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { resolveTable, sourceColumns } from '../postgres/catalog';
-import { copyPartition as copyPartitionRange } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
 import type { ManifestFile, SourceColumn } from '../shared/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
+import { sourceAdapter } from '../sources/adapters';
+import { readWhole } from '../sources/whole-read';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
@@ -34,28 +35,19 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
     async copyPartition(raw: PartitionActivityRequest): Promise<ManifestFile> {
       return withFailures(async () => {
         const req = parsePartitionRequest(raw);
-        const url = sourceUrl(req.input.source);
+        const adapter = sourceAdapter(sourceUrl(req.input.source));
         const store = stores.of(req.name);
         const output = await store.sink(req.name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
-        const client = await openSession(url, 'partition');
         try {
-          const file = await copyPartitionRange(
-            client,
-            {
-              snapshotId: req.snapshotId,
-              snapshotDigest: req.snapshotDigest,
-              source: req.source,
-              table: req.table,
-              key: req.key,
-              range: req.range,
-              format: req.input,
-              lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
-            },
-            output,
-            { onBytes: (bytes) => (progress.bytes = bytes), signal: Context.current().cancellationSignal },
-          );
+          const handle = { snapshotId: req.snapshotId, snapshotDigest: req.snapshotDigest ?? null, source: req.source, table: req.table, key: req.key };
+          const file = await adapter.copyRange(handle, req.range, output, {
+            format: req.input,
+            lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
+            onBytes: (bytes) => (progress.bytes = bytes),
+            signal: Context.current().cancellationSignal,
+          });
           countExtracted(file, 'partition');
           return {
             path: file.location,
@@ -66,25 +58,48 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
             rows: file.rows,
             bytes: file.bytes,
             sha256: file.sha256,
-            backendPid: file.backendPid,
-            snapshotDigest: digestSourceToken(file.snapshotText),
+            backendPid: file.sessionId,
+            snapshotDigest: file.snapshotDigest,
           };
         } finally {
           stopBeats();
-          await closeSession(client);
         }
       });
     },
 
     async wholeCopy(
       raw: WholeCopyActivityRequest,
-    ): Promise<{ file: ManifestFile; receipt: ExtractionLifecycleReceipt; snapshotDigest: string; columns: SourceColumn[]; primaryKey: string[] }> {
+    ): Promise<{ file: ManifestFile; receipt: ExtractionLifecycleReceipt; snapshotDigest: string | null; columns: SourceColumn[]; primaryKey: string[] }> {
       return withFailures(async () => {
         const { input, name } = parseNamed(raw);
         const url = sourceUrl(input.source);
+        const adapter = sourceAdapter(url);
         const store = stores.of(name);
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        // PostgreSQL's whole copy is a strategy of its own (one REPEATABLE READ transaction); other sources read their one range.
+        if (adapter.kind !== 'postgresql') {
+          try {
+            const { copy, receipt, table } = await readWhole(adapter, tableRequestOf(input), () => store.sink(name), {
+              format: input,
+              lockTimeoutMs: input.timeouts.lockTimeoutMs,
+              onBytes: (bytes) => (progress.bytes = bytes),
+              signal: Context.current().cancellationSignal,
+              evidenceName: (location) => store.evidenceName(location),
+            });
+            countExtracted(copy, 'whole_copy');
+            const { location, etag, rows, bytes, sha256, sessionId, snapshotDigest } = copy;
+            return {
+              file: { path: location, name: store.evidenceName(location), etag, partition: 0, range: { kind: 'all' }, rows, bytes, sha256, backendPid: sessionId, snapshotDigest },
+              receipt,
+              snapshotDigest,
+              columns: table.columns,
+              primaryKey: table.primaryKey,
+            };
+          } finally {
+            stopBeats();
+          }
+        }
         const client = await openSession(url, 'whole-copy');
         try {
           const table = await resolveTable(client, tableRequestOf(input));

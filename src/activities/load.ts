@@ -20,6 +20,7 @@ import { closeSession, openSession } from '../postgres/session';
 import { parseTableName, quoteQualified } from '../postgres/sql';
 import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
 import type { ExtractionInput } from '../shared/extraction-input';
+import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStores } from '../storage/output-stores';
 import type { TargetCommit } from '../shared/extraction-types';
 import { withFailures } from './failures';
@@ -122,6 +123,10 @@ async function cancelStatement(url: string, pid: number): Promise<void> {
 
 /** The same cluster (system identifier) and the same database, seen from both URLs. */
 async function assertSameDatabase(sourceUrl: string, target: Client): Promise<void> {
+  // A source of another kind (MySQL) is never the target database, and no PostgreSQL session can open on it.
+  if (sourceKindOf(sourceUrl) !== 'postgresql') {
+    throw new PgExtractError(ErrorCode.TARGET_NOT_SAME_DATABASE, 'target.via internal needs a PostgreSQL source that is the target database', { field: 'target.via' });
+  }
   const identity = 'SELECT system_identifier::text || \'/\' || current_database() AS id FROM pg_control_system()';
   const source = await openSession(sourceUrl, 'probe');
   try {

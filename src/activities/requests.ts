@@ -41,9 +41,10 @@ const sourceIdentitySchema: z.ZodType<SourceIdentity> = z.strictObject({
 
 const partitionRequestSchema = z.strictObject({
   input: z.unknown(),
-  snapshotId: z.string().refine(isSnapshotId, 'a pg_export_snapshot() id'),
+  // Null for a source without a native snapshot (MySQL).
+  snapshotId: z.string().refine(isSnapshotId, 'a pg_export_snapshot() id').nullable(),
   // Optional: copyPartition calls of workflows started on older code lack them.
-  snapshotDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest').optional(),
+  snapshotDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest').nullable().optional(),
   source: sourceIdentitySchema.optional(),
   table: z.strictObject({ schema: z.string().min(1).max(63), table: z.string().min(1).max(63), columns: z.array(z.string().min(1).max(63)).min(1) }),
   key: keySchema.nullable(),
@@ -55,9 +56,10 @@ const partitionRequestSchema = z.strictObject({
 /** Copy one planned range inside the exported snapshot. */
 export interface PartitionActivityRequest {
   input: ExtractionInput;
-  snapshotId: string;
-  /** The plan's snapshot digest and source identity, which the partition proves it sees; absent from workflows started on older code. */
-  snapshotDigest?: string;
+  /** Null for a source without a native snapshot. */
+  snapshotId: string | null;
+  /** The plan's snapshot digest and source identity, which the partition proves it sees; absent from workflows started on older code, null without a snapshot. */
+  snapshotDigest?: string | null;
   source?: SourceIdentity;
   table: { schema: string; table: string; columns: string[] };
   key: SplitKey | null;
@@ -76,9 +78,10 @@ export interface HoldSnapshotRequest {
 /** The plan the holder shares with the workflow. */
 export interface SnapshotPlanView {
   attemptKey: string;
-  snapshotId: string;
-  snapshotDigest: string;
-  coordinatorPid: number;
+  /** Null, like the digest and the coordinator pid, for a source without a native snapshot. */
+  snapshotId: string | null;
+  snapshotDigest: string | null;
+  coordinatorPid: number | null;
   /** The cluster and database the snapshot was exported on; absent from plans recorded by older code. */
   source?: SourceIdentity;
   table: { schema: string; table: string; columns: string[] };

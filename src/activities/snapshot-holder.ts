@@ -1,16 +1,15 @@
 /**
- * Snapshot holder activities. They run only on this worker's own task queue, because the
- * exported snapshot lives in this process's coordinator session: `holdSnapshot` exports, plans
- * and keeps the transaction open (heartbeating, probing the session); `awaitSnapshotPlan` hands
- * the plan to the workflow; `completeSnapshot` completes the receipt and commits.
+ * Snapshot holder activities. They run only on this worker's own task queue, because the read
+ * (PostgreSQL: the exported snapshot in this process's coordinator session) lives here:
+ * `holdSnapshot` opens the source's read (src/sources), plans and keeps it open (heartbeating,
+ * probing it); `awaitSnapshotPlan` hands the plan to the workflow; `completeSnapshot` completes
+ * the receipt and closes the read with success.
  */
 import { Context } from '@temporalio/activity';
-import { ErrorCode, PgExtractError } from '../errors';
-import { digestSourceToken } from '../lifecycle/source-token';
+import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
-import { sourceColumns } from '../postgres/catalog';
-import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
-import { closeSession, openSession } from '../postgres/session';
+import { sourceAdapter } from '../sources/adapters';
+import type { SourceRead } from '../sources/source-adapter';
 import type { OutputStores } from '../storage/output-stores';
 import { tableRequestOf } from './table-request';
 import { withFailures } from './failures';
@@ -43,10 +42,10 @@ function deferred<T>(): Deferred<T> {
 interface HeldSnapshot {
   plan: Deferred<SnapshotPlanView>;
   finished: Deferred<void>;
-  coordinator?: SnapshotCoordinator;
+  read?: SourceRead;
 }
 
-/** The process-local map from attempt key to the coordinator session holding its snapshot. */
+/** The process-local map from attempt key to the source read (PostgreSQL: the coordinator session) holding its snapshot. */
 export class SnapshotHolderRegistry {
   readonly #held = new Map<string, HeldSnapshot>();
 
@@ -84,27 +83,24 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
     async holdSnapshot(raw: HoldSnapshotRequest): Promise<{ released: true }> {
       return withFailures(async () => {
         const { attemptKey, input } = parseNamed(raw);
-        const url = sourceUrl(input.source);
+        const adapter = sourceAdapter(sourceUrl(input.source));
         const ctx = Context.current();
         const held = registry.entry(attemptKey);
-        const client = await openSession(url, 'coordinator');
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
         try {
-          const coordinator = await SnapshotCoordinator.export(client, tableRequestOf(input), { partitions: input.partitions }, {
-            lockTimeoutMs: input.timeouts.lockTimeoutMs,
-          });
-          held.coordinator = coordinator;
-          const { plan } = coordinator;
+          const read = await adapter.open(tableRequestOf(input), { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs });
+          held.read = read;
+          const { handle, plan } = read;
           held.plan.resolve({
             attemptKey,
-            snapshotId: plan.snapshotId,
-            snapshotDigest: digestSourceToken(plan.snapshotText),
+            snapshotId: handle.snapshotId,
+            snapshotDigest: handle.snapshotDigest,
             coordinatorPid: plan.coordinatorPid,
-            source: plan.source,
-            table: { schema: plan.table.schema, table: plan.table.table, columns: plan.table.columns.map((c) => c.name) },
-            columns: sourceColumns(plan.table),
+            ...(handle.source ? { source: handle.source } : {}),
+            table: handle.table,
+            columns: plan.table.columns,
             primaryKey: plan.table.primaryKey,
-            key: plan.table.key,
+            key: handle.key,
             ranges: plan.ranges,
             rowCount: plan.rowCount,
           });
@@ -114,17 +110,17 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
               ctx.cancelled.then(() => true),
               new Promise<false>((res) => setTimeout(res, PROBE_INTERVAL_MS, false)),
             ]);
-            if (!done) await coordinator.probe();
+            if (!done) await read.probe();
           }
           return { released: true as const };
         } catch (err) {
           held.plan.reject(err);
-          await held.coordinator?.abort();
           throw err;
         } finally {
           stopBeats();
           registry.delete(attemptKey);
-          await closeSession(client);
+          // Ends what is still open (a completed read has nothing left): rollback and close.
+          await held.read?.close('abort');
         }
       });
     },
@@ -143,7 +139,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {
       return withFailures(async () => {
         const held = registry.get(raw.attemptKey);
-        if (!held?.coordinator) throw lost();
+        if (!held?.read) throw lost();
         try {
           // The manifest lists only what one reader can open: every output must be visible here.
           await Promise.all(raw.evidence.map((f) => stores.of(f.name).checkVisible(f.name, f.bytes)));
@@ -152,8 +148,10 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
           throw err;
         }
         try {
-          return await held.coordinator.complete(raw.evidence);
+          return await held.read.close('success', raw.evidence);
         } catch (err) {
+          // Evidence short of the plan is the caller's mistake, not a lost snapshot a fresh attempt would cure.
+          if (errorCodeOf(err) === ErrorCode.EXTRACTION_INCOMPLETE) throw err;
           throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the coordinator session failed while completing', { cause: err });
         } finally {
           held.finished.resolve();

@@ -77,7 +77,7 @@ program
   .command('start')
   .description('start an extraction workflow')
   .requiredOption('--table <schema.table>', 'table to export')
-  .option('--source <name>', 'source configured on the worker', 'default')
+  .option('--source <name>', 'source configured on the worker (PG_EXTRACT_SOURCE_<NAME>_URL: postgres://… or mysql://…)', 'default')
   .option('--key <column>', 'split key (default: single-column primary key)')
   .option('--columns <a,b,c>', 'columns to export (default: all)')
   .option('--partitions <N|auto>', 'partition count', partitionsArg, 'auto')

@@ -22,6 +22,8 @@ export interface ExtractionLifecycleAuthorityOptions {
    * @default () => new Date()
    */
   now?: () => Date;
+  /** `false` for sources whose partitions are read at different times (no snapshot to share); recorded on every receipt. */
+  pointInTime?: false;
 }
 
 /** The lifecycle state the current receipt is in. */
@@ -30,11 +32,13 @@ export type LifecycleState = 'pending' | 'reading' | 'complete';
 export class ExtractionLifecycleAuthority {
   readonly clockAuthority: string;
   readonly #now: () => Date;
+  readonly #pointInTime: false | undefined;
   #receipt: ExtractionLifecycleReceipt | null = null;
 
   constructor(options: ExtractionLifecycleAuthorityOptions = {}) {
     this.clockAuthority = options.clockAuthority ?? ClockAuthority.orchestratorUtc;
     this.#now = options.now ?? (() => new Date());
+    this.#pointInTime = options.pointInTime;
   }
 
   get state(): LifecycleState {
@@ -53,6 +57,7 @@ export class ExtractionLifecycleAuthority {
       this.#receipt = createReceipt({
         extractionStartedAt: toUtcTimestamp(at ?? this.#now(), 'extractionStartedAt'),
         clockAuthority: this.clockAuthority,
+        ...(this.#pointInTime === undefined ? {} : { pointInTime: this.#pointInTime }),
       });
     }
     return this.#receipt;

@@ -67,6 +67,11 @@ export const extractionLifecycleReceiptSchema = z
     snapshotAcquiredAt: utcTimestamp.nullable(),
     snapshotAuthority: authorityName.nullable(),
     sourceToken: z.string().nullable(),
+    /**
+     * Whether all the evidence was read at one point in time. `false`: separate sessions read at
+     * different times (generic sources); absent from receipts whose snapshot fields say it.
+     */
+    pointInTime: z.boolean().optional(),
     evidence: z.array(z.union([fileEvidenceSchema, rowEvidenceSchema])),
   })
   .superRefine((r, ctx) => {
@@ -89,6 +94,9 @@ export const extractionLifecycleReceiptSchema = z
       else if (!/^sha256:[0-9a-f]{64}$/.test(r.sourceToken)) invariant(ctx, ErrorCode.RECEIPT_INVALID, 'sourceToken is not a sha256 digest');
       if (r.snapshotAcquiredAt === null) invariant(ctx, ErrorCode.RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT, 'sourceToken without a snapshot');
     }
+    if (r.pointInTime === true && r.snapshotAuthority === null) {
+      invariant(ctx, ErrorCode.RECEIPT_POINT_IN_TIME_WITHOUT_SNAPSHOT, 'pointInTime without a snapshot authority');
+    }
   });
 
 /** A frozen, validated receipt. */
@@ -104,6 +112,7 @@ export interface ReceiptFields {
   snapshotAcquiredAt?: string | Date | null;
   snapshotAuthority?: string | null;
   sourceToken?: string | null;
+  pointInTime?: boolean;
   evidence?: readonly Evidence[];
 }
 

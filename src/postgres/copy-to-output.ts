@@ -13,7 +13,7 @@ import { addNote } from '../errors';
 import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
 
-/** Counts and hashes the bytes that pass through, as stored. */
+/** Hashes and counts the bytes passing through (shared by every source that writes an output). */
 export class Digest extends Transform {
   readonly hash = createHash('sha256');
   bytes = 0;

@@ -22,10 +22,10 @@ export interface ManifestFile {
   rows: number;
   bytes: number;
   sha256: string;
-  /** pg_backend_pid() of the session that read it. */
+  /** The session that read it: pg_backend_pid(), or a MySQL source's CONNECTION_ID(). */
   backendPid: number;
-  /** Digest of the pg_current_snapshot() text that session saw. */
-  snapshotDigest: string;
+  /** Digest of the pg_current_snapshot() text that session saw; null for a source without a native snapshot (MySQL). */
+  snapshotDigest: string | null;
 }
 
 /** A source column as the catalog describes it inside the run's snapshot. */

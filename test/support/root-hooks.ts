@@ -1,5 +1,6 @@
-/** Mocha root hooks: real PostgreSQL and Temporal for the whole run. */
+/** Mocha root hooks: real PostgreSQL and Temporal for the whole run; S3 and MariaDB stopped if a test started them. */
 import { closeAdmin } from './database';
+import { stopMysql } from './mysql';
 import { stopS3 } from './s3';
 import { startServices, stopServices } from './services';
 
@@ -14,6 +15,6 @@ export const mochaHooks = {
   async afterAll(this: Mocha.Context): Promise<void> {
     this.timeout(60_000);
     await closeAdmin();
-    await Promise.all([stopServices(), stopS3()]);
+    await Promise.all([stopServices(), stopS3(), stopMysql()]);
   },
 };

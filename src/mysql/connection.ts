@@ -1,0 +1,55 @@
+/**
+ * Opens one MySQL/MariaDB session for one job (mysql2). Each session is tagged with its role
+ * (connection attribute `program_name`, `pg-extract/<role>`), reads in UTC, quotes identifiers
+ * the ANSI way (so the one quoting helper, src/postgres/sql.ts, serves both sources) and is read
+ * only. A refused login is SOURCE_AUTH_FAILED: retrying the same credentials cannot help.
+ */
+import { type Connection, createConnection } from 'mysql2';
+import { ErrorCode, PgExtractError } from '../errors';
+
+export type MysqlRole = 'planner' | 'partition';
+
+/** Server errors that mean the credentials (or the grant on the database) were refused. */
+const AUTH_ERRNOS = new Set([1044, 1045, 1698]);
+
+const SESSION_SETTINGS = [
+  "SET SESSION time_zone = '+00:00'",
+  "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+  // The client sends no statement that writes; the server enforces it too.
+  'SET SESSION TRANSACTION READ ONLY',
+];
+
+export async function openMysql(url: string, role: MysqlRole): Promise<Connection> {
+  const conn = createConnection({
+    // `mariadb://` is the same protocol.
+    uri: url.replace(/^mariadb:/i, 'mysql:'),
+    charset: 'UTF8MB4_BIN',
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    dateStrings: true,
+    connectAttributes: { program_name: `pg-extract/${role}` },
+    connectTimeout: 10_000,
+  });
+  // An unhandled 'error' on an idle connection (server gone) would crash the worker process.
+  conn.on('error', () => undefined);
+  try {
+    await conn.promise().connect();
+    for (const statement of SESSION_SETTINGS) await conn.promise().query(statement);
+  } catch (err) {
+    conn.destroy();
+    const errno = (err as { errno?: number }).errno;
+    if (errno !== undefined && AUTH_ERRNOS.has(errno)) {
+      throw new PgExtractError(ErrorCode.SOURCE_AUTH_FAILED, `the MySQL source refused the login: ${(err as Error).message}`, { field: 'source', cause: err });
+    }
+    throw err;
+  }
+  return conn;
+}
+
+/** Ends the session; never throws (a dead connection is already closed). */
+export async function closeMysql(conn: Connection): Promise<void> {
+  await conn
+    .promise()
+    .end()
+    .catch(() => conn.destroy());
+}

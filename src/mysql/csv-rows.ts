@@ -1,0 +1,83 @@
+/**
+ * MySQL rows (arrays of the server's own text bytes, or null) as CSV in PostgreSQL COPY's CSV
+ * dialect, so a reader or loader cannot tell the two sources' files apart: comma, double quote,
+ * `\n` line ends, NULL as an empty unquoted field, an empty string as `""`, a field quoted only
+ * when it holds a comma, quote, CR or LF (or is a lone `\.` in a one-column file), quotes doubled.
+ * Binary strings (BINARY, VARBINARY, BLOB, BIT) are written as PostgreSQL writes bytea: `\x` and hex.
+ */
+import { Transform, type TransformCallback } from 'node:stream';
+
+const COMMA = 0x2c;
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+const NEWLINE = Buffer.from('\n');
+const QUOTE_BYTE = Buffer.from('"');
+const EMPTY_QUOTED = Buffer.from('""');
+const END_OF_DATA = Buffer.from('\\.');
+
+/** MySQL protocol column types that carry bytes, and the binary character set's number. */
+const BYTE_TYPES = new Set([15, 16, 249, 250, 251, 252, 253, 254]);
+const BINARY_CHARSET = 63;
+
+/** A column definition as mysql2 reports it in the 'fields' event. */
+export interface MysqlField {
+  columnType: number;
+  characterSet: number;
+}
+
+export function isBinaryField(field: MysqlField): boolean {
+  return field.characterSet === BINARY_CHARSET && BYTE_TYPES.has(field.columnType);
+}
+
+function needsQuotes(value: Buffer, singleColumn: boolean): boolean {
+  if (value.length === 0) return true;
+  for (const byte of value) if (byte === COMMA || byte === QUOTE || byte === LF || byte === CR) return true;
+  return singleColumn && value.equals(END_OF_DATA);
+}
+
+/** One CSV field, as COPY … (FORMAT csv) writes it. */
+export function csvField(value: Buffer, singleColumn: boolean): Buffer[] {
+  if (!needsQuotes(value, singleColumn)) return [value];
+  const parts: Buffer[] = [QUOTE_BYTE];
+  let from = 0;
+  for (let i = value.indexOf(QUOTE); i !== -1; i = value.indexOf(QUOTE, i + 1)) {
+    parts.push(value.subarray(from, i + 1), QUOTE_BYTE);
+    from = i + 1;
+  }
+  parts.push(value.subarray(from), QUOTE_BYTE);
+  return parts;
+}
+
+/** Rows in, CSV bytes out; counts rows. `fields()` is read at the first row (mysql2 reports fields before rows). */
+export class CsvRows extends Transform {
+  rows = 0;
+  #binary: boolean[] | null = null;
+
+  constructor(
+    private readonly columns: readonly string[],
+    private readonly fields: () => readonly MysqlField[],
+    header: boolean,
+  ) {
+    super({ writableObjectMode: true, readableHighWaterMark: 1 << 20 });
+    if (header) this.push(this.line(columns.map((c) => Buffer.from(c, 'utf8'))));
+  }
+
+  private line(values: readonly (Buffer | null)[]): Buffer {
+    const single = this.columns.length === 1;
+    const parts: Buffer[] = [];
+    values.forEach((value, i) => {
+      if (i > 0) parts.push(Buffer.from(','));
+      if (value !== null) parts.push(...csvField(value, single));
+    });
+    parts.push(NEWLINE);
+    return Buffer.concat(parts);
+  }
+
+  override _transform(row: (Buffer | null)[], _enc: BufferEncoding, done: TransformCallback): void {
+    this.#binary ??= this.fields().map(isBinaryField);
+    const binary = this.#binary;
+    this.rows++;
+    done(null, this.line(row.map((v, i) => (v !== null && binary[i] ? Buffer.from(`\\x${v.toString('hex')}`) : v))));
+  }
+}

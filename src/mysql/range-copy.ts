@@ -1,0 +1,69 @@
+/**
+ * Copies one planned range of a MySQL table into an output sink, on a session of its own: one
+ * SELECT streamed row by row (mysql2 pauses the socket when the sink is slow), written as CSV,
+ * counted and hashed as written, committed by the sink. Its window is the orchestrator's UTC
+ * clock, taken before the SELECT is sent and after the last byte is stored.
+ */
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import type { Connection, FieldPacket } from 'mysql2';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { toUtcTimestamp } from '../lifecycle/utc-timestamp';
+import { Digest } from '../postgres/copy-to-output';
+import type { PartitionRange } from '../postgres/range-planner';
+import { quoteIdent, quoteQualified } from '../postgres/sql';
+import type { RangeCopy, RangeCopyOptions, ReadHandle } from '../sources/source-adapter';
+import type { OutputSink } from '../storage/output-sink';
+import { CsvRows, type MysqlField } from './csv-rows';
+
+/** `SELECT … WHERE …` for `range`, with its bound values as parameters. */
+export function rangeSelect(handle: ReadHandle, range: PartitionRange): { sql: string; values: string[] } {
+  const select = `SELECT ${handle.table.columns.map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
+  if (range.kind === 'all') return { sql: select, values: [] };
+  const key = handle.key === null ? null : quoteIdent(handle.key.name);
+  if (key === null || range.kind === 'pages') throw new PgExtractError(ErrorCode.INPUT_INVALID, `a MySQL range needs a split key (got ${range.kind})`, { field: 'range' });
+  if (range.kind === 'nulls') return { sql: `${select} WHERE ${key} IS NULL`, values: [] };
+  const conditions: string[] = [];
+  const values: string[] = [];
+  if (range.lower !== null) {
+    conditions.push(`${key} >= ?`);
+    values.push(range.lower);
+  }
+  if (range.upper !== null) {
+    conditions.push(`${key} < ?`);
+    values.push(range.upper);
+  }
+  // Open ends still exclude NULL keys: those have their own range.
+  return { sql: `${select} WHERE ${conditions.length ? conditions.join(' AND ') : `${key} IS NOT NULL`}`, values };
+}
+
+const utcNow = (): string => toUtcTimestamp(new Date(), 'now');
+
+export async function copyMysqlRange(conn: Connection, handle: ReadHandle, range: PartitionRange, sink: OutputSink, options: RangeCopyOptions): Promise<RangeCopy> {
+  if (options.format.format !== 'csv') {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a MySQL source writes CSV only (binary is PostgreSQL COPY\'s own format)', { field: 'format' });
+  }
+  const [[idRow]] = (await conn.promise().query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]];
+  const { sql, values } = rangeSelect(handle, range);
+  let fields: MysqlField[] = [];
+  const startedAt = utcNow();
+  // Raw text bytes of every value: the server's own text form, and binary strings byte for byte.
+  const query = conn.query({ sql, values, rowsAsArray: true, typeCast: (field) => field.buffer() });
+  query.once('fields', (f: FieldPacket[]) => (fields = f as unknown as MysqlField[]));
+  const csv = new CsvRows(handle.table.columns, () => fields, options.format.header);
+  const digest = new Digest(options.onBytes ?? (() => undefined));
+  try {
+    const writable = sink.open();
+    const rows = query.stream({ highWaterMark: 256 });
+    const stages = options.format.gzip ? [rows, csv, createGzip({ level: 1 }), digest, writable] : [rows, csv, digest, writable];
+    await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
+    const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
+    const stored = await sink.commit(written);
+    return { ...written, ...stored, rows: csv.rows, sessionId: idRow!.id, snapshotDigest: null, startedAt, completedAt: utcNow() };
+  } catch (err) {
+    // A SELECT abandoned mid-stream leaves rows on the wire: the session cannot be reused.
+    conn.destroy();
+    await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    throw err;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The contract every source joins: how the worker reads a table from it, and what its receipts
+ * may claim. A source looks tables up in its catalog, opens a read at the truthful boundary (the
+ * receipt's window starts before anything is read), plans ranges inside that read, streams one
+ * range at a time into an output sink (on any worker, from the read's serializable handle), and
+ * closes the read with an outcome. The conformance kit (test/sources/conformance.ts) checks each
+ * rule against a live server; README "Adding a source" walks through it.
+ */
+import type { ExtractionLifecycleReceipt, FileEvidence } from '../lifecycle/receipt';
+import type { SplitKey, TableRequest } from '../postgres/catalog';
+import type { ExportFormat } from '../postgres/export-format';
+import type { PartitionRange } from '../postgres/range-planner';
+import type { SourceIdentity } from '../postgres/source-identity';
+import type { SourceColumn } from '../shared/extraction-types';
+import type { CopiedOutput, OutputSink } from '../storage/output-sink';
+
+/** The source kinds the worker can read, chosen by the configured URL's scheme. */
+export type SourceKind = 'postgresql' | 'mysql';
+
+/**
+ * What a source's receipts may claim. The clock authority is whoever issues the window timestamps.
+ * A snapshot authority (and a source token) only with a native primitive that proves every range
+ * was read from one snapshot; a generic source keeps both null and says `pointInTime: false`.
+ */
+export interface SourceClaims {
+  clockAuthority: string;
+  snapshotAuthority: string | null;
+}
+
+/** A table as the source's catalog describes it. */
+export interface SourceTable {
+  schema: string;
+  table: string;
+  columns: SourceColumn[];
+  primaryKey: string[];
+  /** The key ranges split on, or null when the source has none it can use. */
+  key: SplitKey | null;
+}
+
+/**
+ * Everything a range copy needs, as plain data: it travels in workflow history to whichever
+ * worker copies the range. Snapshot fields are null for a source without a native snapshot.
+ */
+export interface ReadHandle {
+  /** The snapshot the ranges import (PostgreSQL: a pg_export_snapshot() id); null without one. */
+  snapshotId: string | null;
+  /** What every range must prove it saw (a sha256 digest); null without a snapshot. */
+  snapshotDigest: string | null;
+  /** The cluster and database the snapshot lives on, when the source can name them. */
+  source?: SourceIdentity;
+  table: { schema: string; table: string; columns: string[] };
+  key: SplitKey | null;
+}
+
+/** What planning decided, inside the read. */
+export interface ReadPlan {
+  table: SourceTable;
+  ranges: PartitionRange[];
+  /** The rows `auto` planned for; null for a fixed count. */
+  rowCount: number | null;
+  /** The session that holds the read open (PostgreSQL's coordinator pid); null when nothing is held. */
+  coordinatorPid: number | null;
+}
+
+/** How a read is opened and planned. */
+export interface OpenOptions {
+  partitions: number | 'auto';
+  /** How long to wait for a table lock, where the source takes one. */
+  lockTimeoutMs?: number;
+}
+
+/** How one range is copied. */
+export interface RangeCopyOptions {
+  format: ExportFormat;
+  lockTimeoutMs?: number;
+  onBytes?: (bytes: number) => void;
+  signal?: AbortSignal;
+}
+
+/** One committed range: the output's receipt plus who read it and when, on the source's clock. */
+export interface RangeCopy extends CopiedOutput {
+  /** The server session that read the range (PostgreSQL backend pid, MySQL connection id). */
+  sessionId: number;
+  /** Digest of the snapshot the session proved it read; null without a native snapshot. */
+  snapshotDigest: string | null;
+  /** The range's own window, on the claims' clock: inside the read's receipt window. */
+  startedAt: string;
+  completedAt: string;
+}
+
+/**
+ * How a read ends. `success`: every planned range is receipted; the receipt completes. `abort`:
+ * the read is given up. `retain`: the outputs are kept as evidence, but live resources (sessions,
+ * transactions) end exactly as for abort: rollback and close.
+ */
+export type CloseOutcome = 'success' | 'abort' | 'retain';
+
+/** An open read: its receipt started before planning read anything. */
+export interface SourceRead {
+  readonly handle: ReadHandle;
+  readonly plan: ReadPlan;
+  /** The receipt so far: started, and complete only after close('success'). */
+  receipt(): ExtractionLifecycleReceipt;
+  /** Proves what the read holds is still alive (a no-op when it holds nothing). */
+  probe(): Promise<void>;
+  /**
+   * Ends the read. `success` needs one evidence entry per planned range (else EXTRACTION_INCOMPLETE,
+   * and the read stays open) and returns the complete receipt; the others return null, never throw,
+   * and leave no session or transaction behind. Later calls after the first that ended it are no-ops.
+   */
+  close(outcome: 'success', evidence: readonly FileEvidence[]): Promise<ExtractionLifecycleReceipt>;
+  close(outcome: 'abort' | 'retain'): Promise<null>;
+}
+
+export interface SourceAdapter {
+  readonly kind: SourceKind;
+  readonly claims: SourceClaims;
+  /** Catalog lookup: the table, its columns, primary key and split key. */
+  describe(request: TableRequest): Promise<SourceTable>;
+  /** Opens a read at the truthful boundary and plans its ranges inside it. */
+  open(request: TableRequest, options: OpenOptions): Promise<SourceRead>;
+  /** Streams one planned range into `sink` on a session of its own, and commits the output. */
+  copyRange(handle: ReadHandle, range: PartitionRange, sink: OutputSink, options: RangeCopyOptions): Promise<RangeCopy>;
+}
