@@ -37,10 +37,16 @@ export const ErrorCode = {
   OUTPUT_FOLDER_OWNED: 'OUTPUT_FOLDER_OWNED',
   OUTPUT_PATH_ESCAPES_ROOT: 'OUTPUT_PATH_ESCAPES_ROOT',
   SOURCE_UNKNOWN: 'SOURCE_UNKNOWN',
+  /** The same table appears twice in `tables`. */
+  TABLE_DUPLICATE: 'TABLE_DUPLICATE',
   // Catalog resolution (PostgreSQL strategies).
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
   COLUMN_NOT_FOUND: 'COLUMN_NOT_FOUND',
   KEY_TYPE_UNSUPPORTED: 'KEY_TYPE_UNSUPPORTED',
+  /** An include or exclude pattern matches no table of the schema. */
+  PATTERN_UNMATCHED: 'PATTERN_UNMATCHED',
+  /** The schema has no ordinary or partitioned table (or does not exist), or include/exclude leave none. */
+  SCHEMA_EMPTY: 'SCHEMA_EMPTY',
   // Target loading.
   TARGET_CHECKSUM_MISMATCH: 'TARGET_CHECKSUM_MISMATCH',
   TARGET_COMMIT_AMBIGUOUS: 'TARGET_COMMIT_AMBIGUOUS',
@@ -108,6 +114,9 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.TABLE_NOT_FOUND,
   ErrorCode.COLUMN_NOT_FOUND,
   ErrorCode.KEY_TYPE_UNSUPPORTED,
+  ErrorCode.PATTERN_UNMATCHED,
+  ErrorCode.SCHEMA_EMPTY,
+  ErrorCode.TABLE_DUPLICATE,
   ErrorCode.SNAPSHOT_LOST,
   ErrorCode.SNAPSHOT_MISMATCH,
   ErrorCode.TARGET_NOT_SAME_DATABASE,

@@ -5,17 +5,20 @@
  * the plan to the workflow; `completeSnapshot` completes the receipt and commits.
  */
 import { Context } from '@temporalio/activity';
+import type { ClientBase } from 'pg';
+import type { ExtractionInput } from '../shared/extraction-input';
 import { ErrorCode, PgExtractError } from '../errors';
 import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { sourceColumns } from '../postgres/catalog';
-import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { isTableSet } from '../shared/table-selection';
 import { closeSession, openSession } from '../postgres/session';
 import type { OutputStores } from '../storage/output-stores';
-import { tableRequestOf } from './table-request';
+import { tableRequestOf, tableSelectionOf } from './table-request';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
-import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPlanView, parseNamed } from './requests';
+import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPlanView, type SnapshotSetPlanView, parseNamed } from './requests';
 
 /**
  * How often the holder proves its session alive. Partitions notice a dead snapshot at once (their
@@ -41,9 +44,9 @@ function deferred<T>(): Deferred<T> {
 }
 
 interface HeldSnapshot {
-  plan: Deferred<SnapshotPlanView>;
+  plan: Deferred<SnapshotPlanView | SnapshotSetPlanView>;
   finished: Deferred<void>;
-  coordinator?: SnapshotCoordinator;
+  coordinator?: SnapshotCoordinator<SnapshotPlan | SnapshotSetPlan>;
 }
 
 /** The process-local map from attempt key to the coordinator session holding its snapshot. */
@@ -79,6 +82,66 @@ function lost(): PgExtractError {
   return new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'this worker holds no such snapshot (its holder ended)');
 }
 
+/** Exports the snapshot on `client` and plans one table or a set inside it; the view is what the workflow gets. */
+async function exportAndPlan(
+  client: ClientBase,
+  attemptKey: string,
+  input: ExtractionInput,
+): Promise<{ coordinator: SnapshotCoordinator<SnapshotPlan | SnapshotSetPlan>; view: SnapshotPlanView | SnapshotSetPlanView }> {
+  const locking = { lockTimeoutMs: input.timeouts.lockTimeoutMs };
+  if (isTableSet(input)) {
+    const coordinator = await SnapshotCoordinator.exportSet(client, tableSelectionOf(input), { partitions: input.partitions }, locking);
+    return { coordinator, view: setPlanView(attemptKey, coordinator.plan) };
+  }
+  const coordinator = await SnapshotCoordinator.export(client, tableRequestOf(input), { partitions: input.partitions }, locking);
+  const { plan } = coordinator;
+  return {
+    coordinator,
+    view: {
+      attemptKey,
+      snapshotId: plan.snapshotId,
+      snapshotDigest: digestSourceToken(plan.snapshotText),
+      coordinatorPid: plan.coordinatorPid,
+      source: plan.source,
+      table: { schema: plan.table.schema, table: plan.table.table, columns: plan.table.columns.map((c) => c.name) },
+      columns: sourceColumns(plan.table),
+      primaryKey: plan.table.primaryKey,
+      key: plan.table.key,
+      ranges: plan.ranges,
+      rowCount: plan.rowCount,
+    },
+  };
+}
+
+/** Waits (heartbeating) for the holder of `attemptKey` to publish its plan. */
+function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promise<SnapshotPlanView | SnapshotSetPlanView> {
+  return withFailures(async () => {
+    const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
+    try {
+      return await Promise.race([registry.entry(attemptKey).plan.promise, Context.current().cancelled]);
+    } finally {
+      stopBeats();
+    }
+  });
+}
+
+/** What the workflow needs of a set's plan: names, split keys, sizes, ranges (columns by name only). */
+function setPlanView(attemptKey: string, plan: SnapshotSetPlan): SnapshotSetPlanView {
+  return {
+    attemptKey,
+    snapshotId: plan.snapshotId,
+    snapshotDigest: digestSourceToken(plan.snapshotText),
+    coordinatorPid: plan.coordinatorPid,
+    source: plan.source,
+    tables: plan.tables.map(({ table, bytes, ranges }) => ({
+      table: { schema: table.schema, table: table.table, columns: table.columns.map((c) => c.name) },
+      key: table.key,
+      bytes,
+      ranges,
+    })),
+  };
+}
+
 export function createHolderActivities({ registry, sourceUrl, stores }: HolderDeps) {
   return {
     async holdSnapshot(raw: HoldSnapshotRequest): Promise<{ released: true }> {
@@ -90,31 +153,16 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         const client = await openSession(url, 'coordinator');
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
         try {
-          const coordinator = await SnapshotCoordinator.export(client, tableRequestOf(input), { partitions: input.partitions }, {
-            lockTimeoutMs: input.timeouts.lockTimeoutMs,
-          });
-          held.coordinator = coordinator;
-          const { plan } = coordinator;
-          held.plan.resolve({
-            attemptKey,
-            snapshotId: plan.snapshotId,
-            snapshotDigest: digestSourceToken(plan.snapshotText),
-            coordinatorPid: plan.coordinatorPid,
-            source: plan.source,
-            table: { schema: plan.table.schema, table: plan.table.table, columns: plan.table.columns.map((c) => c.name) },
-            columns: sourceColumns(plan.table),
-            primaryKey: plan.table.primaryKey,
-            key: plan.table.key,
-            ranges: plan.ranges,
-            rowCount: plan.rowCount,
-          });
+          const coordinator = await exportAndPlan(client, attemptKey, input);
+          held.coordinator = coordinator.coordinator;
+          held.plan.resolve(coordinator.view);
           for (let done = false; !done; ) {
             done = await Promise.race([
               held.finished.promise.then(() => true),
               ctx.cancelled.then(() => true),
               new Promise<false>((res) => setTimeout(res, PROBE_INTERVAL_MS, false)),
             ]);
-            if (!done) await coordinator.probe();
+            if (!done) await coordinator.coordinator.probe();
           }
           return { released: true as const };
         } catch (err) {
@@ -130,14 +178,12 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
     },
 
     async awaitSnapshotPlan(attemptKey: string): Promise<SnapshotPlanView> {
-      return withFailures(async () => {
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
-        try {
-          return await Promise.race([registry.entry(attemptKey).plan.promise, Context.current().cancelled]);
-        } finally {
-          stopBeats();
-        }
-      });
+      return (await awaitPlan(registry, attemptKey)) as SnapshotPlanView;
+    },
+
+    /** The plan of a set of tables (a run of `tables` or `schema`). */
+    async awaitSnapshotSetPlan(attemptKey: string): Promise<SnapshotSetPlanView> {
+      return (await awaitPlan(registry, attemptKey)) as SnapshotSetPlanView;
     },
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {

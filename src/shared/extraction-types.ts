@@ -13,6 +13,8 @@ export type { TargetCommit, TargetCommitOutcome } from './commit-report';
 export interface ManifestFile {
   /** Absolute path on the worker host, or `s3://bucket/key`. */
   path: string;
+  /** The source table (`schema.table`) in a run of several tables; absent in a one-table run (the manifest's table). */
+  table?: string;
   /** Path relative to the output root, or the `s3://` URL (also the receipt's evidence name). */
   name: string;
   /** The object's ETag when the output is on S3; null for a local file. */
@@ -85,6 +87,9 @@ export interface ExtractionStatus {
   attempt: number;
   partitionsDone: number;
   partitionsTotal: number;
+  /** Tables whose every partition is written, of the run's tables (runs of several tables only). */
+  tablesDone?: number;
+  tablesTotal?: number;
   rows: number;
   bytes: number;
   outcome: TerminalOutcome | null;
