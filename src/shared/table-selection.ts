@@ -23,8 +23,13 @@ export function runLabel(input: Pick<ExtractionInput, 'table' | 'tables' | 'sche
  * already validate, without the set (which would travel in history once per partition).
  */
 export function tableInput(input: ExtractionInput, table: string): ExtractionInput {
-  const { tables: _tables, schema: _schema, include: _include, exclude: _exclude, target: _target, ...rest } = input;
-  return { ...rest, table };
+  return { ...withoutTables(input), table };
+}
+
+/** The input without its tables (and target): what every table of a set shares. */
+export function withoutTables(input: ExtractionInput): ExtractionInput {
+  const { table: _table, tables: _tables, schema: _schema, include: _include, exclude: _exclude, target: _target, ...rest } = input;
+  return rest;
 }
 
 /** A glob on table names: `*` any run of characters, `?` one character, everything else literal. */

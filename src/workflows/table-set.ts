@@ -1,15 +1,18 @@
 /**
  * One extraction attempt over a set of tables: the holder exports one snapshot, resolves, locks
- * and plans every table in it (biggest first); the workflow copies each planned range on any
- * worker, at most `maxInFlight` at a time over the whole run, and completes one receipt on the
- * holder. Losing the holder fails the attempt as SNAPSHOT_LOST, as for one table.
+ * and plans every table in it (biggest first); each planned range is copied on any
+ * worker, at most `maxInFlight` at a time over the whole run, and one receipt is completed on the
+ * holder. The copies run in child workflows of BATCH_ITEMS ranges each (see copy-batch.ts), so
+ * this workflow's history and payloads grow per batch. Losing the holder fails the attempt as
+ * SNAPSHOT_LOST, as for one table.
  */
-import { CancellationScope, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, executeChild, workflowInfo } from '@temporalio/workflow';
 import { fileExtension } from '../postgres/export-format';
 import type { ExtractionInput } from '../shared/extraction-input';
-import type { ExtractionStatus, Manifest } from '../shared/extraction-types';
-import { runLabel, tableInput } from '../shared/table-selection';
-import { type AttemptScope, extractActivities, holderActivities, quick, totals } from './attempts';
+import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
+import { runLabel, withoutTables } from '../shared/table-selection';
+import { type AttemptScope, holderActivities, quick, totals } from './attempts';
+import { type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { asHolderFailure } from './failure-kind';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
@@ -29,29 +32,8 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
   return (table, partition) => `${scope.folder}/${stems[table]}.part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
 }
 
-/**
- * Runs `work` over `items` with at most `limit` in flight, in order; deterministic (no timers).
- * `results` rejects at the first failure, after which no lane starts another item; `settled`
- * resolves once every lane has stopped, so a caller can wait for its readers before discarding.
- */
-function inFlight<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): { results: Promise<R[]>; settled: Promise<unknown> } {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  let failed = false;
-  const lane = async (): Promise<void> => {
-    while (!failed && next < items.length) {
-      const i = next++;
-      try {
-        results[i] = await work(items[i]!);
-      } catch (err) {
-        failed = true;
-        throw err;
-      }
-    }
-  };
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, lane);
-  return { results: Promise.all(lanes).then(() => results), settled: Promise.allSettled(lanes) };
-}
+/** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
+export const BATCH_ITEMS = 500;
 
 export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
@@ -78,38 +60,36 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
     await quick.prepareOutputFolder(scope.folder);
     const name = fileNamer(scope, input, plan.tables.map((t) => t.table));
     // Biggest table first, its ranges in order: the plan's order is the order partitions start.
-    const items = plan.tables.flatMap((t, table) => t.ranges.map((range, partition) => ({ table, partition, range, name: name(table, partition) })));
+    const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) => ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })));
     // Planned only once their folder exists: a discard then finds each file or proves it gone.
     scope.planned = items.map((item) => item.name);
-    const remaining = plan.tables.map((t) => t.ranges.length);
     Object.assign(status, { partitionsTotal: items.length, tablesDone: 0, tablesTotal: plan.tables.length });
     onProgress();
-    const extract = extractActivities(input);
-    const inputs = plan.tables.map((t) => tableInput(input, `${t.table.schema}.${t.table.table}`));
-    const copy = await partitionScope.run(async () =>
-      inFlight(items, input.maxInFlight, async ({ table, partition, range, name: fileName }) => {
-        const t = plan.tables[table]!;
-        const file = await extract.copyPartition({
-          input: inputs[table]!,
-          snapshotId: plan.snapshotId,
-          snapshotDigest: plan.snapshotDigest,
-          source: plan.source,
-          table: t.table,
-          key: t.key,
-          range,
-          partition,
-          name: fileName,
+    const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
+    const base = withoutTables(input);
+    // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.
+    const copy = partitionScope.run(async () => {
+      const files: ManifestFile[] = [];
+      for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
+        const done = await executeChild(copyBatchWorkflow, {
+          workflowId: `${attemptKey}/batch-${batch}`,
+          args: [{ input: base, snapshotId: plan.snapshotId, snapshotDigest: plan.snapshotDigest, source: plan.source, items: items.slice(from, from + BATCH_ITEMS) }],
         });
-        status.partitionsDone++;
-        status.rows += file.rows;
-        status.bytes += file.bytes;
-        if (--remaining[table]! === 0) status.tablesDone!++;
+        for (const file of done) {
+          status.partitionsDone++;
+          status.rows += file.rows;
+          status.bytes += file.bytes;
+          const left = remaining.get(file.table!)! - 1;
+          remaining.set(file.table!, left);
+          if (left === 0) status.tablesDone!++;
+        }
         onProgress();
-        return { ...file, table: inputs[table]!.table! };
-      }),
-    );
-    copying = copy.settled;
-    const files = await Promise.race([copy.results, holdEnded]);
+        files.push(...done);
+      }
+      return files;
+    });
+    copying = copy.catch(() => undefined);
+    const files = await Promise.race([copy, holdEnded]);
     const receipt = await holder.control
       .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
       .catch((err) => Promise.reject(asHolderFailure(err, true)));

@@ -86,7 +86,8 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         assert.deepEqual(manifest.files.filter((f) => f.table === 'tset.notes').map((f) => f.range), [{ kind: 'all' }]);
         assert.equal(manifest.files[0]!.table, 'tset.big', 'the biggest first');
         assert.deepEqual(await tableFilesDigest(manifest, 'tset.big'), await tableDigest('SELECT * FROM tset.big'));
-        const history = await handle.fetchHistory();
+        const { runId } = await handle.describe();
+        const history = await live().temporal.client.workflow.getHandle(`${handle.workflowId}/${runId}/attempt-1/batch-0`).fetchHistory();
         let running = 0;
         let most = 0;
         const copies = new Set<string>();
