@@ -65,6 +65,11 @@ export interface Manifest {
   primaryKey: string[] | null;
   /** The run's `datapackage.json`; null for runs without files and runs started by older code. */
   dataPackage: DataPackageFile | null;
+  /**
+   * False in the result of a run of several tables: its files[] is left out there (see the manifest
+   * query and the receipt's evidence); absent otherwise.
+   */
+  filesInResult?: false;
   /** Null only for an internal-query load that the fence answered on a retry: this run observed no read. */
   extractionReceipt: ExtractionLifecycleReceipt | null;
 }

@@ -207,7 +207,10 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   progress();
   await condition(allHandlersFinished);
   if (cancelled) throw cancelled;
-  return { manifest, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null, load };
+  // A set's files[] (hundreds of bytes per file) would push the result past Temporal's 2 MB payload limit at
+  // a few thousand files; its receipt's evidence still names every file with rows, bytes and sha256.
+  const result = isTableSet(input) ? { ...manifest, files: [], filesInResult: false as const } : manifest;
+  return { manifest: result, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null, load };
 }
 
 async function extractWithFreshSnapshots(
