@@ -6,6 +6,7 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
+import { MAX_TABLES } from '../shared/extraction-input';
 import { globMatcher } from '../shared/table-selection';
 import { type ResolvedTable, resolveTable } from './catalog';
 import type { PartitionRange } from './range-planner';
@@ -54,6 +55,9 @@ async function schemaTables(client: ClientBase, selection: { schema: string; inc
   const exclude = matchers('exclude');
   const kept = all.filter((name) => (include.length === 0 || include.some((m) => m(name))) && !exclude.some((m) => m(name)));
   if (kept.length === 0) throw new PgExtractError(ErrorCode.SCHEMA_EMPTY, `include and exclude leave no table of ${selection.schema}`, { field: 'exclude' });
+  if (kept.length > MAX_TABLES) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `${selection.schema} has ${kept.length} tables; one run takes at most ${MAX_TABLES} (narrow it with include/exclude)`, { field: 'schema' });
+  }
   return kept.map((table) => ({ schema: selection.schema, table }));
 }
 
