@@ -62,6 +62,7 @@ export function printStatus(workflowId: string, s: ExtractionStatus & { workflow
     ['table', s.table],
     ['phase', s.phase],
     ['attempt', String(s.attempt)],
+    ...(s.tablesTotal === undefined ? [] : [['tables', `${s.tablesDone ?? 0}/${s.tablesTotal}`] as [string, string]]),
     ['partitions', `${s.partitionsDone}/${s.partitionsTotal}`],
     ['rows', String(s.rows)],
     ['bytes', String(s.bytes)],

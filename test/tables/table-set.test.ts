@@ -10,7 +10,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/shared/definitions';
 import type { ExtractionRequest } from '../../src/shared/extraction-input';
-import type { Manifest } from '../../src/shared/extraction-types';
+import type { ExtractionResult, Manifest } from '../../src/shared/extraction-types';
 import { cli } from '../support/cli';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
@@ -102,6 +102,26 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     } finally {
       await admin().query('DROP TABLE IF EXISTS tset.big');
     }
+  });
+
+  it("the coordinator's backend terminated mid-run → the whole set again from one fresh snapshot", async () => {
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { schema: 'tset', maxInFlight: 1 }, { taskQueue });
+        // Planned and copying: the batch is running when the snapshot dies.
+        while ((await handle.query(statusQuery)).partitionsTotal === 0) await new Promise((r) => setTimeout(r, 10));
+        const killed = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
+        assert.equal(killed.rowCount, 1);
+        const manifest = await waitForManifest(handle);
+        for (const table of ['tset.customers', 'tset.orders']) assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        const result = (await handle.result()) as ExtractionResult;
+        assert.deepEqual(result.attempts.map((a) => a.result), ['snapshot_lost', 'completed']);
+        assert.equal(manifest.attempt, 2);
+        assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest && f.name.includes('/attempt-2/')), 'one fresh snapshot, files of the last attempt only');
+      },
+      { maxConcurrentActivities: 1 },
+    );
   });
 
   it('start --schema --wait --json prints files[] with their table, tables[] and totals', async () => {
