@@ -6,6 +6,7 @@ import { Client, WorkflowNotFoundError, type WorkflowHandle, type WorkflowHandle
 import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './shared/commit-report';
+import { runLabel } from './shared/table-selection';
 import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './shared/definitions';
 import { type ExtractionRequest, parseExtractionInput } from './shared/extraction-input';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './shared/extraction-types';
@@ -20,16 +21,17 @@ export interface StartOptions {
 
 export async function startExtraction(client: Client, request: ExtractionRequest, options: StartOptions): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
   const input = parseExtractionInput(request);
-  const workflowId = options.workflowId ?? `pg-extract-${input.table}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const label = runLabel(input);
+  const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   return client.workflow.start<typeof extractionWorkflow>('extractionWorkflow', {
     taskQueue: options.taskQueue,
     workflowId,
     args: [input],
     typedSearchAttributes: [
-      { key: SearchAttributes.table, value: input.table },
+      { key: SearchAttributes.table, value: label },
       { key: SearchAttributes.phase, value: 'planning' },
     ],
-    staticSummary: `Extract ${input.table} (${input.partitions === 'auto' ? 'auto' : input.partitions} partitions, ${input.format}${input.gzip ? '+gzip' : ''})`,
+    staticSummary: `Extract ${label} (${input.partitions === 'auto' ? 'auto' : input.partitions} partitions, ${input.format}${input.gzip ? '+gzip' : ''})`,
     staticDetails: `source \`${input.source}\`, commit deadline ${Math.round(input.commitDeadlineMs / 1000)} s`,
   });
 }

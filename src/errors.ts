@@ -45,10 +45,16 @@ export const ErrorCode = {
   SOURCE_UNKNOWN: 'SOURCE_UNKNOWN',
   /** A configured source URL whose scheme no source adapter reads (postgres:, postgresql:, mysql:, mariadb: are known). */
   SOURCE_URL_UNSUPPORTED: 'SOURCE_URL_UNSUPPORTED',
+  /** The same table appears twice in `tables`. */
+  TABLE_DUPLICATE: 'TABLE_DUPLICATE',
   // Catalog resolution (PostgreSQL strategies).
   TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
   COLUMN_NOT_FOUND: 'COLUMN_NOT_FOUND',
   KEY_TYPE_UNSUPPORTED: 'KEY_TYPE_UNSUPPORTED',
+  /** An include or exclude pattern matches no table of the schema. */
+  PATTERN_UNMATCHED: 'PATTERN_UNMATCHED',
+  /** The schema has no ordinary or partitioned table (or does not exist), or include/exclude leave none. */
+  SCHEMA_EMPTY: 'SCHEMA_EMPTY',
   // Target loading.
   TARGET_CHECKSUM_MISMATCH: 'TARGET_CHECKSUM_MISMATCH',
   TARGET_COMMIT_AMBIGUOUS: 'TARGET_COMMIT_AMBIGUOUS',
@@ -123,6 +129,9 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.TABLE_NOT_FOUND,
   ErrorCode.COLUMN_NOT_FOUND,
   ErrorCode.KEY_TYPE_UNSUPPORTED,
+  ErrorCode.PATTERN_UNMATCHED,
+  ErrorCode.SCHEMA_EMPTY,
+  ErrorCode.TABLE_DUPLICATE,
   ErrorCode.SNAPSHOT_LOST,
   ErrorCode.SNAPSHOT_MISMATCH,
   ErrorCode.TARGET_NOT_SAME_DATABASE,

@@ -7,6 +7,7 @@ import { posix } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
+import { singleTable } from '../shared/table-selection';
 import { parseTableName } from '../postgres/sql';
 import { dataPackage, dataPackageResource } from '../readers/data-package';
 import type { DataPackageFile, SourceColumn } from '../shared/extraction-types';
@@ -41,7 +42,7 @@ export function createDataPackageActivities({ stores }: { stores: OutputStores }
         const folder = posix.dirname(name);
         const outside = files.find((f) => posix.dirname(f) !== folder);
         if (outside) throw new PgExtractError(ErrorCode.INPUT_INVALID, `data package: ${outside} is not in ${folder}`, { field: 'files' });
-        const { schema, table } = parseTableName(input.table);
+        const { schema, table } = parseTableName(singleTable(input));
         const resource = dataPackageResource({ schema, table, columns, primaryKey, paths: files.map((f) => posix.basename(f)) }, input);
         const body = Buffer.from(`${JSON.stringify(dataPackage(resource.name, new Date().toISOString(), [resource]), null, 2)}\n`);
         const store = stores.of(name);

@@ -93,6 +93,16 @@ export interface SnapshotPlanView {
   rowCount: number | null;
 }
 
+/** The plan of a set of tables, biggest first; every table's ranges are read inside the one snapshot. */
+export interface SnapshotSetPlanView {
+  attemptKey: string;
+  snapshotId: string;
+  snapshotDigest: string;
+  coordinatorPid: number;
+  source: SourceIdentity;
+  tables: { table: { schema: string; table: string; columns: string[] }; key: SplitKey | null; bytes: number; ranges: PartitionRange[] }[];
+}
+
 export interface CompleteSnapshotRequest {
   attemptKey: string;
   evidence: FileEvidence[];

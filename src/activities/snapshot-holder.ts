@@ -7,14 +7,19 @@
  */
 import { Context } from '@temporalio/activity';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
+import { digestSourceToken } from '../lifecycle/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import type { SnapshotSetPlan } from '../postgres/snapshot-coordinator';
+import type { ExtractionInput } from '../shared/extraction-input';
+import { isTableSet } from '../shared/table-selection';
 import { sourceAdapter } from '../sources/adapters';
-import type { SourceRead } from '../sources/source-adapter';
+import { type HeldRead, openPostgresTableSet } from '../sources/postgres-adapter';
+import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStores } from '../storage/output-stores';
-import { tableRequestOf } from './table-request';
+import { tableRequestOf, tableSelectionOf } from './table-request';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
-import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPlanView, parseNamed } from './requests';
+import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPlanView, type SnapshotSetPlanView, parseNamed } from './requests';
 
 /**
  * How often the holder proves its session alive. Partitions notice a dead snapshot at once (their
@@ -40,9 +45,9 @@ function deferred<T>(): Deferred<T> {
 }
 
 interface HeldSnapshot {
-  plan: Deferred<SnapshotPlanView>;
+  plan: Deferred<SnapshotPlanView | SnapshotSetPlanView>;
   finished: Deferred<void>;
-  read?: SourceRead;
+  read?: HeldRead;
 }
 
 /** The process-local map from attempt key to the source read (PostgreSQL: the coordinator session) holding its snapshot. */
@@ -78,39 +83,85 @@ function lost(): PgExtractError {
   return new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'this worker holds no such snapshot (its holder ended)');
 }
 
+/** Opens the source's read of one table or a set (PostgreSQL only) and plans inside it; the view is what the workflow gets. */
+async function openAndPlan(url: string, attemptKey: string, input: ExtractionInput): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView }> {
+  const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs };
+  if (isTableSet(input)) {
+    if (sourceKindOf(url) !== 'postgresql') {
+      throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, 'many tables at one snapshot need a PostgreSQL source (exported snapshots)', { field: 'source' });
+    }
+    const read = await openPostgresTableSet(url, tableSelectionOf(input), options);
+    return { read, view: setPlanView(attemptKey, read.plan) };
+  }
+  const read = await sourceAdapter(url).open(tableRequestOf(input), options);
+  const { handle, plan } = read;
+  return {
+    read,
+    view: {
+      attemptKey,
+      snapshotId: handle.snapshotId,
+      snapshotDigest: handle.snapshotDigest,
+      coordinatorPid: plan.coordinatorPid,
+      ...(handle.source ? { source: handle.source } : {}),
+      table: handle.table,
+      columns: plan.table.columns,
+      primaryKey: plan.table.primaryKey,
+      key: handle.key,
+      ranges: plan.ranges,
+      rowCount: plan.rowCount,
+    },
+  };
+}
+
+/** Waits (heartbeating) for the holder of `attemptKey` to publish its plan. */
+function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promise<SnapshotPlanView | SnapshotSetPlanView> {
+  return withFailures(async () => {
+    const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
+    try {
+      return await Promise.race([registry.entry(attemptKey).plan.promise, Context.current().cancelled]);
+    } finally {
+      stopBeats();
+    }
+  });
+}
+
+/** What the workflow needs of a set's plan: names, split keys, sizes, ranges (columns by name only). */
+function setPlanView(attemptKey: string, plan: SnapshotSetPlan): SnapshotSetPlanView {
+  return {
+    attemptKey,
+    snapshotId: plan.snapshotId,
+    snapshotDigest: digestSourceToken(plan.snapshotText),
+    coordinatorPid: plan.coordinatorPid,
+    source: plan.source,
+    tables: plan.tables.map(({ table, bytes, ranges }) => ({
+      table: { schema: table.schema, table: table.table, columns: table.columns.map((c) => c.name) },
+      key: table.key,
+      bytes,
+      ranges,
+    })),
+  };
+}
+
 export function createHolderActivities({ registry, sourceUrl, stores }: HolderDeps) {
   return {
     async holdSnapshot(raw: HoldSnapshotRequest): Promise<{ released: true }> {
       return withFailures(async () => {
         const { attemptKey, input } = parseNamed(raw);
-        const adapter = sourceAdapter(sourceUrl(input.source));
+        const url = sourceUrl(input.source);
         const ctx = Context.current();
         const held = registry.entry(attemptKey);
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
         try {
-          const read = await adapter.open(tableRequestOf(input), { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs });
-          held.read = read;
-          const { handle, plan } = read;
-          held.plan.resolve({
-            attemptKey,
-            snapshotId: handle.snapshotId,
-            snapshotDigest: handle.snapshotDigest,
-            coordinatorPid: plan.coordinatorPid,
-            ...(handle.source ? { source: handle.source } : {}),
-            table: handle.table,
-            columns: plan.table.columns,
-            primaryKey: plan.table.primaryKey,
-            key: handle.key,
-            ranges: plan.ranges,
-            rowCount: plan.rowCount,
-          });
+          const opened = await openAndPlan(url, attemptKey, input);
+          held.read = opened.read;
+          held.plan.resolve(opened.view);
           for (let done = false; !done; ) {
             done = await Promise.race([
               held.finished.promise.then(() => true),
               ctx.cancelled.then(() => true),
               new Promise<false>((res) => setTimeout(res, PROBE_INTERVAL_MS, false)),
             ]);
-            if (!done) await read.probe();
+            if (!done) await opened.read.probe();
           }
           return { released: true as const };
         } catch (err) {
@@ -126,14 +177,12 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
     },
 
     async awaitSnapshotPlan(attemptKey: string): Promise<SnapshotPlanView> {
-      return withFailures(async () => {
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
-        try {
-          return await Promise.race([registry.entry(attemptKey).plan.promise, Context.current().cancelled]);
-        } finally {
-          stopBeats();
-        }
-      });
+      return (await awaitPlan(registry, attemptKey)) as SnapshotPlanView;
+    },
+
+    /** The plan of a set of tables (a run of `tables` or `schema`). */
+    async awaitSnapshotSetPlan(attemptKey: string): Promise<SnapshotSetPlanView> {
+      return (await awaitPlan(registry, attemptKey)) as SnapshotSetPlanView;
     },
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {

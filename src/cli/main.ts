@@ -48,6 +48,14 @@ function countArg(value: string): number {
   return n;
 }
 
+function listArg(value: string): string[] {
+  return value.split(',');
+}
+
+function repeatArg(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
 function secondsArg(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('a positive number of seconds');
@@ -76,7 +84,12 @@ program
 program
   .command('start')
   .description('start an extraction workflow')
-  .requiredOption('--table <schema.table>', 'table to export')
+  .option('--table <schema.table>', 'table to export (or --tables, or --schema)')
+  .option('--tables <s.a,s.b>', 'several tables (views too) exported at one snapshot', listArg, undefined)
+  .option('--schema <name>', "every ordinary and partitioned table of a schema, at one snapshot")
+  .option('--include <glob>', 'with --schema: only tables whose name matches (* and ?; repeatable)', repeatArg, undefined)
+  .option('--exclude <glob>', 'with --schema: skip tables whose name matches (repeatable)', repeatArg, undefined)
+  .option('--max-in-flight <N>', 'with --tables/--schema: partitions copied at once over the whole run (default 8)', Number)
   .option('--source <name>', 'source configured on the worker (PG_EXTRACT_SOURCE_<NAME>_URL: postgres://… or mysql://…)', 'default')
   .option('--key <column>', 'split key (default: single-column primary key)')
   .option('--columns <a,b,c>', 'columns to export (default: all)')
@@ -98,7 +111,12 @@ program
   .action(async (opts) => {
     const request: ExtractionRequest = {
       source: opts.source,
-      table: opts.table,
+      ...(opts.table !== undefined ? { table: opts.table } : {}),
+      ...(opts.tables !== undefined ? { tables: opts.tables } : {}),
+      ...(opts.schema !== undefined ? { schema: opts.schema } : {}),
+      ...(opts.include !== undefined ? { include: opts.include } : {}),
+      ...(opts.exclude !== undefined ? { exclude: opts.exclude } : {}),
+      ...(opts.maxInFlight !== undefined ? { maxInFlight: opts.maxInFlight } : {}),
       ...(opts.key !== undefined ? { key: opts.key } : {}),
       ...(opts.columns !== undefined ? { columns: String(opts.columns).split(',') } : {}),
       partitions: opts.partitions,

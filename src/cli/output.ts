@@ -8,10 +8,31 @@ export function manifestJson(m: Manifest) {
     workflowId: m.workflowId,
     extractionReceipt: m.extractionReceipt,
     // An object on S3 also gives its ETag; a local file has none to give.
-    files: m.files.map(({ path, partition, range, rows, bytes, sha256, etag }) => ({ path, partition, range, rows, bytes, sha256, ...(etag ? { etag } : {}) })),
-    totals: m.totals,
+    files: m.files.map(({ table, path, partition, range, rows, bytes, sha256, etag }) => ({
+      table: table ?? m.table,
+      path,
+      partition,
+      range,
+      rows,
+      bytes,
+      sha256,
+      ...(etag ? { etag } : {}),
+    })),
+    tables: tableTotals(m),
+    totals: { ...m.totals, tables: tableTotals(m).length, files: m.files.length },
     dataPackage: m.dataPackage ? { path: m.dataPackage.path, bytes: m.dataPackage.bytes, sha256: m.dataPackage.sha256 } : null,
   };
+}
+
+/** Each table's rows, bytes and file count, in the manifest's order (a run of several tables lists the biggest first). */
+export function tableTotals(m: Manifest): { table: string; rows: number; bytes: number; files: number }[] {
+  const byTable = new Map<string, { table: string; rows: number; bytes: number; files: number }>();
+  for (const f of m.files) {
+    const table = f.table ?? m.table;
+    const t = byTable.get(table) ?? { table, rows: 0, bytes: 0, files: 0 };
+    byTable.set(table, { table, rows: t.rows + f.rows, bytes: t.bytes + f.bytes, files: t.files + 1 });
+  }
+  return [...byTable.values()];
 }
 
 export function printManifest(m: Manifest): void {
@@ -23,7 +44,7 @@ export function printManifest(m: Manifest): void {
   } else {
     console.log('  window   not observed by this run (the commit fence answered a retried load)');
   }
-  for (const f of m.files) console.log(`  part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`);
+  for (const f of m.files) console.log(`  ${f.table ? `${f.table} ` : ''}part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`);
   if (m.dataPackage) console.log(`  package ${m.dataPackage.path} (types and CSV dialect; pg-extract reader ${m.workflowId} --engine duckdb)`);
   console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; awaiting the target commit (pg-extract commit ${m.workflowId} --outcome …)`);
 }
@@ -41,6 +62,7 @@ export function printStatus(workflowId: string, s: ExtractionStatus & { workflow
     ['table', s.table],
     ['phase', s.phase],
     ['attempt', String(s.attempt)],
+    ...(s.tablesTotal === undefined ? [] : [['tables', `${s.tablesDone ?? 0}/${s.tablesTotal}`] as [string, string]]),
     ['partitions', `${s.partitionsDone}/${s.partitionsTotal}`],
     ['rows', String(s.rows)],
     ['bytes', String(s.bytes)],

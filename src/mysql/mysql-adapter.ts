@@ -43,7 +43,7 @@ export function mysqlAdapter(url: string): SourceAdapter {
           probe: async () => undefined,
           async close(outcome: 'success' | 'abort' | 'retain', evidence?: readonly { name: string; rows: number; bytes: number; sha256: string }[]) {
             if (outcome !== 'success') return null;
-            checkExhausted(plan, evidence ?? []);
+            checkExhausted(plan.ranges.length, evidence ?? []);
             return authority.complete(evidence ?? []);
           },
         };

@@ -16,6 +16,7 @@ import {
   digestSourceToken,
 } from '../lifecycle';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
+import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
 import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
@@ -63,11 +64,19 @@ const SAMPLE_ABOVE_ROWS = 1_000_000;
  */
 const sampleRows = (n: number): number => Math.min(500_000, Math.max(100_000, 20_000 * n));
 
-export class SnapshotCoordinator {
+/** The snapshot fields both plans share. */
+type ExportedSnapshot = Omit<SnapshotPlan, 'table' | 'ranges' | 'rowCount'>;
+
+/** A set of tables planned inside one exported snapshot, biggest first. */
+export interface SnapshotSetPlan extends ExportedSnapshot {
+  tables: TablePlan[];
+}
+
+export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   private constructor(
     private readonly client: ClientBase,
     readonly authority: ExtractionLifecycleAuthority,
-    readonly plan: SnapshotPlan,
+    readonly plan: P,
   ) {}
 
   /** Opens the exporting transaction on `client` (a fresh session), resolves the table and plans. */
@@ -77,6 +86,52 @@ export class SnapshotCoordinator {
     planning: PlanningOptions,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator> {
+    return SnapshotCoordinator.exporting(client, locking, request, async (snapshot) => {
+      const table = await resolveTable(client, request);
+      await lockAccessShare(client, table);
+      const { ranges, rowCount } = await planRanges(client, table, planning);
+      return { ...snapshot, table, ranges, rowCount };
+    });
+  }
+
+  /**
+   * Opens one exporting transaction for a set of tables: resolves them all inside the snapshot,
+   * takes ACCESS SHARE on each (as pg_dump does), and plans each by its size: `partitions` is the
+   * most ranges any one table gets (`auto`: 16).
+   */
+  static async exportSet(
+    client: ClientBase,
+    selection: TableSelection,
+    planning: Pick<PlanningOptions, 'partitions'>,
+    locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
+  ): Promise<SnapshotCoordinator<SnapshotSetPlan>> {
+    let locked: { schema: string; table: string } = 'tables' in selection ? selection.tables[0]! : { schema: selection.schema, table: '*' };
+    return SnapshotCoordinator.exporting(client, locking, () => locked, async (snapshot) => {
+      const tables = await resolveTableSet(client, selection);
+      for (const table of tables) {
+        locked = table;
+        await lockAccessShare(client, table);
+      }
+      const sizes = await tableSizes(client, tables);
+      const max = planning.partitions === 'auto' ? 16 : planning.partitions;
+      const plans: TablePlan[] = [];
+      for (const [i, table] of tables.entries()) {
+        const n = partitionsBySize(sizes[i]!, max);
+        // One file needs no bounds: small tables cost no planning query at all.
+        const ranges: PartitionRange[] = n === 1 ? [{ kind: 'all' }] : (await planRanges(client, table, { partitions: n })).ranges;
+        plans.push({ table, bytes: sizes[i]!, ranges });
+      }
+      return { ...snapshot, tables: biggestFirst(plans) };
+    });
+  }
+
+  /** BEGIN, export the snapshot, record it on the authority, then `prepare` the plan inside it; ROLLBACK on any failure. */
+  private static async exporting<P extends ExportedSnapshot>(
+    client: ClientBase,
+    locking: LockingOptions,
+    lockTarget: { schema: string; table: string } | (() => { schema: string; table: string }),
+    prepare: (snapshot: ExportedSnapshot) => Promise<P>,
+  ): Promise<SnapshotCoordinator<P>> {
     const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
@@ -92,22 +147,11 @@ export class SnapshotCoordinator {
       const sourceToken = digestSourceToken(row.id);
       authority.acquire(row.started);
       authority.acquireSnapshot(SnapshotAuthority.exportedSnapshot, sourceToken, row.snapshot_at);
-      const table = await resolveTable(client, request);
-      await lockAccessShare(client, table);
-      const { ranges, rowCount } = await planRanges(client, table, planning);
-      return new SnapshotCoordinator(client, authority, {
-        snapshotId: row.id,
-        snapshotText: row.snapshot,
-        sourceToken,
-        coordinatorPid: row.pid,
-        source: identityOf(row),
-        table,
-        ranges,
-        rowCount,
-      });
+      const plan = await prepare({ snapshotId: row.id, snapshotText: row.snapshot, sourceToken, coordinatorPid: row.pid, source: identityOf(row) });
+      return new SnapshotCoordinator(client, authority, plan);
     } catch (err) {
       await client.query('ROLLBACK').catch(() => addNote(err, 'coordinator rollback failed'));
-      throw await lockTimeoutError(client, err, request, locking.lockTimeoutMs);
+      throw await lockTimeoutError(client, err, typeof lockTarget === 'function' ? lockTarget() : lockTarget, locking.lockTimeoutMs);
     }
   }
 
@@ -129,7 +173,8 @@ export class SnapshotCoordinator {
   }
 }
 
-async function planRanges(client: ClientBase, table: ResolvedTable, planning: PlanningOptions): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
+/** The ranges of one table: key ranges (balanced by sampled quantiles), else ctid page ranges. */
+export async function planRanges(client: ClientBase, table: ResolvedTable, planning: PlanningOptions): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
   const relation = quoteQualified(table.schema, table.table);
   const auto = planning.partitions === 'auto';
   const wanted = (rows: number | null): number =>

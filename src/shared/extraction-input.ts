@@ -18,14 +18,29 @@ const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: 
   }
 };
 
+const tableName = z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v)));
+const globs = z.array(z.string().min(1).max(200)).min(1).max(100).optional();
+/** The most tables one run takes: each is a few hundred bytes of plan, batch result and receipt in the parent's history (2,000 measured: 5 MB, largest event 1.2 MB of the 2 MB limit). */
+export const MAX_TABLES = 2000;
+
 const millis = (max: number) => z.number().int().positive().max(max);
 const HOUR = 3_600_000;
 
 export const extractionInputSchema = z.strictObject({
   /** A source name the worker resolves to a URL (`default` → PG_EXTRACT_SOURCE_URL). */
   source: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a source name: letters, digits, underscores').default('default'),
-  /** `schema.table` or `table`. */
-  table: z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v))),
+  /** `schema.table` or `table`: one table. Exactly one of `table`, `tables` and `schema` is given. */
+  table: tableName.optional(),
+  /** Several tables (views and materialized views too), exported at one snapshot. */
+  tables: z.array(tableName).min(1).max(MAX_TABLES).optional(),
+  /** Every ordinary and partitioned table of this schema, at one snapshot (narrowed by include/exclude). */
+  schema: z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'schema'))).optional(),
+  /** Glob patterns (`*`, `?`) on table names in `schema`: keep the tables any of them matches. */
+  include: globs,
+  /** Glob patterns on table names in `schema`: drop the tables any of them matches. */
+  exclude: globs,
+  /** A run's partitions in flight at once, over all its tables (runs of several tables). */
+  maxInFlight: z.number().int().min(1).max(256).default(8),
   /** Columns to export (all when absent). */
   columns: z.array(z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'columns')))).min(1).max(1600).optional(),
   /** Split key (the single-column primary key when absent). */
@@ -101,7 +116,36 @@ export const extractionInputSchema = z.strictObject({
       loadHeartbeatMs: millis(HOUR).default(20_000),
     })
     .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS, loadHeartbeatMs: 20_000 }),
-}).superRefine(formatOptionsCheck);
+})
+  .superRefine(formatOptionsCheck)
+  .superRefine(checkSelection);
+
+/** One way to name the tables; per-table choices (columns, key) only for one table; no table named twice. */
+function checkSelection(input: { table?: string; tables?: string[]; schema?: string; include?: string[]; exclude?: string[]; columns?: unknown; key?: unknown }, ctx: z.RefinementCtx): void {
+  const given = (['table', 'tables', 'schema'] as const).filter((k) => input[k] !== undefined);
+  if (given.length !== 1) {
+    ctx.addIssue({ code: 'custom', path: [given[1] ?? 'table'], message: given.length ? `give one of table, tables, schema; got ${given.join(' and ')}` : 'give table, tables or schema' });
+    return;
+  }
+  for (const k of ['include', 'exclude'] as const) {
+    if (input[k] !== undefined && input.schema === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} narrows a schema: give schema` });
+  }
+  for (const k of ['columns', 'key'] as const) {
+    if (input[k] !== undefined && input.table === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} applies to one table: each of several tables takes its primary key and all columns` });
+  }
+  const seen = new Set<string>();
+  for (const name of input.tables ?? []) {
+    let key: string;
+    try {
+      const { schema, table } = parseTableName(name);
+      key = `${schema}.${table}`;
+    } catch {
+      continue; // The element's own check reports it.
+    }
+    if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['tables'], message: `${key} is named twice`, params: { code: ErrorCode.TABLE_DUPLICATE } });
+    seen.add(key);
+  }
+}
 
 /** What callers pass (defaults optional). */
 export type ExtractionRequest = z.input<typeof extractionInputSchema>;

@@ -13,6 +13,8 @@ export type { TargetCommit, TargetCommitOutcome } from './commit-report';
 export interface ManifestFile {
   /** Absolute path on the worker host, or `s3://bucket/key`. */
   path: string;
+  /** The source table (`schema.table`) in a run of several tables; absent in a one-table run (the manifest's table). */
+  table?: string;
   /** Path relative to the output root, or the `s3://` URL (also the receipt's evidence name). */
   name: string;
   /** The object's ETag when the output is on S3; null for a local file. */
@@ -63,6 +65,11 @@ export interface Manifest {
   primaryKey: string[] | null;
   /** The run's `datapackage.json`; null for runs without files and runs started by older code. */
   dataPackage: DataPackageFile | null;
+  /**
+   * False in the result of a run of several tables: its files[] is left out there (see the manifest
+   * query and the receipt's evidence); absent otherwise.
+   */
+  filesInResult?: false;
   /** Null only for an internal-query load that the fence answered on a retry: this run observed no read. */
   extractionReceipt: ExtractionLifecycleReceipt | null;
 }
@@ -85,6 +92,9 @@ export interface ExtractionStatus {
   attempt: number;
   partitionsDone: number;
   partitionsTotal: number;
+  /** Tables whose every partition is written, of the run's tables (runs of several tables only). */
+  tablesDone?: number;
+  tablesTotal?: number;
   rows: number;
   bytes: number;
   outcome: TerminalOutcome | null;

@@ -4,10 +4,9 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import type { FileEvidence } from '../lifecycle/receipt';
-import type { ReadPlan } from './source-adapter';
 
-export function checkExhausted(plan: ReadPlan, evidence: readonly FileEvidence[]): void {
-  if (evidence.length !== plan.ranges.length) {
-    throw new PgExtractError(ErrorCode.EXTRACTION_INCOMPLETE, `${evidence.length} of ${plan.ranges.length} planned ranges are receipted: the read is not exhausted`);
+export function checkExhausted(plannedRanges: number, evidence: readonly FileEvidence[]): void {
+  if (evidence.length !== plannedRanges) {
+    throw new PgExtractError(ErrorCode.EXTRACTION_INCOMPLETE, `${evidence.length} of ${plannedRanges} planned ranges are receipted: the read is not exhausted`);
   }
 }

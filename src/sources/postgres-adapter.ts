@@ -10,10 +10,13 @@ import { digestSourceToken } from '../lifecycle/source-token';
 import { type TableRequest, resolveTable, sourceColumns } from '../postgres/catalog';
 import { copyPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
-import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
 import { checkExhausted } from './exhaustion';
-import type { SourceAdapter, SourceRead, SourceTable } from './source-adapter';
+import type { Client } from 'pg';
+import type { FileEvidence } from '../lifecycle/receipt';
+import type { TableSelection } from '../postgres/table-set';
+import type { CloseOutcome, OpenOptions, SourceAdapter, SourceRead, SourceTable } from './source-adapter';
 
 export function postgresAdapter(url: string): SourceAdapter {
   return {
@@ -32,23 +35,10 @@ export function postgresAdapter(url: string): SourceAdapter {
 
     async open(request, options): Promise<SourceRead> {
       const client = await openSession(url, 'coordinator');
-      let coordinator: SnapshotCoordinator;
-      try {
-        coordinator = await SnapshotCoordinator.export(client, request, { partitions: options.partitions }, { lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS });
-      } catch (err) {
-        await closeSession(client);
-        throw err;
-      }
+      const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, { partitions: options.partitions }, lockingOf(options)));
       const { plan } = coordinator;
-      let open = true;
-      // Rolls back whatever is still open (nothing after a COMMIT) and ends the session, once.
-      const end = async (): Promise<void> => {
-        if (!open) return;
-        open = false;
-        await coordinator.abort();
-        await closeSession(client);
-      };
       const read = {
+        ...coordinatorRead(client, coordinator, (evidence) => checkExhausted(read.plan.ranges.length, evidence)),
         handle: {
           snapshotId: plan.snapshotId,
           snapshotDigest: digestSourceToken(plan.snapshotText),
@@ -61,21 +51,6 @@ export function postgresAdapter(url: string): SourceAdapter {
           ranges: plan.ranges,
           rowCount: plan.rowCount,
           coordinatorPid: plan.coordinatorPid,
-        },
-        receipt: () => coordinator.authority.latest()!,
-        probe: () => coordinator.probe(),
-        async close(outcome: 'success' | 'abort' | 'retain', evidence?: readonly { name: string; rows: number; bytes: number; sha256: string }[]) {
-          if (outcome !== 'success') {
-            await end();
-            return null;
-          }
-          checkExhausted(read.plan, evidence ?? []);
-          if (!open) throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the read was already closed');
-          try {
-            return await coordinator.complete(evidence ?? []);
-          } finally {
-            await end();
-          }
         },
       };
       return read as SourceRead;
@@ -116,4 +91,68 @@ export function postgresAdapter(url: string): SourceAdapter {
       }
     },
   };
+}
+
+/**
+ * Many tables at one snapshot (a run of `tables` or `schema`): one coordinator session exports,
+ * resolves, locks and plans every table; the read ends like a one-table read.
+ */
+export async function openPostgresTableSet(url: string, selection: TableSelection, options: OpenOptions): Promise<HeldRead & { plan: SnapshotSetPlan }> {
+  const client = await openSession(url, 'coordinator');
+  const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, { partitions: options.partitions }, lockingOf(options)));
+  const ranges = coordinator.plan.tables.reduce((n, t) => n + t.ranges.length, 0);
+  return {
+    ...coordinatorRead(client, coordinator, (evidence) => checkExhausted(ranges, evidence)),
+    plan: coordinator.plan,
+  };
+}
+
+/** What the snapshot holder keeps of a read: the probe and the close. */
+export type HeldRead = Pick<SourceRead, 'probe' | 'close'>;
+
+function lockingOf(options: OpenOptions): { lockTimeoutMs: number } {
+  return { lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS };
+}
+
+/** Exports on a fresh coordinator session; a failed export closes the session. */
+async function exportOn<C>(client: Client, exporting: (client: Client) => Promise<C>): Promise<C> {
+  try {
+    return await exporting(client);
+  } catch (err) {
+    await closeSession(client);
+    throw err;
+  }
+}
+
+/** A coordinator session as a read: probe it; close it once, completing the receipt only on success. */
+function coordinatorRead(
+  client: Client,
+  coordinator: SnapshotCoordinator<SnapshotPlan | SnapshotSetPlan>,
+  checkEvidence: (evidence: readonly FileEvidence[]) => void,
+): HeldRead & Pick<SourceRead, 'receipt'> {
+  let open = true;
+  // Rolls back whatever is still open (nothing after a COMMIT) and ends the session, once.
+  const end = async (): Promise<void> => {
+    if (!open) return;
+    open = false;
+    await coordinator.abort();
+    await closeSession(client);
+  };
+  return {
+    receipt: () => coordinator.authority.latest()!,
+    probe: () => coordinator.probe(),
+    async close(outcome: CloseOutcome, evidence?: readonly FileEvidence[]) {
+      if (outcome !== 'success') {
+        await end();
+        return null;
+      }
+      checkEvidence(evidence ?? []);
+      if (!open) throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the read was already closed');
+      try {
+        return await coordinator.complete(evidence ?? []);
+      } finally {
+        await end();
+      }
+    },
+  } as HeldRead & Pick<SourceRead, 'receipt'>;
 }

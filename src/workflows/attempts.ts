@@ -11,6 +11,7 @@ import { fileExtension } from '../postgres/export-format';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
+import { runLabel } from '../shared/table-selection';
 import { asHolderFailure } from './failure-kind';
 
 /** What an attempt wrote or might have written, so a failed attempt can be discarded. */
@@ -20,7 +21,7 @@ export interface AttemptScope {
   planned: string[];
 }
 
-function extractActivities(input: ExtractionInput) {
+export function extractActivities(input: ExtractionInput) {
   return proxyActivities<MainActivities>({
     startToCloseTimeout: input.timeouts.partitionStartToCloseMs,
     heartbeatTimeout: input.timeouts.partitionHeartbeatMs,
@@ -32,7 +33,7 @@ function extractActivities(input: ExtractionInput) {
   });
 }
 
-function holderActivities(taskQueue: string, input: ExtractionInput) {
+export function holderActivities(taskQueue: string, input: ExtractionInput) {
   const common = {
     taskQueue,
     // The queue dies with its worker: a task nobody picks up soon means the holder is gone.
@@ -52,13 +53,13 @@ function holderActivities(taskQueue: string, input: ExtractionInput) {
 }
 
 /** Short bookkeeping activities: output folders, the holder queue name. */
-const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });
+export const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });
 
 function fileName(scope: AttemptScope, partition: number, input: ExtractionInput): string {
   return `${scope.folder}/part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
 }
 
-function totals(files: ManifestFile[]): { rows: number; bytes: number } {
+export function totals(files: ManifestFile[]): { rows: number; bytes: number } {
   return files.reduce((t, f) => ({ rows: t.rows + f.rows, bytes: t.bytes + f.bytes }), { rows: 0, bytes: 0 });
 }
 
@@ -76,7 +77,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   onProgress();
   return {
     workflowId: workflowInfo().workflowId,
-    table: input.table,
+    table: runLabel(input),
     attempt: scope.attempt,
     strategy: 'whole_copy',
     coordinatorPid: null,
@@ -148,7 +149,7 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     await held.catch(() => undefined);
     return {
       workflowId,
-      table: input.table,
+      table: runLabel(input),
       attempt: scope.attempt,
       strategy: 'partitioned_copy',
       coordinatorPid: plan.coordinatorPid,

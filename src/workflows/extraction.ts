@@ -24,9 +24,11 @@ import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '..
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus, Manifest } from '../shared/extraction-types';
 import { runOutputs } from '../shared/run-outputs';
+import { isTableSet, runLabel } from '../shared/table-selection';
 import { type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
 import { runLoad } from './loader';
+import { tableSetAttempt } from './table-set';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
 /** A switch, not a lookup on a plain object: nothing inherited can pass for an outcome. */
@@ -83,7 +85,7 @@ function attemptFolders(input: ExtractionInput): (attempt: number) => string {
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
   const status: ExtractionStatus = {
     phase: 'planning',
-    table: input.table,
+    table: runLabel(input),
     attempt: 0,
     partitionsDone: 0,
     partitionsTotal: 0,
@@ -140,7 +142,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     const { report, receipt } = await runLoad(input, operationId, (loader) => loader.loadInternal({ input, operationId }), (report) => ({ report, receipt: null }));
     manifest = {
       workflowId,
-      table: input.table,
+      table: runLabel(input),
       attempt: 1,
       strategy: 'internal_query',
       coordinatorPid: null,
@@ -205,7 +207,10 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   progress();
   await condition(allHandlersFinished);
   if (cancelled) throw cancelled;
-  return { manifest, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null, load };
+  // A set's files[] (hundreds of bytes per file) would push the result past Temporal's 2 MB payload limit at
+  // a few thousand files; its receipt's evidence still names every file with rows, bytes and sha256.
+  const result = isTableSet(input) ? { ...manifest, files: [], filesInResult: false as const } : manifest;
+  return { manifest: result, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null, load };
 }
 
 async function extractWithFreshSnapshots(
@@ -219,7 +224,12 @@ async function extractWithFreshSnapshots(
     const scope: AttemptScope = { attempt, folder: attemptFolder(attempt), planned: [] };
     Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
     try {
-      const files = input.partitions === 1 ? await wholeCopyAttempt(input, scope, status, progress) : await partitionedAttempt(input, scope, status, progress);
+      const files =
+        isTableSet(input) && patched('table-set')
+          ? await tableSetAttempt(input, scope, status, progress)
+          : input.partitions === 1
+            ? await wholeCopyAttempt(input, scope, status, progress)
+            : await partitionedAttempt(input, scope, status, progress);
       const manifest = await withDataPackage(input, scope, files);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
       return manifest;

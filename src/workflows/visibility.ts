@@ -1,6 +1,7 @@
 /**
  * What a person sees in Temporal Web UI: typed search attributes (table, phase, outcome, rows)
- * and a Markdown "current details" block with partitions done/total. Called on every change.
+ * and a Markdown "current details" table, one measure a row (tables and partitions done/total,
+ * rows, bytes in human units). Called on every change.
  */
 import { metricMeter, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import { SearchAttributes } from '../shared/definitions';
@@ -14,15 +15,35 @@ export function publishStatus(status: ExtractionStatus): void {
     { key: SearchAttributes.rows, value: status.rows },
     ...(status.outcome ? [{ key: SearchAttributes.outcome, value: status.outcome }] : []),
   ]);
+  // One row per measure: a wide table's headers run together when the UI lays it out as text.
+  const rows: [string, string][] = [
+    ...(status.tablesTotal === undefined ? [] : [['tables', `${status.tablesDone ?? 0}/${status.tablesTotal}`] as [string, string]]),
+    ['partitions', `${status.partitionsDone}/${status.partitionsTotal}`],
+    ['rows', grouped(status.rows)],
+    ['bytes', humanBytes(status.bytes)],
+    ['attempt', String(status.attempt)],
+    ['outcome', status.outcome ?? '—'],
+  ];
   setCurrentDetails(
-    [
-      `**${status.table}** — phase \`${status.phase}\``,
-      '',
-      `| partitions | rows | bytes | attempt | outcome |`,
-      `|---|---|---|---|---|`,
-      `| ${status.partitionsDone}/${status.partitionsTotal} | ${status.rows} | ${status.bytes} | ${status.attempt} | ${status.outcome ?? '—'} |`,
-    ].join('\n'),
+    [`**${status.table}** — phase \`${status.phase}\``, '', '| measure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n'),
   );
+}
+
+/** 1234567 → `1,234,567`. */
+export function grouped(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** Bytes in decimal units a person reads at a glance: `999 B`, `1.5 kB`, `12.3 MB`, `4.0 GB`. */
+export function humanBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return unit === 0 ? `${n} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** Counts one terminal outcome (replay-safe: the SDK drops metrics emitted during replay). */

@@ -24,10 +24,11 @@ describe('pg-extract CLI (live)', function () {
       const started = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
       assert.equal(started.code, 0, started.stderr);
       const doc = JSON.parse(started.stdout);
-      assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'totals', 'workflowId']);
+      assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'tables', 'totals', 'workflowId']);
       assert.equal(doc.files.length, 3);
-      for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256']);
+      for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
       assert.deepEqual(doc.totals.rows, 5_000);
+      assert.deepEqual(doc.tables, [{ table, rows: 5_000, bytes: doc.totals.bytes, files: 3 }], 'a one-table run lists its table too');
       assert.deepEqual(await filesDigest(table, doc.files.map((f: { path: string }) => f.path)), expected);
       assert.equal(doc.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
 

@@ -146,6 +146,17 @@ describe('record workflow histories', function () {
     );
   });
 
+  it('a set of tables at one snapshot, copied in a batch workflow, committed', async () => {
+    await admin().query('CREATE TABLE hist.other (id int PRIMARY KEY); INSERT INTO hist.other SELECT generate_series(1, 10)');
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await startExtraction(live().temporal.client, { tables: [table, 'hist.other'] }, { taskQueue, workflowId: 'history-table-set-committed' });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('table-set-committed', handle);
+    });
+  });
+
   it('cancelled while awaiting commit', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'cancelled', { partitions: 2 });

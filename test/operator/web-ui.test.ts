@@ -52,7 +52,10 @@ describe('Temporal Web UI (live, headless Chromium)', function () {
           text = await framesText();
         }
         assert.match(text, /phase\s+done/, 'current details show the phase');
-        assert.match(text, /2[/\u2044]2\s+2000/, `current details show partitions done/total:\n${text}`);
+        assert.match(text, /partitions\s+2[/\u2044]2\s/, `current details show partitions done/total:\n${text}`);
+        assert.match(text, /rows\s+2,000\s/, `current details show rows, grouped:\n${text}`);
+        assert.match(text, /bytes\s+\d+\.\d (kB|MB)\s/, `current details show bytes in human units:\n${text}`);
+        assert.doesNotMatch(text, /partitionsrows/, 'headers do not run together');
         const results = join(projectRoot(), 'test-results');
         mkdirSync(results, { recursive: true });
         await page.screenshot({ path: join(results, 'web-ui.png') });

@@ -1,0 +1,120 @@
+/**
+ * One extraction attempt over a set of tables: the holder exports one snapshot, resolves, locks
+ * and plans every table in it (biggest first); each planned range is copied on any
+ * worker, at most `maxInFlight` at a time over the whole run, and one receipt is completed on the
+ * holder. The copies run in child workflows of BATCH_ITEMS ranges each (see copy-batch.ts), so
+ * this workflow's history and payloads grow per batch. Losing the holder fails the attempt as
+ * SNAPSHOT_LOST, as for one table.
+ */
+import { CancellationScope, executeChild, workflowInfo } from '@temporalio/workflow';
+import { fileExtension } from '../postgres/export-format';
+import type { ExtractionInput } from '../shared/extraction-input';
+import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
+import { runLabel, withoutTables } from '../shared/table-selection';
+import { type AttemptScope, holderActivities, quick, totals } from './attempts';
+import { type BatchItem, copyBatchWorkflow } from './copy-batch';
+import { asHolderFailure } from './failure-kind';
+
+/** A file name part from a table name: safe on any file system and in any object key. */
+function safePart(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 60);
+}
+
+/** `<folder>/<schema>.<table>.part-NNNN.csv`, names made safe and told apart by the table's place in the plan when they collide. */
+function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema: string; table: string }[]): (table: number, partition: number) => string {
+  const seen = new Set<string>();
+  const stems = tables.map(({ schema, table }, i) => {
+    let stem = `${safePart(schema)}.${safePart(table)}`;
+    if (seen.has(stem)) stem = `${stem}~${i}`;
+    seen.add(stem);
+    return stem;
+  });
+  return (table, partition) => `${scope.folder}/${stems[table]}.part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
+}
+
+/** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
+export const BATCH_ITEMS = 500;
+
+export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+  const { workflowId, runId } = workflowInfo();
+  const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
+  const queue = await quick.holderTaskQueue();
+  const holder = holderActivities(queue, input);
+  const holdScope = new CancellationScope();
+  const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
+  let planReceived = false;
+  const holdEnded = held.then(
+    () => {
+      throw asHolderFailure(new Error('the snapshot holder ended before completion'), true);
+    },
+    (err: unknown) => {
+      throw asHolderFailure(err, planReceived);
+    },
+  );
+  holdEnded.catch(() => undefined);
+  const partitionScope = new CancellationScope();
+  let copying: Promise<unknown> | null = null;
+  try {
+    const plan = await Promise.race([holder.control.awaitSnapshotSetPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
+    planReceived = true;
+    await quick.prepareOutputFolder(scope.folder);
+    const name = fileNamer(scope, input, plan.tables.map((t) => t.table));
+    // Biggest table first, its ranges in order: the plan's order is the order partitions start.
+    const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) => ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })));
+    // Planned only once their folder exists: a discard then finds each file or proves it gone.
+    scope.planned = items.map((item) => item.name);
+    Object.assign(status, { partitionsTotal: items.length, tablesDone: 0, tablesTotal: plan.tables.length });
+    onProgress();
+    const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
+    const base = withoutTables(input);
+    // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.
+    const copy = partitionScope.run(async () => {
+      const files: ManifestFile[] = [];
+      for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
+        const done = await executeChild(copyBatchWorkflow, {
+          workflowId: `${attemptKey}/batch-${batch}`,
+          args: [{ input: base, snapshotId: plan.snapshotId, snapshotDigest: plan.snapshotDigest, source: plan.source, items: items.slice(from, from + BATCH_ITEMS) }],
+        });
+        for (const file of done) {
+          status.partitionsDone++;
+          status.rows += file.rows;
+          status.bytes += file.bytes;
+          const left = remaining.get(file.table!)! - 1;
+          remaining.set(file.table!, left);
+          if (left === 0) status.tablesDone!++;
+        }
+        onProgress();
+        files.push(...done);
+      }
+      return files;
+    });
+    copying = copy.catch(() => undefined);
+    const files = await Promise.race([copy, holdEnded]);
+    const receipt = await holder.control
+      .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
+      .catch((err) => Promise.reject(asHolderFailure(err, true)));
+    await held.catch(() => undefined);
+    return {
+      workflowId,
+      table: runLabel(input),
+      attempt: scope.attempt,
+      strategy: 'partitioned_copy',
+      coordinatorPid: plan.coordinatorPid,
+      snapshotDigest: plan.snapshotDigest,
+      files,
+      totals: totals(files),
+      columns: null,
+      primaryKey: null,
+      dataPackage: null,
+      extractionReceipt: receipt,
+    };
+  } catch (err) {
+    // Stop every reader of this snapshot before anyone discards its files.
+    await CancellationScope.nonCancellable(async () => {
+      partitionScope.cancel();
+      holdScope.cancel();
+      await copying;
+    });
+    throw err;
+  }
+}

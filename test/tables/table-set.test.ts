@@ -1,0 +1,170 @@
+/**
+ * Many tables at one snapshot, live: a schema (ordinary, partitioned, keyless tables; globs), a
+ * list with a view, a big table split by size, one receipt for the run, each file naming its
+ * table, the CLI's JSON, and bad sets refused with a code before any file exists.
+ */
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate, statusQuery } from '../../src/shared/definitions';
+import type { ExtractionRequest } from '../../src/shared/extraction-input';
+import type { ExtractionResult, Manifest } from '../../src/shared/extraction-types';
+import { cli } from '../support/cli';
+import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+/** Files of `table` in the manifest, digested the way tableDigest digests the table. */
+async function tableFilesDigest(manifest: Manifest, table: string): Promise<{ count: number; md5: string }> {
+  return filesDigest(table, manifest.files.filter((f) => f.table === table).map((f) => f.path));
+}
+
+async function seedSet(): Promise<void> {
+  await admin().query(`
+    DROP SCHEMA IF EXISTS tset CASCADE; CREATE SCHEMA tset;
+    CREATE TABLE tset.customers (id int PRIMARY KEY, name text);
+    CREATE TABLE tset.orders (id bigint PRIMARY KEY, customer int REFERENCES tset.customers, amount numeric(12,2));
+    CREATE TABLE tset.events (at timestamptz NOT NULL, v int) PARTITION BY RANGE (at);
+    CREATE TABLE tset.events_2026 PARTITION OF tset.events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+    CREATE TABLE tset.notes (body text);
+    CREATE TABLE tset.tmp_scratch (x int);
+    CREATE VIEW tset.big_orders AS SELECT * FROM tset.orders WHERE amount > 100;
+    INSERT INTO tset.customers SELECT g, 'c' || g FROM generate_series(1, 300) g;
+    INSERT INTO tset.orders SELECT g, 1 + g % 300, g * 0.5 FROM generate_series(1, 5000) g;
+    INSERT INTO tset.events SELECT timestamptz '2026-02-01' + g * interval '1 hour', g FROM generate_series(1, 2000) g;
+    INSERT INTO tset.notes SELECT 'note ' || g FROM generate_series(1, 50) g;
+  `);
+}
+
+describe('many tables at one snapshot (live Temporal + PostgreSQL)', function () {
+  this.timeout(180_000);
+  before(seedSet);
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('schema with exclude: ordinary, partitioned and keyless tables, one snapshot and one receipt, every file names its table', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await startExtraction(live().temporal.client, { schema: 'tset', exclude: ['tmp_*'] }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      const tables = ['tset.customers', 'tset.events', 'tset.notes', 'tset.orders'];
+      assert.deepEqual([...new Set(manifest.files.map((f) => f.table))].sort(), tables, 'views and excluded tables are not taken; leaf partitions only through their parent');
+      for (const table of tables) assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
+      assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot seen by every file');
+      assert.equal(manifest.extractionReceipt!.snapshotAuthority, 'postgresql.exported_snapshot');
+      assert.equal(manifest.extractionReceipt!.evidence.length, manifest.files.length, 'one receipt names every file');
+      assert.equal(manifest.files[0]!.table, 'tset.orders', 'the biggest table first');
+      const status = await handle.query(statusQuery);
+      assert.deepEqual([status.tablesDone, status.tablesTotal, status.partitionsDone], [4, 4, manifest.files.length]);
+      assert.equal(status.table, 'tset.*');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  it('a list of tables may name a view; include narrows a schema', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const listed = await waitForManifest(await startExtraction(live().temporal.client, { tables: ['tset.big_orders', 'tset.notes'] }, { taskQueue }));
+      assert.deepEqual(listed.files.map((f) => f.table).sort(), ['tset.big_orders', 'tset.notes']);
+      assert.deepEqual(await tableFilesDigest(listed, 'tset.big_orders'), await tableDigest('SELECT * FROM tset.big_orders'));
+      const included = await waitForManifest(await startExtraction(live().temporal.client, { schema: 'tset', include: ['cust*', 'note?'] }, { taskQueue }));
+      assert.deepEqual(included.files.map((f) => f.table).sort(), ['tset.customers', 'tset.notes']);
+    });
+  });
+
+  it('a table bigger than the split size is split into ranges; small ones stay one file; partitions in flight stay bounded', async () => {
+    await admin().query(`
+      DROP TABLE IF EXISTS tset.big; CREATE TABLE tset.big (id int PRIMARY KEY, pad text);
+      INSERT INTO tset.big SELECT g, repeat(md5(g::text), 8) FROM generate_series(1, 260000) g;
+      ANALYZE tset.big`);
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { tables: ['tset.notes', 'tset.big'], maxInFlight: 2 }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        const big = manifest.files.filter((f) => f.table === 'tset.big');
+        assert.ok(big.length >= 2, `big is split (${big.length} files)`);
+        assert.ok(big.every((f) => f.range.kind === 'key'), 'split on its primary key');
+        assert.deepEqual(manifest.files.filter((f) => f.table === 'tset.notes').map((f) => f.range), [{ kind: 'all' }]);
+        assert.equal(manifest.files[0]!.table, 'tset.big', 'the biggest first');
+        assert.deepEqual(await tableFilesDigest(manifest, 'tset.big'), await tableDigest('SELECT * FROM tset.big'));
+        const { runId } = await handle.describe();
+        const history = await live().temporal.client.workflow.getHandle(`${handle.workflowId}/${runId}/attempt-1/batch-0`).fetchHistory();
+        let running = 0;
+        let most = 0;
+        const copies = new Set<string>();
+        for (const e of history.events ?? []) {
+          if (e.activityTaskScheduledEventAttributes?.activityType?.name === 'copyPartition') {
+            copies.add(String(e.eventId));
+            most = Math.max(most, ++running);
+          } else if (copies.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? ''))) running--;
+        }
+        assert.ok(most <= 2, `at most 2 partitions in flight (saw ${most})`);
+      });
+    } finally {
+      await admin().query('DROP TABLE IF EXISTS tset.big');
+    }
+  });
+
+  it("the coordinator's backend terminated mid-run → the whole set again from one fresh snapshot", async () => {
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { schema: 'tset', maxInFlight: 1 }, { taskQueue });
+        // Planned and copying: the batch is running when the snapshot dies.
+        while ((await handle.query(statusQuery)).partitionsTotal === 0) await new Promise((r) => setTimeout(r, 10));
+        const killed = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
+        assert.equal(killed.rowCount, 1);
+        const manifest = await waitForManifest(handle);
+        for (const table of ['tset.customers', 'tset.orders']) assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        const result = (await handle.result()) as ExtractionResult;
+        assert.deepEqual(result.attempts.map((a) => a.result), ['snapshot_lost', 'completed']);
+        assert.equal(manifest.attempt, 2);
+        assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest && f.name.includes('/attempt-2/')), 'one fresh snapshot, files of the last attempt only');
+      },
+      { maxConcurrentActivities: 1 },
+    );
+  });
+
+  it('start --schema --wait --json prints files[] with their table, tables[] and totals', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+      const r = await cli(['start', '--schema', 'tset', '--exclude', 'tmp_*', '--exclude', 'events', '--commit-deadline', '5', '--wait', '--json'], env);
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout);
+      assert.deepEqual(Object.keys(doc.files[0]).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
+      assert.deepEqual(doc.tables.map((t: { table: string }) => t.table).sort(), ['tset.customers', 'tset.notes', 'tset.orders']);
+      const orders = doc.tables.find((t: { table: string }) => t.table === 'tset.orders');
+      assert.deepEqual({ rows: orders.rows, files: orders.files }, { rows: 5000, files: 1 });
+      assert.deepEqual(doc.totals, { rows: 5350, bytes: doc.files.reduce((n: number, f: { bytes: number }) => n + f.bytes, 0), tables: 3, files: 3 });
+    });
+  });
+
+  const refused: [string, ExtractionRequest, RegExp][] = [
+    ['a name that does not exist', { tables: ['tset.orders', 'tset.nope'] }, /TABLE_NOT_FOUND/],
+    ['an include pattern that matches no table', { schema: 'tset', include: ['zz*'] }, /PATTERN_UNMATCHED/],
+    ['an exclude pattern that matches no table', { schema: 'tset', exclude: ['zz*'] }, /PATTERN_UNMATCHED/],
+    ['an empty schema', { schema: 'tset_empty' }, /SCHEMA_EMPTY/],
+  ];
+  for (const [what, request, code] of refused) {
+    it(`${what} fails the run with ${code.source} before any file exists`, async () => {
+      await admin().query('DROP SCHEMA IF EXISTS tset_empty; CREATE SCHEMA tset_empty');
+      const outDir = `tset-refused-${Math.random().toString(36).slice(2)}`;
+      await withWorker(async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { ...request, outDir }, { taskQueue });
+        await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && code.test(JSON.stringify(err.cause)));
+      });
+      assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file or folder');
+    });
+  }
+
+  it('the CLI refuses a table named twice, and table with schema, before connecting anywhere', async () => {
+    const env = { TEMPORAL_ADDRESS: '127.0.0.1:1', PG_EXTRACT_OUT_DIR: live().outRoot };
+    const twice = await cli(['start', '--tables', 'tset.orders,tset.customers,TSET.orders'], env);
+    assert.equal(twice.code, 2, twice.stderr);
+    assert.match(twice.stderr, /TABLE_DUPLICATE/);
+    const both = await cli(['start', '--table', 'tset.orders', '--schema', 'tset'], env);
+    assert.equal(both.code, 2, both.stderr);
+    assert.match(both.stderr, /INPUT_INVALID/);
+    const stray = await cli(['start', '--tables', 'tset.orders', '--include', 'x*'], env);
+    assert.match(stray.stderr, /include narrows a schema/);
+  });
+});
