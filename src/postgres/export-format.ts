@@ -8,10 +8,18 @@ export interface ExportFormat {
   gzip: boolean;
 }
 
+function copyOptions(format: ExportFormat): string {
+  return format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header ? 'true' : 'false'}`;
+}
+
 /** `COPY (select) TO STDOUT (…)` in the requested format. */
 export function copyOutSql(select: string, format: ExportFormat): string {
-  const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header ? 'true' : 'false'}`;
-  return `COPY (${select}) TO STDOUT (${options})`;
+  return `COPY (${select}) TO STDOUT (${copyOptions(format)})`;
+}
+
+/** `COPY <table> FROM STDIN (…)` reading the requested format; `table` is already quoted. */
+export function copyInSql(table: string, format: ExportFormat): string {
+  return `COPY ${table} FROM STDIN (${copyOptions(format)})`;
 }
 
 /** The file name suffix for a format. */

@@ -69,8 +69,9 @@ export const extractionInputSchema = z.strictObject({
       /**
        * `files`: extract to files, then COPY them in. `internal`: source and target are the same
        * database, so one `INSERT INTO staging … SELECT` on the target session, no files.
+       * `stream`: each partition's COPY TO flows straight into a COPY FROM on the target, no files.
        */
-      via: z.enum(['files', 'internal']).default('files'),
+      via: z.enum(['files', 'internal', 'stream']).default('files'),
     })
     .optional(),
   /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
