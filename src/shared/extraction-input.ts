@@ -97,6 +97,11 @@ export const extractionInputSchema = z.strictObject({
       loadHeartbeatMs: millis(HOUR).default(20_000),
     })
     .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS, loadHeartbeatMs: 20_000 }),
+}).superRefine((input, ctx) => {
+  // A stream stores nothing, so options that shape stored files would be silently ignored.
+  if (input.target?.via === 'stream' && (input.gzip || input.outDir !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['target', 'via'], message: 'a stream writes no files: gzip and outDir do not apply' });
+  }
 });
 
 /** What callers pass (defaults optional). */
