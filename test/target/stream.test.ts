@@ -11,7 +11,7 @@ import type { ExtractionResult } from '../../src/shared/extraction-types';
 import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, slowCommit, targetUrl, terminateTargetAtCommit } from './target-db';
+import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, slowCommit, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
 
 const targetDigest = async (): Promise<{ count: number; md5: string }> => onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]);
 
@@ -60,6 +60,19 @@ describe('streaming PG → PG without files (live)', function () {
     assert.equal(r.evidence.length, 3, 'one entry per partition');
     assert.equal(r.evidence.reduce((n, e) => n + e.rows, 0), 20_000);
     assert.ok(r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${table}/part-`)), 'rows only: nothing stored to check bytes against');
+  });
+
+  it("holds the source's snapshot transaction open until the target's COMMIT has landed", async () => {
+    await slowCommit(2);
+    const coordinator = `SELECT state FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`;
+    const result = await stream(async () => {
+      await targetStatement('COMMIT');
+      const during = await admin().query(coordinator);
+      assert.equal(during.rows.length, 1, 'the coordinator session is open while the target commits');
+      assert.match(during.rows[0].state, /^(idle in transaction|active)$/, 'inside its transaction');
+    });
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(await targetDigest(), expected);
   });
 
   it('replace empties the target in the same transaction', async () => {
