@@ -232,6 +232,9 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   for (const format of ['csv', 'binary'] as const) {
     const loaderRun = ours(`2 partitions ${format} → PG (built-in loader)`, { partitions: 2, format, target: { name: 'bench', table: 'bench.t', mode: 'append' } });
     methods.push({ ...loaderRun, once: async () => (await freshTarget(), loaderRun.once()) });
+    // The same PG → PG load with no files: each partition's COPY TO piped into a COPY FROM.
+    const streamRun = ours(`2 partitions ${format} → PG (--via stream)`, { partitions: 2, format, target: { name: 'bench', table: 'bench.t', mode: 'append', via: 'stream' } });
+    methods.push({ ...streamRun, once: async () => (await freshTarget(), streamRun.once()) });
   }
   const pgcopydb = await run('pgcopydb', ['--version']).then(() => true, () => false);
   if (pgcopydb) {
@@ -351,6 +354,13 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
             (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (built-in loader)`, 'pgcopydb copy table-data ×2 (PG → PG)')]),
           )
         : null,
+      /** `--via stream` / pgcopydb, and / the file-based loader (same format). */
+      streamVsPgcopydb: pgcopydb
+        ? Object.fromEntries((['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, 'pgcopydb copy table-data ×2 (PG → PG)')]))
+        : null,
+      streamVsLoader: Object.fromEntries(
+        (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`)]),
+      ),
     },
     overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
     scaling,
@@ -367,8 +377,12 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     );
   }
   const pgToPg = summary.goals.pgToPgVsPgcopydb;
+  const stream = summary.goals.streamVsPgcopydb;
   console.log(
     `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; parquet / DuckDB scanner = ${summary.goals.parquetVsDuckdbScanner}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
+  );
+  console.log(
+    `--via stream: / pgcopydb = ${stream ? `${stream.csv} (csv), ${stream.binary} (binary)` : 'n/a'}; / built-in loader = ${summary.goals.streamVsLoader.csv} (csv), ${summary.goals.streamVsLoader.binary} (binary)`,
   );
   // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');

@@ -13,9 +13,12 @@ import { Context } from '@temporalio/activity';
 import type { Client } from 'pg';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
-import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import type { ExtractionLifecycleReceipt, RowEvidence } from '../lifecycle/receipt';
+import { digestSourceToken } from '../lifecycle/source-token';
 import { resolveTable } from '../postgres/catalog';
 import { insertSelectIntoStaging } from '../postgres/internal-query';
+import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from '../postgres/stream-load';
 import { closeSession, openSession } from '../postgres/session';
 import { parseTableName, quoteQualified } from '../postgres/sql';
 import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
@@ -144,6 +147,16 @@ export interface LoadInternalRequest {
   operationId: string;
 }
 
+/** A stream's report, its receipt (null when it read nothing the target took: a definite failure or a fence answer) and its snapshot. */
+export interface StreamLoadReport {
+  report: LoadReport;
+  receipt: ExtractionLifecycleReceipt | null;
+  snapshotDigest: string | null;
+}
+
+/** How often the stream's coordinator proves its session alive (its idle timeout is 30 s), as the snapshot holder does. */
+const COORDINATOR_PROBE_MS = 5000;
+
 export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetUrl: (name: string) => string; sourceUrl: (name: string) => string; stores: OutputStores }) {
   return {
     /**
@@ -183,6 +196,61 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
             return { report: result, receipt };
           });
         });
+      });
+    },
+
+    /**
+     * Streaming PG → PG: a coordinator session exports the snapshot every range imports, and its
+     * REPEATABLE READ transaction stays open until the target's outcome is known: committed →
+     * COMMIT, anything else → ROLLBACK (a retried or failed load closes the session, which rolls back).
+     */
+    async loadStream(raw: LoadInternalRequest): Promise<StreamLoadReport> {
+      return withFailures(async () => {
+        const { input, operationId } = parseNamed(raw);
+        if (!input.target || input.target.via !== 'stream') throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
+        const { mode, name } = input.target;
+        const destination = parseTableName(input.target.table, 'target.table');
+        return reporting(operationId, (report): StreamLoadReport => ({ report, receipt: null, snapshotDigest: null }), async (progress) => {
+          const url = targetUrl(name);
+          const source = sourceUrl(input.source);
+          return onTargetSession(url, async (client, signal) => {
+            const target = await resolveTable(client, destination);
+            const session = await openSession(source, 'coordinator');
+            let probing: NodeJS.Timeout | undefined;
+            try {
+              const lockTimeoutMs = input.timeouts.lockTimeoutMs;
+              const coordinator = await SnapshotCoordinator.export(session, tableRequestOf(input), { partitions: input.partitions }, { lockTimeoutMs });
+              probing = setInterval(() => void coordinator.probe().catch(() => undefined), COORDINATOR_PROBE_MS);
+              const request = { plan: coordinator.plan, schema: target.schema, table: target.table, mode, format: input.format, lockTimeoutMs, operationId };
+              const sessions = { source: () => openSession(source, 'stream'), target: () => openSession(url, 'target'), close: closeSession };
+              let evidence = null as RowEvidence[] | null;
+              const onStreamed = (streamed: RowEvidence[]): void => void (evidence = streamed);
+              const result = await report(operationId, url, streamIntentDigest(request), () =>
+                streamIntoTarget(client, sessions, request, { signal, onBytes: (bytes) => (progress.bytes = bytes), onStreamed }),
+              );
+              clearInterval(probing);
+              const end = result.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK';
+              const receipt = evidence ? await coordinator.complete(evidence, end) : (await coordinator.abort(), null);
+              return { report: result, receipt, snapshotDigest: digestSourceToken(coordinator.plan.snapshotText) };
+            } finally {
+              clearInterval(probing);
+              await closeSession(session);
+            }
+          });
+        });
+      });
+    },
+
+    /** Drops what a stream left on the target under `operationId` (a vanished worker's, or a target unreachable at the time). */
+    async releaseStreamStaging({ target: { name, table }, operationId }: { target: { name: string; table: string }; operationId: string }): Promise<void> {
+      return withFailures(async () => {
+        const client = await openSession(targetUrl(name), 'target');
+        try {
+          const resolved = await resolveTable(client, parseTableName(table, 'target.table'));
+          await dropStreamStaging(client, resolved.schema, operationId);
+        } finally {
+          await closeSession(client);
+        }
       });
     },
 

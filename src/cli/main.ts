@@ -103,7 +103,10 @@ program
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
   .option('--mode <append|replace>', 'how --target loads', 'append')
-  .option('--via <files|internal>', 'how --target gets the rows: files (extract, then COPY them in) or internal (source and target are one database: one INSERT … SELECT, no files)')
+  .option(
+    '--via <files|internal|stream>',
+    'how --target gets the rows: files (extract, then COPY them in), internal (source and target are one database: one INSERT … SELECT, no files) or stream (each partition COPYs straight into the target, no files)',
+  )
   .option('--commit-deadline <seconds>', 'wait this long for the target commit before retaining the files', secondsArg)
   .option('--workflow-id <id>', 'workflow id (default derived from the table and time)')
   .option('--wait', 'wait until extraction is complete and print the manifest')

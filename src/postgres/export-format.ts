@@ -12,14 +12,19 @@ export interface ExportFormat {
   rowGroupRows?: number | undefined;
 }
 
-/**
- * `COPY (select) TO STDOUT (…)` in the requested format. Parquet is written from CSV without a
- * header (src/parquet/), whose text forms the converter reads exactly.
- */
+/** COPY's options for a format. Parquet is written from CSV without a header (src/parquet/), whose text forms the converter reads exactly. */
+function copyOptions(format: ExportFormat): string {
+  return format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.format === 'csv' && format.header ? 'true' : 'false'}`;
+}
+
+/** `COPY (select) TO STDOUT (…)` in the requested format. */
 export function copyOutSql(select: string, format: ExportFormat): string {
-  if (format.format === 'binary') return `COPY (${select}) TO STDOUT (FORMAT binary)`;
-  const header = format.format === 'csv' && format.header;
-  return `COPY (${select}) TO STDOUT (FORMAT csv, HEADER ${header ? 'true' : 'false'})`;
+  return `COPY (${select}) TO STDOUT (${copyOptions(format)})`;
+}
+
+/** `COPY <table> FROM STDIN (…)` reading the requested format; `table` is already quoted. */
+export function copyInSql(table: string, format: ExportFormat): string {
+  return `COPY ${table} FROM STDIN (${copyOptions(format)})`;
 }
 
 const EXTENSIONS = { csv: '.csv', binary: '.pgcopy', parquet: '.parquet' } as const;

@@ -10,8 +10,8 @@ import { addNote } from '../errors';
 import {
   ClockAuthority,
   ExtractionLifecycleAuthority,
+  type Evidence,
   type ExtractionLifecycleReceipt,
-  type FileEvidence,
   SnapshotAuthority,
   digestSourceToken,
 } from '../lifecycle';
@@ -160,10 +160,13 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     await this.client.query('SELECT 1');
   }
 
-  /** All partitions are receipted: record completion on the server clock, then commit. */
-  async complete(evidence: readonly FileEvidence[]): Promise<ExtractionLifecycleReceipt> {
+  /**
+   * All partitions are receipted: record completion on the server clock, then commit — or roll
+   * back, when what was read did not reach its target (a stream whose target did not commit).
+   */
+  async complete(evidence: readonly Evidence[], end: 'COMMIT' | 'ROLLBACK' = 'COMMIT'): Promise<ExtractionLifecycleReceipt> {
     const receipt = this.authority.complete(evidence, await serverNow(this.client));
-    await this.client.query('COMMIT');
+    await this.client.query(end);
     return receipt;
   }
 

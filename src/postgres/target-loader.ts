@@ -15,7 +15,7 @@ import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
-import type { ExportFormat } from './export-format';
+import { type ExportFormat, copyInSql } from './export-format';
 import { quoteIdent, quoteQualified } from './sql';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
@@ -156,10 +156,9 @@ class Hasher extends Transform {
 
 /** Copies one file into `staging`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
 async function copyFileInto(client: Client, staging: string, file: LoadFile, format: ExportFormat, onChunk: (bytes: number) => void): Promise<{ rows: number; sha256: string }> {
-  const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header ? 'true' : 'false'}`;
   // Opened before the COPY starts: a file that cannot be opened must not leave the session mid-COPY.
   const bytes = await file.open();
-  const sink = client.query(copyFrom(`COPY ${staging} FROM STDIN (${options})`));
+  const sink = client.query(copyFrom(copyInSql(staging, format)));
   const hasher = new Hasher(onChunk);
   await (format.gzip ? pipeline(bytes, hasher, createGunzip(), sink) : pipeline(bytes, hasher, sink));
   return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };

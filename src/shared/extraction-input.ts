@@ -89,8 +89,9 @@ export const extractionInputSchema = z.strictObject({
       /**
        * `files`: extract to files, then COPY them in. `internal`: source and target are the same
        * database, so one `INSERT INTO staging … SELECT` on the target session, no files.
+       * `stream`: each partition's COPY TO flows straight into a COPY FROM on the target, no files.
        */
-      via: z.enum(['files', 'internal']).default('files'),
+      via: z.enum(['files', 'internal', 'stream']).default('files'),
     })
     .optional(),
   /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
@@ -118,7 +119,8 @@ export const extractionInputSchema = z.strictObject({
     .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS, loadHeartbeatMs: 20_000 }),
 })
   .superRefine(formatOptionsCheck)
-  .superRefine(checkSelection);
+  .superRefine(checkSelection)
+  .superRefine(checkStream);
 
 /** One way to name the tables; per-table choices (columns, key) only for one table; no table named twice. */
 function checkSelection(input: { table?: string; tables?: string[]; schema?: string; include?: string[]; exclude?: string[]; columns?: unknown; key?: unknown }, ctx: z.RefinementCtx): void {
@@ -144,6 +146,13 @@ function checkSelection(input: { table?: string; tables?: string[]; schema?: str
     }
     if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['tables'], message: `${key} is named twice`, params: { code: ErrorCode.TABLE_DUPLICATE } });
     seen.add(key);
+  }
+}
+
+/** A stream stores nothing, so options that shape stored files would be silently ignored. */
+function checkStream(input: { target?: { via?: string }; gzip?: boolean; outDir?: string }, ctx: z.RefinementCtx): void {
+  if (input.target?.via === 'stream' && (input.gzip || input.outDir !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['target', 'via'], message: 'a stream writes no files: gzip and outDir do not apply' });
   }
 }
 

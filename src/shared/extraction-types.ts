@@ -54,9 +54,9 @@ export interface Manifest {
   table: string;
   /** The extraction attempt (one exported snapshot) these files come from. */
   attempt: number;
-  strategy: 'whole_copy' | 'partitioned_copy' | 'internal_query';
+  strategy: 'whole_copy' | 'partitioned_copy' | 'internal_query' | 'stream_copy';
   coordinatorPid: number | null;
-  /** Digest of the coordinator's pg_current_snapshot() text; every file's snapshotDigest equals it. Null when no snapshot is claimed (internal query). */
+  /** Digest of the coordinator's pg_current_snapshot() text; every file's snapshotDigest equals it. Null when no snapshot is claimed (internal query, a stream that failed definitely). */
   snapshotDigest: string | null;
   files: ManifestFile[];
   totals: { rows: number; bytes: number };
@@ -70,7 +70,10 @@ export interface Manifest {
    * query and the receipt's evidence); absent otherwise.
    */
   filesInResult?: false;
-  /** Null only for an internal-query load that the fence answered on a retry: this run observed no read. */
+  /**
+   * Null when this run observed no finished read: an internal-query or stream load that the fence
+   * answered on a retry, or a stream that failed before every partition was in staging.
+   */
   extractionReceipt: ExtractionLifecycleReceipt | null;
 }
 

@@ -134,19 +134,29 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     load = { outcome: report.outcome, reason: report.reason, rows: report.rows };
     commit = { outcome: report.outcome, operationId: report.operationId };
   };
-  if (input.target?.via === 'internal') {
-    // Same database: one INSERT … SELECT on the target session, no files, no snapshot claim.
+  const via = input.target?.via;
+  // A stream's operation id names its staging tables on the target, released at the end whatever happened.
+  const streamOperationId = `${workflowId}:${runId}:stream`;
+  if (via === 'internal' || via === 'stream') {
+    // No files. Internal: one INSERT … SELECT on the target session, no snapshot claim. Stream: each
+    // partition's COPY TO flows into a COPY FROM on the target, inside one exported snapshot.
     status.phase = 'loading';
     progress();
-    const operationId = `${workflowId}:${runId}:internal`;
-    const { report, receipt } = await runLoad(input, operationId, (loader) => loader.loadInternal({ input, operationId }), (report) => ({ report, receipt: null }));
+    const operationId = via === 'stream' ? streamOperationId : `${workflowId}:${runId}:internal`;
+    const { report, receipt, snapshotDigest } = await runLoad(
+      input,
+      operationId,
+      (loader) =>
+        via === 'stream' ? loader.loadStream({ input, operationId }) : loader.loadInternal({ input, operationId }).then((loaded) => ({ ...loaded, snapshotDigest: null })),
+      (report) => ({ report, receipt: null, snapshotDigest: null }),
+    );
     manifest = {
       workflowId,
       table: runLabel(input),
       attempt: 1,
-      strategy: 'internal_query',
+      strategy: via === 'stream' ? 'stream_copy' : 'internal_query',
       coordinatorPid: null,
-      snapshotDigest: null,
+      snapshotDigest,
       files: [],
       totals: { rows: report.rows ?? 0, bytes: 0 },
       columns: null,
@@ -199,6 +209,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     const receipt = await terminal.decide(outcome);
     // Retained files are evidence; partial temp files of retried partitions are not.
     if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [] });
+    if (via === 'stream') await releaseStreamStaging(input, streamOperationId);
     return receipt;
   });
   countOutcome(outcome);
@@ -211,6 +222,19 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   // a few thousand files; its receipt's evidence still names every file with rows, bytes and sha256.
   const result = isTableSet(input) ? { ...manifest, files: [], filesInResult: false as const } : manifest;
   return { manifest: result, extractionReceipt: manifest.extractionReceipt, terminalReceipt, attempts, operationId: commit?.operationId ?? null, load };
+}
+
+/**
+ * A stream's staging tables are dropped by the load itself; this catches what it could not drop
+ * (its worker vanished, or the target was unreachable then). Retried for minutes; a target still
+ * unreachable after that is logged, and the next load of the same run would drop them.
+ */
+async function releaseStreamStaging(input: ExtractionInput, operationId: string): Promise<void> {
+  try {
+    await cleanup.releaseStreamStaging({ target: { name: input.target!.name, table: input.target!.table }, operationId });
+  } catch (err) {
+    log.warn('stream staging tables could not be released', { reason: describeFailure(err) });
+  }
 }
 
 async function extractWithFreshSnapshots(

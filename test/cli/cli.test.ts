@@ -121,6 +121,24 @@ describe('pg-extract CLI (live)', function () {
     );
   });
 
+  it('start --target NAME --via stream streams partitions into the target with no files', async () => {
+    const table = await seedMixedTable('clistrm', 3_000);
+    const expected = await tableDigest(`SELECT * FROM ${table}`);
+    await admin().query(`CREATE TABLE clistrm.copy (LIKE ${table})`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const started = await cli(['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'clistrm.copy', '--via', 'stream', '--wait', '--json'], env);
+        assert.equal(started.code, 0, started.stderr);
+        const doc = JSON.parse(started.stdout);
+        assert.deepEqual(doc.files, [], 'no files');
+        assert.equal(doc.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
+        assert.deepEqual(await tableDigest('SELECT * FROM clistrm.copy'), expected);
+      },
+      { targets: { same: live().pg.url } },
+    );
+  });
+
   it('start --out s3://bucket/prefix --wait --json lists objects with their ETag, the data package beside them', async () => {
     const table = await seedMixedTable('clis3', 2_000);
     const s3 = await s3Service();

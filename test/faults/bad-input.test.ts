@@ -53,6 +53,7 @@ describe('bad input (live)', function () {
       ['a commit deadline of zero', { table: 'a.b', commitDeadlineMs: 0 }, ErrorCode.INPUT_INVALID, 'commitDeadlineMs'],
       ['eleven snapshot attempts', { table: 'a.b', maxSnapshotAttempts: 11 }, ErrorCode.INPUT_INVALID, 'maxSnapshotAttempts'],
       ['an output folder escaping with ..', { table: 'a.b', outDir: 'a/../../b' }, ErrorCode.OUTPUT_PATH_ESCAPES_ROOT, 'outDir'],
+      ['gzip for a stream, which stores nothing', { table: 'a.b', gzip: true, target: { name: 't', table: 'a.c', via: 'stream' } }, ErrorCode.INPUT_INVALID, 'target.via'],
     ];
     for (const [what, request, code, field] of cases) {
       it(`${what} → ${code} (${field})`, async () => {

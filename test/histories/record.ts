@@ -106,6 +106,18 @@ describe('record workflow histories', function () {
     );
   });
 
+  it('streamed into the target with no files', async () => {
+    await admin().query(`CREATE TABLE hist.streamed (LIKE ${table})`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, 'streamed', { partitions: 2, target: { name: 'local', table: 'hist.streamed', via: 'stream' } });
+        await handle.result();
+        await save('streamed', handle);
+      },
+      { targets: { local: live().pg.url } },
+    );
+  });
+
   it('partitioned, failed by a signal with an extra key (accepted before commit reports were strict)', async () => {
     await withWorker(async ({ taskQueue }) => {
       // A short deadline: code that ignores the signal ends the run as retained instead of waiting a day.

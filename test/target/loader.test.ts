@@ -19,30 +19,13 @@ import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '.
 import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from './target-db';
+import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, slowCommit, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
 
 async function targetDigest(): Promise<{ count: number; md5: string }> {
   return onTarget(async (c) => {
     const r = await c.query(digestSql('dst.t x'));
     return r.rows[0];
   });
-}
-
-/** Makes the next COMMIT on the target pause inside a deferred trigger, so a test can act "at the moment of COMMIT". */
-async function slowCommit(): Promise<void> {
-  await onTarget(async (c) => {
-    await c.query(`CREATE SCHEMA IF NOT EXISTS pgextract`);
-    await c.query(`CREATE TABLE IF NOT EXISTS pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`);
-    await c.query(`CREATE OR REPLACE FUNCTION public.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$`);
-    await c.query(`DROP TRIGGER IF EXISTS slow_commit ON pgextract.commit_fence`);
-    await c.query(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON pgextract.commit_fence DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.slow_commit()`);
-  });
-}
-
-async function terminateTargetAtCommit(before?: () => Promise<void>): Promise<void> {
-  const pid = await targetStatement('COMMIT');
-  await before?.();
-  await admin().query('SELECT pg_terminate_backend($1)', [pid]);
 }
 
 describe('built-in PostgreSQL target loader (live)', function () {

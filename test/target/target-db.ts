@@ -45,3 +45,21 @@ export async function targetStatement(prefix: string, { pid, notPid }: { pid?: n
   }
   throw new Error(`the target never ran ${prefix}`);
 }
+
+/** Makes the next COMMIT on the target pause `seconds` inside a deferred trigger, so a test can act "at the moment of COMMIT". */
+export async function slowCommit(seconds = 30): Promise<void> {
+  await onTarget(async (c) => {
+    await c.query(`CREATE SCHEMA IF NOT EXISTS pgextract`);
+    await c.query(`CREATE TABLE IF NOT EXISTS pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`);
+    await c.query(`CREATE OR REPLACE FUNCTION public.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(${seconds}); RETURN NULL; END $$`);
+    await c.query(`DROP TRIGGER IF EXISTS slow_commit ON pgextract.commit_fence`);
+    await c.query(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON pgextract.commit_fence DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.slow_commit()`);
+  });
+}
+
+/** Terminates the target session of ours that runs COMMIT, after `before` (if given). */
+export async function terminateTargetAtCommit(before?: () => Promise<void>): Promise<void> {
+  const pid = await targetStatement('COMMIT');
+  await before?.();
+  await admin().query('SELECT pg_terminate_backend($1)', [pid]);
+}

@@ -1,0 +1,100 @@
+/**
+ * `--via stream` through the workflow, with a second database as the target: every partition's
+ * COPY TO flows into a COPY FROM on the target (no files), moved into the target in one fenced
+ * transaction; an ambiguous COMMIT with the target unreachable ends retain_commit_unknown with the
+ * source rolled back, no staging table and no session left.
+ */
+import assert from 'node:assert/strict';
+import { startExtraction } from '../../src/client';
+import { statusQuery } from '../../src/shared/definitions';
+import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, slowCommit, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
+
+const targetDigest = async (): Promise<{ count: number; md5: string }> => onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]);
+
+describe('streaming PG → PG without files (live)', function () {
+  this.timeout(120_000);
+  let table: string;
+  let expected: { count: number; md5: string };
+
+  before(async () => {
+    table = await seedMixedTable('strm', 20_000);
+    expected = await tableDigest(`SELECT * FROM ${table}`);
+  });
+  beforeEach(async () => {
+    await recreateTarget(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
+  });
+  afterEach(async () => {
+    await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
+    assert.equal(await orphanStagingTables(), 0, 'no staging table left');
+    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
+  });
+
+  /** Starts a stream into dst.t; `during` runs alongside with the workflow handle. */
+  const stream = (during: (handle: Awaited<ReturnType<typeof startExtraction>>) => Promise<void> = async () => undefined, extra: Record<string, unknown> = {}) =>
+    withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', via: 'stream' }, ...extra }, { taskQueue });
+        const [result] = await Promise.all([handle.result() as Promise<ExtractionResult>, during(handle)]);
+        return result;
+      },
+      { targets: { warehouse: targetUrl() } },
+    );
+
+  it('streams every partition inside one exported snapshot: exact rows, no files, row evidence per partition', async () => {
+    const result = await stream();
+    assert.equal(result.manifest.strategy, 'stream_copy');
+    assert.deepEqual(result.manifest.files, []);
+    assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(result.terminalReceipt.filesRetained, [], 'nothing retained: there are no files');
+    assert.deepEqual(await targetDigest(), expected);
+    const r = result.extractionReceipt!;
+    assert.equal(r.snapshotAuthority, 'postgresql.exported_snapshot');
+    assert.match(r.sourceToken!, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(r.extractionCompletedAt);
+    assert.match(result.manifest.snapshotDigest!, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(r.evidence.length, 3, 'one entry per partition');
+    assert.equal(r.evidence.reduce((n, e) => n + e.rows, 0), 20_000);
+    assert.ok(r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${table}/part-`)), 'rows only: nothing stored to check bytes against');
+  });
+
+  it("holds the source's snapshot transaction open until the target's COMMIT has landed", async () => {
+    await slowCommit(2);
+    const coordinator = `SELECT state FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`;
+    const result = await stream(async () => {
+      await targetStatement('COMMIT');
+      const during = await admin().query(coordinator);
+      assert.equal(during.rows.length, 1, 'the coordinator session is open while the target commits');
+      assert.match(during.rows[0].state, /^(idle in transaction|active)$/, 'inside its transaction');
+    });
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(await targetDigest(), expected);
+  });
+
+  it('replace empties the target in the same transaction', async () => {
+    await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'old')`));
+    const result = await stream(undefined, { target: { name: 'warehouse', table: 'dst.t', via: 'stream', mode: 'replace' } });
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(await targetDigest(), expected);
+  });
+
+  it('an ambiguous COMMIT with the target unreachable → retain_commit_unknown; the source rolled back, nothing left', async () => {
+    await slowCommit();
+    // Connections come back once the run decided, so its last cleanup can drop the staging tables the load could not.
+    const result = await stream(async (handle) => {
+      await terminateTargetAtCommit(async () => void (await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`)));
+      while (!['cleaning_up', 'done'].includes((await handle.query(statusQuery)).phase)) await new Promise((r) => setTimeout(r, 50));
+      await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
+    });
+    assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
+    assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
+    assert.equal(result.extractionReceipt!.evidence.reduce((n, e) => n + e.rows, 0), 20_000, 'what was read is receipted');
+    assert.equal((await targetDigest()).count, 0, 'the terminated COMMIT did not land');
+    const open = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND state LIKE 'idle in transaction%'`);
+    assert.equal(open.rows[0].n, 0, 'no source transaction left open');
+  });
+});
