@@ -19,7 +19,7 @@ interface FormatOptions {
   gzip: boolean;
   compression?: ParquetCompression | undefined;
   rowGroupRows?: number | undefined;
-  target?: { via: 'files' | 'internal' } | undefined;
+  target?: { via: 'files' | 'internal' | 'stream' } | undefined;
 }
 
 export function formatOptionsCheck(input: FormatOptions, ctx: z.RefinementCtx): void {
@@ -27,6 +27,7 @@ export function formatOptionsCheck(input: FormatOptions, ctx: z.RefinementCtx): 
   if (input.format === 'parquet') {
     if (input.gzip) fail('gzip', 'Parquet compresses its columns itself: use compression (zstd, snappy or none), not gzip');
     if (input.target?.via === 'files') fail('target', 'the built-in loader COPYs CSV or binary files into PostgreSQL; it cannot load Parquet');
+    if (input.target?.via === 'stream') fail('target', 'a stream moves rows as CSV or binary COPY and writes no file: Parquet does not apply');
     return;
   }
   if (input.compression !== undefined) fail('compression', `compression is for the parquet format; ${input.format} takes gzip`);
