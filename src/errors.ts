@@ -31,6 +31,8 @@ export const ErrorCode = {
   // Staging guard.
   STAGING_CANCELLED: 'STAGING_CANCELLED',
   // Input validation (client, CLI, activity boundary).
+  /** --max-file-bytes or --max-file-rows is not a usable bound. */
+  FILE_BOUND_INVALID: 'FILE_BOUND_INVALID',
   INPUT_INVALID: 'INPUT_INVALID',
   IDENTIFIER_INVALID: 'IDENTIFIER_INVALID',
   SNAPSHOT_ID_INVALID: 'SNAPSHOT_ID_INVALID',
@@ -99,6 +101,7 @@ export class PgExtractError extends Error {
 
 /** Codes that mean "the request itself is wrong": retrying it cannot help. */
 export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
+  ErrorCode.FILE_BOUND_INVALID,
   ErrorCode.INPUT_INVALID,
   ErrorCode.IDENTIFIER_INVALID,
   ErrorCode.SNAPSHOT_ID_INVALID,

@@ -5,6 +5,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
+import { maxFileBytesSchema, maxFileRowsSchema } from './file-bounds';
 import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
 import { parseColumnName, parseTableName } from '../postgres/sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
@@ -33,6 +34,10 @@ export const extractionInputSchema = z.strictObject({
   format: z.enum(['csv', 'binary']).default('csv'),
   header: z.boolean().default(true),
   gzip: z.boolean().default(false),
+  /** Batched files: each partition (or the whole copy) writes a sequence of files of at most this many bytes (`256MB`, `1GiB` or a number). */
+  maxFileBytes: maxFileBytesSchema.optional(),
+  /** Batched files: at most this many rows per file. */
+  maxFileRows: maxFileRowsSchema.optional(),
   /**
    * Parent of the run's output folder (`<outDir>/<runId>/attempt-N`): a folder relative to the
    * worker's output root (absolute paths must lie inside it), or `s3://bucket/prefix` — object
@@ -116,7 +121,14 @@ export function parseExtractionInput(raw: unknown): ExtractionInput {
   }
   if (size > MAX_INPUT_BYTES) throw new PgExtractError(ErrorCode.INPUT_INVALID, `input is ${size} bytes; at most ${MAX_INPUT_BYTES}`);
   const parsed = extractionInputSchema.safeParse(raw);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    const { target, maxFileBytes, maxFileRows } = parsed.data;
+    if (target && target.via !== 'files' && (maxFileBytes !== undefined || maxFileRows !== undefined)) {
+      const field = maxFileBytes !== undefined ? 'maxFileBytes' : 'maxFileRows';
+      throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: bounds files, and --via ${target.via} writes none`, { field });
+    }
+    return parsed.data;
+  }
   const issue = parsed.error.issues[0]!;
   const field = issue.path.join('.') || 'input';
   const code = (issue as { params?: { code?: ErrorCode } }).params?.code ?? ErrorCode.INPUT_INVALID;
