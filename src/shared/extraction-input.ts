@@ -5,7 +5,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
-import { maxFileBytesSchema, maxFileRowsSchema } from './file-bounds';
+import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
 import { parseColumnName, parseTableName } from '../postgres/sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
@@ -17,6 +17,23 @@ const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: 
     ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.IDENTIFIER_INVALID } });
   }
 };
+
+const invalidBound = (message: string) => ({ code: 'custom' as const, message, params: { code: ErrorCode.FILE_BOUND_INVALID } });
+
+/** A byte bound as a number or a size string (`256MB`, `1GiB`); parsed to bytes. */
+const maxFileBytesSchema = z.union([z.number(), z.string().max(40)]).transform((value, ctx) => {
+  const bytes = typeof value === 'number' ? value : parseByteSize(value);
+  if (bytes === undefined || !Number.isSafeInteger(bytes) || bytes < MIN_FILE_BYTES || bytes > MAX_FILE_BYTES) {
+    ctx.addIssue(invalidBound(MAX_FILE_BYTES_HINT));
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+// NaN too (what a CLI makes of a word), so it gets this field's code rather than a type error.
+const maxFileRowsSchema = z.union([z.number(), z.nan()]).superRefine((n, ctx) => {
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_FILE_ROWS) ctx.addIssue(invalidBound('a whole number of rows, at least 1'));
+});
 
 const millis = (max: number) => z.number().int().positive().max(max);
 const HOUR = 3_600_000;
