@@ -8,7 +8,7 @@ export function manifestJson(m: Manifest) {
     workflowId: m.workflowId,
     extractionReceipt: m.extractionReceipt,
     // An object on S3 also gives its ETag; a local file has none to give.
-    files: m.files.map(({ path, partition, range, rows, bytes, sha256, etag }) => ({ path, partition, range, rows, bytes, sha256, ...(etag ? { etag } : {}) })),
+    files: m.files.map(({ path, partition, batch, range, rows, bytes, sha256, etag }) => ({ path, partition, ...(batch !== undefined ? { batch } : {}), range, rows, bytes, sha256, ...(etag ? { etag } : {}) })),
     totals: m.totals,
     dataPackage: m.dataPackage ? { path: m.dataPackage.path, bytes: m.dataPackage.bytes, sha256: m.dataPackage.sha256 } : null,
   };

@@ -15,6 +15,8 @@ export interface ReleaseRequest {
   sweepFolders: string[];
   /** Folders of a finished or failed attempt: removed once their outputs are released. */
   discardFolders: string[];
+  /** Name prefixes whose every output goes before the folders are discarded (see {@link OutputStore.removeStartingWith}). */
+  prefixes?: string[];
 }
 
 export interface OutputStore {

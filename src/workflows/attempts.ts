@@ -19,6 +19,8 @@ export interface AttemptScope {
   attempt: number;
   folder: string;
   planned: string[];
+  /** Name prefixes of batched files: a discard removes every file under them, named or not (a killed writer's). */
+  batchPrefixes?: string[];
 }
 
 function extractActivities(input: ExtractionInput) {
@@ -79,6 +81,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   await quick.prepareOutputFolder(scope.folder);
   // Planned only once their folder exists: a discard then finds each file or proves it gone.
   scope.planned = batched ? [] : [name];
+  if (batched) scope.batchPrefixes = [`${name}-batch-`];
   status.partitionsTotal = 1;
   onProgress();
   const extract = extractActivities(input);
@@ -133,6 +136,7 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     // Planned only once their folder exists: a discard then finds each file or proves it gone.
     const batched = fileBoundsOf(input) !== null;
     scope.planned = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
+    if (batched) scope.batchPrefixes = plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`);
     status.partitionsTotal = plan.ranges.length;
     onProgress();
     const extract = extractActivities(input);
