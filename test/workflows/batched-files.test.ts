@@ -5,7 +5,7 @@
  * the folder, on a local disk and on S3, csv and binary, gzip; and from the CLI.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/shared/definitions';
@@ -90,6 +90,36 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       assert.equal(over.length, 1, 'one file over the bound');
       assert.equal(over[0]!.rows, 1, 'holding the one wide row alone');
       assert.deepEqual(await filesDigest('wide.t', manifest.files.map((f) => f.path)), wideExpected);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  it('a partition whose session dies mid-way is retried in the same snapshot: its files are rewritten whole, nothing of an earlier try is left', async () => {
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(
+        client,
+        { table, partitions: 2, maxFileRows: 400, outDir: 'batched-retry', partitionRetry: { maximumAttempts: 3, initialIntervalMs: 2000 } },
+        { taskQueue },
+      );
+      const out = join(live().outRoot, 'batched-retry');
+      const batchFiles = async () => (await readdir(out, { recursive: true }).catch(() => [] as string[])).filter((e) => /-batch-\d{5}\.csv$/.test(e));
+      for (const until = Date.now() + 30_000; (await batchFiles()).length < 2; ) {
+        assert.ok(Date.now() < until, 'batch files appear');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const killed = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/partition'`);
+      assert.ok(killed.rowCount! > 0, 'a partition was mid-way');
+      // What a killed try leaves and its retry would not overwrite: a batch past the retry's last, a temp file.
+      await new Promise((r) => setTimeout(r, 500));
+      const attemptFolder = join(out, handle.firstExecutionRunId, 'attempt-1');
+      await writeFile(join(attemptFolder, 'part-0000-batch-09999.csv'), 'stale\n');
+      await writeFile(join(attemptFolder, 'part-0001-batch-00000.csv.tmp-999999-deadbeef'), 'partial');
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.attempt, 1, 'retried within the snapshot, not a fresh attempt');
+      assertOrdered(manifest, '.csv');
+      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows');
+      const folder = dirname(manifest.files[0]!.path);
+      assert.deepEqual((await readdir(folder)).filter((e) => !e.startsWith('.')).sort(), runOutputs(manifest).map((p) => basename(p)).sort(), 'only the listed files');
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });
