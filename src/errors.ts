@@ -35,6 +35,8 @@ export const ErrorCode = {
   // Staging guard.
   STAGING_CANCELLED: 'STAGING_CANCELLED',
   // Input validation (client, CLI, activity boundary).
+  /** --max-file-bytes or --max-file-rows is not a usable bound. */
+  FILE_BOUND_INVALID: 'FILE_BOUND_INVALID',
   INPUT_INVALID: 'INPUT_INVALID',
   /** An option the chosen format does not take (`--gzip` or a built-in load with Parquet, a Parquet compression with CSV). */
   FORMAT_OPTIONS_INVALID: 'FORMAT_OPTIONS_INVALID',
@@ -117,6 +119,7 @@ export class PgExtractError extends Error {
 
 /** Codes that mean "the request itself is wrong": retrying it cannot help. */
 export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
+  ErrorCode.FILE_BOUND_INVALID,
   ErrorCode.INPUT_INVALID,
   ErrorCode.FORMAT_OPTIONS_INVALID,
   ErrorCode.IDENTIFIER_INVALID,

@@ -2,6 +2,7 @@
  * The activities of the main task queue (any worker) and of a worker's own holder queue.
  * Dependencies are injected, so tests and the worker wire real ones the same way.
  */
+import { createBatchedExtractActivities } from './batched-extract';
 import { createCleanupActivities } from './cleanup';
 import { createDataPackageActivities } from './data-package';
 import { type ExtractDeps, createExtractActivities } from './extract';
@@ -21,6 +22,7 @@ export interface ActivityDeps extends ExtractDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createExtractActivities(deps),
+    ...createBatchedExtractActivities(deps),
     ...createCleanupActivities(deps),
     ...createDataPackageActivities(deps),
     ...createLoadActivities(deps),

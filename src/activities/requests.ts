@@ -120,6 +120,8 @@ export interface ReleaseOutputsRequest {
   sweepFolders: string[];
   /** Folders to remove with everything in them (a discarded attempt, a released run). */
   discardFolders: string[];
+  /** Name prefixes whose every file goes first: batched files, some never named to the workflow (a killed writer's). */
+  prefixes?: string[];
 }
 
 function invalid(err: z.ZodError): PgExtractError {
@@ -141,7 +143,7 @@ export function parsePartitionRequest(raw: unknown): PartitionActivityRequest {
 export function parseReleaseRequest(raw: unknown): ReleaseOutputsRequest {
   const path = z.string().min(1).max(4096);
   const folders = z.array(path).max(100);
-  const parsed = z.strictObject({ paths: z.array(path).max(10_000), sweepFolders: folders, discardFolders: folders }).safeParse(raw);
+  const parsed = z.strictObject({ paths: z.array(path).max(10_000), sweepFolders: folders, discardFolders: folders, prefixes: z.array(path).max(256).optional() }).safeParse(raw);
   if (!parsed.success) throw invalid(parsed.error);
   return parsed.data;
 }

@@ -99,6 +99,8 @@ program
   .option('--gzip', 'gzip the files (csv, binary)')
   .option('--compression <zstd|snappy|none>', 'Parquet column compression (default zstd)')
   .option('--row-group-rows <N>', 'rows per Parquet row group (default 122880)', countArg)
+  .option('--max-file-bytes <size>', 'batched files: each partition writes a sequence of files of at most this size as stored (e.g. 256MB, 1GiB)')
+  .option('--max-file-rows <N>', 'batched files: at most N rows per file', Number)
   .option('--out <dir|s3://bucket/prefix>', "parent of the run's folder: under the worker output root (PG_EXTRACT_OUT_DIR), or in a bucket (the worker's AWS_* settings)")
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
@@ -128,6 +130,8 @@ program
       gzip: Boolean(opts.gzip),
       ...(opts.compression !== undefined ? { compression: opts.compression } : {}),
       ...(opts.rowGroupRows !== undefined ? { rowGroupRows: opts.rowGroupRows } : {}),
+      ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
+      ...(opts.maxFileRows !== undefined ? { maxFileRows: opts.maxFileRows } : {}),
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
       ...(opts.target !== undefined ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } } : {}),

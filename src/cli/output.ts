@@ -8,10 +8,11 @@ export function manifestJson(m: Manifest) {
     workflowId: m.workflowId,
     extractionReceipt: m.extractionReceipt,
     // An object on S3 also gives its ETag; a local file has none to give.
-    files: m.files.map(({ table, path, partition, range, rows, bytes, sha256, etag }) => ({
+    files: m.files.map(({ table, path, partition, batch, range, rows, bytes, sha256, etag }) => ({
       table: table ?? m.table,
       path,
       partition,
+      ...(batch !== undefined ? { batch } : {}),
       range,
       rows,
       bytes,

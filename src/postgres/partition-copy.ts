@@ -7,7 +7,7 @@
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
+import { type ResolvedTable, type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from './export-format';
 import { exportToOutput } from './export-to-output';
@@ -18,13 +18,7 @@ import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, check
 import { snapshotIdLiteral } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
 
-export interface PartitionFile extends CopiedOutput {
-  backendPid: number;
-  /** pg_current_snapshot() text seen after the import: equals the coordinator's. */
-  snapshotText: string;
-  startedAt: string;
-  completedAt: string;
-}
+export interface PartitionFile extends CopiedOutput, PartitionRead {}
 
 /** What a partition reads, and (when given) the snapshot digest and source identity it must see. */
 export interface PartitionRequest extends ExpectedSnapshot {
@@ -41,6 +35,15 @@ export interface PartitionRequest extends ExpectedSnapshot {
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
 const LOST_SNAPSHOT_STATES = new Set(['22023', '55000', '0A000']);
 
+/** What a partition's session proved about the snapshot it read, and when it read. */
+export interface PartitionRead {
+  backendPid: number;
+  /** pg_current_snapshot() text seen after the import: equals the coordinator's. */
+  snapshotText: string;
+  startedAt: string;
+  completedAt: string;
+}
+
 /** Runs on a fresh session the caller closes. The output appears under its location only when complete. */
 export async function copyPartition(
   client: Client,
@@ -48,6 +51,17 @@ export async function copyPartition(
   output: OutputSink,
   options: { onBytes?: (bytes: number) => void; signal?: AbortSignal } = {},
 ): Promise<PartitionFile> {
+  const { result: written, ...read } = await readPartition(client, request, (table) =>
+    exportToOutput(client, selectSql(table, rangePredicate(request.range, table.key)), sourceColumns(table), request.format, output, options),
+  );
+  return { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, ...read };
+}
+
+/**
+ * Imports the snapshot on `client`, proves it is the planned one on the planned cluster and
+ * database, re-resolves the table, runs `read` and commits; rolls back on any failure.
+ */
+export async function readPartition<T>(client: Client, request: PartitionRequest, read: (table: ResolvedTable) => Promise<T>): Promise<PartitionRead & { result: T }> {
   const literal = snapshotIdLiteral(request.snapshotId);
   const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -70,22 +84,11 @@ export async function copyPartition(
     if (request.key && !sameSplitKey(table.key, request.key)) {
       throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
     }
-    const select = selectSql(table, rangePredicate(request.range, table.key));
-    const written = await exportToOutput(client, select, sourceColumns(table), request.format, output, options);
+    const result = await read(table);
     const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;
-    return {
-      location: written.location,
-      etag: written.etag,
-      rows: written.rowCount(),
-      bytes: written.bytes,
-      sha256: written.sha256,
-      backendPid: row.pid,
-      snapshotText: row.snapshot,
-      startedAt: row.started,
-      completedAt,
-    };
+    return { result, backendPid: row.pid, snapshotText: row.snapshot, startedAt: row.started, completedAt };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
     throw await lockTimeoutError(client, err, request.table, lockTimeoutMs);

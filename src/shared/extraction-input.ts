@@ -5,6 +5,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
+import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
 import { parseColumnName, parseTableName } from '../postgres/sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
@@ -22,6 +23,23 @@ const tableName = z.string().min(1).max(300).superRefine(identifierCheck((v) => 
 const globs = z.array(z.string().min(1).max(200)).min(1).max(100).optional();
 /** The most tables one run takes: each is a few hundred bytes of plan, batch result and receipt in the parent's history (2,000 measured: 5 MB, largest event 1.2 MB of the 2 MB limit). */
 export const MAX_TABLES = 2000;
+
+const invalidBound = (message: string) => ({ code: 'custom' as const, message, params: { code: ErrorCode.FILE_BOUND_INVALID } });
+
+/** A byte bound as a number or a size string (`256MB`, `1GiB`); parsed to bytes. */
+const maxFileBytesSchema = z.union([z.number(), z.string().max(40)]).transform((value, ctx) => {
+  const bytes = typeof value === 'number' ? value : parseByteSize(value);
+  if (bytes === undefined || !Number.isSafeInteger(bytes) || bytes < MIN_FILE_BYTES || bytes > MAX_FILE_BYTES) {
+    ctx.addIssue(invalidBound(MAX_FILE_BYTES_HINT));
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+// NaN too (what a CLI makes of a word), so it gets this field's code rather than a type error.
+const maxFileRowsSchema = z.union([z.number(), z.nan()]).superRefine((n, ctx) => {
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_FILE_ROWS) ctx.addIssue(invalidBound('a whole number of rows, at least 1'));
+});
 
 const millis = (max: number) => z.number().int().positive().max(max);
 const HOUR = 3_600_000;
@@ -53,6 +71,10 @@ export const extractionInputSchema = z.strictObject({
   compression: z.enum(PARQUET_COMPRESSIONS).optional(),
   /** Rows per Parquet row group (DEFAULT_ROW_GROUP_ROWS when absent): what a writer holds in memory at once. */
   rowGroupRows: z.number().int().min(1).max(MAX_ROW_GROUP_ROWS).optional(),
+  /** Batched files: each partition (or the whole copy) writes a sequence of files of at most this many bytes (`256MB`, `1GiB` or a number). */
+  maxFileBytes: maxFileBytesSchema.optional(),
+  /** Batched files: at most this many rows per file. */
+  maxFileRows: maxFileRowsSchema.optional(),
   /**
    * Parent of the run's output folder (`<outDir>/<runId>/attempt-N`): a folder relative to the
    * worker's output root (absolute paths must lie inside it), or `s3://bucket/prefix` — object
@@ -174,7 +196,16 @@ export function parseExtractionInput(raw: unknown): ExtractionInput {
   }
   if (size > MAX_INPUT_BYTES) throw new PgExtractError(ErrorCode.INPUT_INVALID, `input is ${size} bytes; at most ${MAX_INPUT_BYTES}`);
   const parsed = extractionInputSchema.safeParse(raw);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    const { target, maxFileBytes, maxFileRows, tables, schema } = parsed.data;
+    if (maxFileBytes !== undefined || maxFileRows !== undefined) {
+      const field = maxFileBytes !== undefined ? 'maxFileBytes' : 'maxFileRows';
+      if (target && target.via !== 'files') throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: bounds files, and --via ${target.via} writes none`, { field });
+      // A set's partitions run in its copy-batch children, which write one file per range.
+      if (tables !== undefined || schema !== undefined) throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: batched files are for one table; a run of several tables writes one file per range`, { field });
+    }
+    return parsed.data;
+  }
   const issue = parsed.error.issues[0]!;
   const field = issue.path.join('.') || 'input';
   const code = (issue as { params?: { code?: ErrorCode } }).params?.code ?? ErrorCode.INPUT_INVALID;

@@ -20,6 +20,8 @@ export interface ManifestFile {
   /** The object's ETag when the output is on S3; null for a local file. */
   etag: string | null;
   partition: number;
+  /** The file's place in its partition's sequence when files are batched (--max-file-bytes/--max-file-rows); absent otherwise. */
+  batch?: number;
   range: PartitionRange;
   rows: number;
   bytes: number;

@@ -38,6 +38,15 @@ export class LocalStore implements OutputStore {
     return new LocalFileSink(path, this.fileMode);
   }
 
+  async removeStartingWith(namePrefix: string): Promise<void> {
+    const prefix = await checkOutputFile(this.root, namePrefix);
+    const folder = dirname(prefix);
+    // A folder missing here is not this worker's to clean: its sink() then says why.
+    const entries = await readdir(folder).catch((err: { code?: string }) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
+    const stale = entries.filter((e) => e.startsWith(basename(prefix)));
+    await Promise.all(stale.map((e) => unlink(join(folder, e)).catch((err: { code?: string }) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))));
+  }
+
   evidenceName(location: string): string {
     return relative(this.root, location);
   }

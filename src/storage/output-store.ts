@@ -15,6 +15,8 @@ export interface ReleaseRequest {
   sweepFolders: string[];
   /** Folders of a finished or failed attempt: removed once their outputs are released. */
   discardFolders: string[];
+  /** Name prefixes whose every output goes before the folders are discarded (see {@link OutputStore.removeStartingWith}). */
+  prefixes?: string[];
 }
 
 export interface OutputStore {
@@ -25,6 +27,11 @@ export interface OutputStore {
   prepareFolder(folder: string, owner: string): Promise<void>;
   /** A sink for the output `name` inside a prepared folder. */
   sink(name: string): Promise<OutputSink>;
+  /**
+   * Removes every output, temp file and incomplete upload whose name starts with `namePrefix`
+   * (a file name prefix inside a prepared folder): what an earlier try of a batched writer left.
+   */
+  removeStartingWith(namePrefix: string): Promise<void>;
   /** The name an output's receipt evidence uses: relative to the root locally, the URL on S3. */
   evidenceName(location: string): string;
   /** Releases outputs and folders of the run `owner`; every failure is a stable code in the report. */

@@ -3,6 +3,7 @@
  * object in a bucket, anything else a path under the local output root.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
+import { releaseErrorCode } from '../lifecycle/file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { LocalStore } from './local-store';
 import type { OutputStore, ReleaseRequest } from './output-store';
@@ -43,10 +44,16 @@ export class OutputStores {
       discardFolders: request.discardFolders.filter((f) => this.of(f) === store),
     });
     const reports = [];
+    const failures: ReleaseReport['failures'] = [];
+    for (const prefix of request.prefixes ?? []) {
+      await this.of(prefix)
+        .removeStartingWith(prefix)
+        .catch((err: unknown) => failures.push({ path: prefix, code: releaseErrorCode(err) }));
+    }
     for (const store of [this.local, this.s3]) {
       const part = split(store);
       if (part.paths.length + part.sweepFolders.length + part.discardFolders.length > 0) reports.push(await store.release(part, owner));
     }
-    return { deleted: reports.flatMap((r) => r.deleted), failures: reports.flatMap((r) => r.failures) };
+    return { deleted: reports.flatMap((r) => r.deleted), failures: [...failures, ...reports.flatMap((r) => r.failures)] };
   }
 }

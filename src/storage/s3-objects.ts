@@ -25,12 +25,12 @@ export async function checkBucket(client: S3Client, location: S3Location): Promi
   });
 }
 
-/** Keys of the objects under `prefix` (a folder: `prefix/…`). */
-export async function listObjects(client: S3Client, prefix: S3Location): Promise<string[]> {
+/** Keys of the objects under `prefix` (a folder: `prefix/…`, unless `keyPrefix` says otherwise). */
+export async function listObjects(client: S3Client, prefix: S3Location, keyPrefix = `${prefix.key}/`): Promise<string[]> {
   const keys: string[] = [];
   for (let token: string | undefined; ; ) {
     const page = await client
-      .send(new ListObjectsV2Command({ Bucket: prefix.bucket, Prefix: `${prefix.key}/`, ContinuationToken: token }))
+      .send(new ListObjectsV2Command({ Bucket: prefix.bucket, Prefix: keyPrefix, ContinuationToken: token }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `listing ${formatS3Url(prefix)}`)));
     for (const o of page.Contents ?? []) if (o.Key) keys.push(o.Key);
     if (!page.IsTruncated) return keys;
@@ -38,12 +38,12 @@ export async function listObjects(client: S3Client, prefix: S3Location): Promise
   }
 }
 
-/** Aborts every incomplete multipart upload under `prefix`; returns how many it aborted. */
-export async function abortUploads(client: S3Client, prefix: S3Location): Promise<number> {
+/** Aborts every incomplete multipart upload under `prefix` (or whose key starts with `keyPrefix`); returns how many it aborted. */
+export async function abortUploads(client: S3Client, prefix: S3Location, keyPrefix = `${prefix.key}/`): Promise<number> {
   let aborted = 0;
   for (let keyMarker: string | undefined, uploadIdMarker: string | undefined; ; ) {
     const page = await client
-      .send(new ListMultipartUploadsCommand({ Bucket: prefix.bucket, Prefix: `${prefix.key}/`, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }))
+      .send(new ListMultipartUploadsCommand({ Bucket: prefix.bucket, Prefix: keyPrefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `listing uploads under ${formatS3Url(prefix)}`)));
     for (const u of page.Uploads ?? []) {
       await client.send(new AbortMultipartUploadCommand({ Bucket: prefix.bucket, Key: u.Key, UploadId: u.UploadId }));

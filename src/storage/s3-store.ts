@@ -13,7 +13,7 @@ import type { OutputSink } from './output-sink';
 import type { OutputStore, ReleaseRequest } from './output-store';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { S3ObjectWriter } from './s3-object-writer';
-import { abortUploads, checkBucket, deleteObject } from './s3-objects';
+import { abortUploads, checkBucket, deleteObject, listObjects } from './s3-objects';
 import { type S3Location, parseS3Url } from './s3-url';
 
 function located(url: string, field = 'outDir'): S3Location {
@@ -41,6 +41,16 @@ export class S3Store implements OutputStore {
 
   async sink(name: string): Promise<OutputSink> {
     return new S3ObjectWriter(this.client(), located(name, 'name'));
+  }
+
+  async removeStartingWith(namePrefix: string): Promise<void> {
+    const client = this.client();
+    const prefix = located(namePrefix, 'name');
+    await abortUploads(client, prefix, prefix.key);
+    for (const key of await listObjects(client, prefix, prefix.key)) {
+      const result = await deleteObject(client, { bucket: prefix.bucket, key });
+      if (!result.released) throw new PgExtractError(ErrorCode.S3_REQUEST_FAILED, `could not remove ${result.url} (${result.code})`);
+    }
   }
 
   evidenceName(location: string): string {

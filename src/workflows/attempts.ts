@@ -11,6 +11,7 @@ import { fileExtension } from '../postgres/export-format';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
+import { batchFileName, fileBoundsOf } from '../shared/file-bounds';
 import { runLabel } from '../shared/table-selection';
 import { asHolderFailure } from './failure-kind';
 
@@ -19,6 +20,8 @@ export interface AttemptScope {
   attempt: number;
   folder: string;
   planned: string[];
+  /** Name prefixes of batched files: a discard removes every file under them, named or not (a killed writer's). */
+  batchPrefixes?: string[];
 }
 
 export function extractActivities(input: ExtractionInput) {
@@ -55,8 +58,18 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
 /** Short bookkeeping activities: output folders, the holder queue name. */
 export const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });
 
+/** A partition's file name without its suffix; batched files add `-batch-NNNNN` to it. */
+function partitionPrefix(scope: AttemptScope, partition: number): string {
+  return `${scope.folder}/part-${String(partition).padStart(4, '0')}`;
+}
+
 function fileName(scope: AttemptScope, partition: number, input: ExtractionInput): string {
-  return `${scope.folder}/part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
+  return `${partitionPrefix(scope, partition)}${fileExtension(input)}`;
+}
+
+/** The names batched files were written under, planned as soon as they exist (their number is known only then). */
+function planBatches(scope: AttemptScope, input: ExtractionInput, files: ManifestFile[]): void {
+  scope.planned = [...scope.planned, ...files.map((f) => batchFileName(partitionPrefix(scope, f.partition), f.batch!, input))];
 }
 
 export function totals(files: ManifestFile[]): { rows: number; bytes: number } {
@@ -64,16 +77,21 @@ export function totals(files: ManifestFile[]): { rows: number; bytes: number } {
 }
 
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
-  const name = fileName(scope, 0, input);
+  const batched = fileBoundsOf(input) !== null;
+  const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
   await quick.prepareOutputFolder(scope.folder);
   // Planned only once their folder exists: a discard then finds each file or proves it gone.
-  scope.planned = [name];
+  scope.planned = batched ? [] : [name];
+  if (batched) scope.batchPrefixes = [`${name}-batch-`];
   status.partitionsTotal = 1;
   onProgress();
-  const { file, receipt, snapshotDigest, columns, primaryKey } = await extractActivities(input).wholeCopy({ input, name });
+  const extract = extractActivities(input);
+  const { files, receipt, snapshotDigest, columns, primaryKey } = batched
+    ? await extract.wholeCopyBatches({ input, name })
+    : await extract.wholeCopy({ input, name }).then(({ file, ...rest }) => ({ files: [file], ...rest }));
+  if (batched) planBatches(scope, input, files);
   status.partitionsDone = 1;
-  status.rows = file.rows;
-  status.bytes = file.bytes;
+  Object.assign(status, totals(files));
   onProgress();
   return {
     workflowId: workflowInfo().workflowId,
@@ -82,8 +100,8 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
     strategy: 'whole_copy',
     coordinatorPid: null,
     snapshotDigest,
-    files: [file],
-    totals: totals([file]),
+    files,
+    totals: totals(files),
     // Absent from results recorded by older code.
     columns: columns ?? null,
     primaryKey: primaryKey ?? null,
@@ -111,19 +129,21 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
   );
   holdEnded.catch(() => undefined);
   const partitionScope = new CancellationScope();
-  let partitions: Promise<ManifestFile>[] = [];
+  let partitions: Promise<ManifestFile[]>[] = [];
   try {
     const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
     planReceived = true;
     await quick.prepareOutputFolder(scope.folder);
     // Planned only once their folder exists: a discard then finds each file or proves it gone.
-    scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
+    const batched = fileBoundsOf(input) !== null;
+    scope.planned = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
+    if (batched) scope.batchPrefixes = plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`);
     status.partitionsTotal = plan.ranges.length;
     onProgress();
     const extract = extractActivities(input);
     partitions = plan.ranges.map((range, partition) =>
       partitionScope.run(async () => {
-        const file = await extract.copyPartition({
+        const request = {
           input,
           snapshotId: plan.snapshotId,
           // Extra activity arguments change no command: replay-safe without patched().
@@ -133,16 +153,21 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
           key: plan.key,
           range,
           partition,
-          name: scope.planned[partition]!,
-        });
+        };
+        const files = batched
+          ? await extract.copyPartitionBatches({ ...request, name: partitionPrefix(scope, partition) })
+          : [await extract.copyPartition({ ...request, name: scope.planned[partition]! })];
+        if (batched) planBatches(scope, input, files);
         status.partitionsDone++;
-        status.rows += file.rows;
-        status.bytes += file.bytes;
+        const added = totals(files);
+        status.rows += added.rows;
+        status.bytes += added.bytes;
         onProgress();
-        return file;
+        return files;
       }),
     );
-    const files = await Promise.race([Promise.all(partitions), holdEnded]);
+    // In partition order, each partition's files in batch order.
+    const files = (await Promise.race([Promise.all(partitions), holdEnded])).flat();
     const receipt = await holder.control
       .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
       .catch((err) => Promise.reject(asHolderFailure(err, true)));
@@ -184,7 +209,7 @@ export async function withDataPackage(input: ExtractionInput, scope: AttemptScop
   const dataPackage = await quick.writeDataPackage({
     input,
     name,
-    files: manifest.files.map((f) => scope.planned[f.partition]!),
+    files: manifest.files.map((f) => (f.batch === undefined ? scope.planned[f.partition]! : batchFileName(partitionPrefix(scope, f.partition), f.batch, input))),
     columns: manifest.columns,
     primaryKey: manifest.primaryKey,
   });

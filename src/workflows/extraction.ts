@@ -282,7 +282,7 @@ async function extractWithFreshSnapshots(
 async function discardAttempt(scope: AttemptScope): Promise<Pick<AttemptRecord, 'releasedFiles' | 'cleanupErrorCode'>> {
   try {
     const report = await CancellationScope.nonCancellable(() =>
-      cleanup.releaseOutputs({ paths: scope.planned, sweepFolders: [], discardFolders: [scope.folder] }),
+      cleanup.releaseOutputs({ paths: scope.planned, sweepFolders: [], discardFolders: [scope.folder], ...(scope.batchPrefixes ? { prefixes: scope.batchPrefixes } : {}) }),
     );
     return { releasedFiles: report.deleted.length, cleanupErrorCode: report.failures[0]?.code ?? null };
   } catch (cleanupErr) {

@@ -76,6 +76,13 @@ describe('pg-extract CLI (live)', function () {
     ['an output folder above the root', ['--table', 'a.b', '--out', '../../etc'], 'OUTPUT_PATH_ESCAPES_ROOT'],
     ['an absolute output folder elsewhere', ['--table', 'a.b', '--out', '/etc/cron.d'], 'OUTPUT_PATH_ESCAPES_ROOT'],
     ['a source name with a URL in it', ['--table', 'a.b', '--source', 'postgres://u:p@h/db'], 'INPUT_INVALID'],
+    ['an unknown size unit', ['--table', 'a.b', '--max-file-bytes', '12XB'], 'FILE_BOUND_INVALID'],
+    ['a byte bound under 1 KiB', ['--table', 'a.b', '--max-file-bytes', '100'], 'FILE_BOUND_INVALID'],
+    ['a negative byte bound', ['--table', 'a.b', '--max-file-bytes', '-5MB'], 'FILE_BOUND_INVALID'],
+    ['a row bound of 0', ['--table', 'a.b', '--max-file-rows', '0'], 'FILE_BOUND_INVALID'],
+    ['a row bound of 2.5', ['--table', 'a.b', '--max-file-rows', '2.5'], 'FILE_BOUND_INVALID'],
+    ['a row bound that is not a number', ['--table', 'a.b', '--max-file-rows', 'many'], 'FILE_BOUND_INVALID'],
+    ['file bounds with --via internal (no files)', ['--table', 'a.b', '--target', 'x', '--via', 'internal', '--max-file-rows', '10'], 'FILE_BOUND_INVALID'],
   ];
   for (const [what, args, code] of badStarts) {
     it(`start rejects ${what} with ${code}, exit 2, before connecting anywhere`, async () => {

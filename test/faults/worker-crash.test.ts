@@ -83,4 +83,49 @@ describe('worker process killed mid-extraction (live)', function () {
       assert.deepEqual(await settleSessions(10_000), [], 'no session left');
     });
   }
+
+  it('batched files: SIGKILL once a partition has written some of its files → the rewritten files are exact, no orphan', async () => {
+    const taskQueue = `crash-${randomUUID()}`;
+    const first = await spawnWorker(taskQueue);
+    workers.push(first);
+    const out = join(live().outRoot, 'crash-batched');
+    const handle = await startExtraction(
+      live().temporal.client,
+      // The holder's loss is seen before the killed partitions time out, and they are not retried:
+      // what they wrote can only go with the discarded attempt.
+      {
+        table,
+        partitions: 4,
+        maxFileRows: 1_500,
+        outDir: 'crash-batched',
+        partitionRetry: { maximumAttempts: 1 },
+        timeouts: { holderHeartbeatMs: 1000, partitionHeartbeatMs: 4000 },
+      },
+      { taskQueue },
+    );
+    const written = async () => (await readdir(out, { recursive: true }).catch(() => [] as string[])).filter((e) => /-batch-\d{5}\.csv$/.test(e));
+    for (const until = Date.now() + 30_000; (await written()).length < 3; ) {
+      assert.ok(Date.now() < until, 'batch files appear');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    first.child.kill('SIGKILL');
+    assert.equal(await first.exited, null, 'killed by the signal');
+    const second = await spawnWorker(taskQueue);
+    workers.push(second);
+
+    const manifest = await waitForManifest(handle);
+    assert.ok(manifest.files.every((f) => f.rows <= 1_500));
+    assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows and checksum');
+    const listed = [...manifest.files.map((f) => f.path), manifest.dataPackage!.path].map((p) => p.slice(out.length + 1)).sort();
+    const present = (await readdir(out, { recursive: true })).filter((e) => !(e.endsWith('.pg-extract-run') || /^[^/]+(\/attempt-\d+)?$/.test(e)));
+    assert.deepEqual(present.sort(), listed, 'the folder holds exactly the listed files: no file of the killed try, no temp file, no discarded folder');
+    await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    const result = (await handle.result()) as ExtractionResult;
+    assert.equal(result.terminalReceipt.cleanupSucceeded, true);
+    assert.ok(result.attempts.every((a) => a.cleanupErrorCode === null), 'every discarded attempt was cleaned');
+    assert.deepEqual(await readdir(out).catch(() => []), [], 'nothing left after success');
+    second.child.kill('SIGTERM');
+    assert.equal(await second.exited, 0);
+    assert.deepEqual(await settleSessions(10_000), [], 'no session left');
+  });
 });

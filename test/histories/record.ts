@@ -59,6 +59,16 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('partitioned as batched files, committed', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'batched-committed', { partitions: 2, maxFileRows: 4_000 });
+      assert.ok((await waitForManifest(handle)).files.length > 2, 'several files per partition');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('batched-committed', handle);
+    });
+  });
+
   it('partitioned, awaiting commit (a run still open), then failed by signal', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'partitioned-failed', { partitions: 3 });

@@ -1,0 +1,149 @@
+/**
+ * Batched extraction activities: one partition of an exported snapshot, or the whole table in
+ * one transaction, written as a sequence of size-bounded files `<prefix>-batch-NNNNN<ext>`. A try
+ * first removes whatever an earlier try of the same partition left under its prefix, and on
+ * failure removes what it wrote, so a retried partition's files replace the earlier ones whole.
+ */
+import { Context } from '@temporalio/activity';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
+import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import { digestSourceToken } from '../lifecycle/source-token';
+import { type BatchFile, copyBatchFiles } from '../postgres/batch-files';
+import { BatchedCopy } from '../postgres/batched-copy';
+import { resolveTable, sourceColumns } from '../postgres/catalog';
+import type { PartitionRange } from '../postgres/range-planner';
+import { readPartition } from '../postgres/partition-copy';
+import { closeSession, openSession } from '../postgres/session';
+import type { ExtractionInput } from '../shared/extraction-input';
+import type { ManifestFile, SourceColumn } from '../shared/extraction-types';
+import { type FileBounds, batchFileName, fileBoundsOf } from '../shared/file-bounds';
+import type { OutputStore } from '../storage/output-store';
+import type { ExtractDeps } from './extract';
+import { withFailures } from './failures';
+import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { countExtracted } from './metrics';
+import { type PartitionActivityRequest, type WholeCopyActivityRequest, parseNamed, parsePartitionRequest } from './requests';
+import { tableRequestOf } from './table-request';
+
+function boundsOf(input: ExtractionInput): FileBounds {
+  const bounds = fileBoundsOf(input);
+  if (!bounds) throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a batched copy needs maxFileBytes or maxFileRows', { field: 'maxFileBytes' });
+  return bounds;
+}
+
+/** Runs `write` with the files under `prefix` cleared first, and cleared again if it fails. */
+async function replacingBatches<T>(store: OutputStore, prefix: string, write: () => Promise<T>): Promise<T> {
+  await store.removeStartingWith(`${prefix}-batch-`);
+  try {
+    return await write();
+  } catch (err) {
+    await store.removeStartingWith(`${prefix}-batch-`).catch((cleanupErr: unknown) => addNote(err, `batch file removal failed: ${(cleanupErr as { code?: string }).code ?? 'Error'}`));
+    throw err;
+  }
+}
+
+function manifestFile(store: OutputStore, f: BatchFile, partition: number, range: PartitionRange, backendPid: number, snapshotDigest: string): ManifestFile {
+  return {
+    path: f.location,
+    name: store.evidenceName(f.location),
+    etag: f.etag,
+    partition,
+    batch: f.index,
+    range,
+    rows: f.rows,
+    bytes: f.bytes,
+    sha256: f.sha256,
+    backendPid,
+    snapshotDigest,
+  };
+}
+
+export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDeps) {
+  return {
+    /** One planned range as bounded files; `name` is the partition's file name prefix (`…/part-0003`). */
+    async copyPartitionBatches(raw: PartitionActivityRequest): Promise<ManifestFile[]> {
+      return withFailures(async () => {
+        const req = parsePartitionRequest(raw);
+        const bounds = boundsOf(req.input);
+        const snapshotId = req.snapshotId;
+        // Keyset batches import the exported snapshot on each try; a source without one (MySQL) has no batched path.
+        if (snapshotId === null) throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source (an exported snapshot)', { field: 'maxFileBytes' });
+        const store = stores.of(req.name);
+        const progress = { bytes: 0 };
+        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        try {
+          return await replacingBatches(store, req.name, async () => {
+            const client = await openSession(sourceUrl(req.input.source), 'partition');
+            try {
+              const request = { ...req, snapshotId, snapshotDigest: req.snapshotDigest ?? undefined, format: req.input, lockTimeoutMs: req.input.timeouts.lockTimeoutMs };
+              const { result: files, backendPid, snapshotText } = await readPartition(client, request, async (table) => {
+                const written: BatchFile[] = [];
+                for await (const f of copyBatchFiles(client, table, req.range, {
+                  format: req.input,
+                  bounds,
+                  sink: (index) => store.sink(batchFileName(req.name, index, req.input)),
+                  onBytes: (bytes) => (progress.bytes = bytes),
+                  signal: Context.current().cancellationSignal,
+                })) {
+                  written.push(f);
+                }
+                return written;
+              });
+              for (const f of files) countExtracted(f, 'partition');
+              return files.map((f) => manifestFile(store, f, req.partition, req.range, backendPid, digestSourceToken(snapshotText)));
+            } finally {
+              await closeSession(client);
+            }
+          });
+        } finally {
+          stopBeats();
+        }
+      });
+    },
+
+    /** The whole table as bounded files from one REPEATABLE READ transaction; `name` is the file name prefix. */
+    async wholeCopyBatches(
+      raw: WholeCopyActivityRequest,
+    ): Promise<{ files: ManifestFile[]; receipt: ExtractionLifecycleReceipt; snapshotDigest: string; columns: SourceColumn[]; primaryKey: string[] }> {
+      return withFailures(async () => {
+        const { input, name } = parseNamed(raw);
+        const bounds = boundsOf(input);
+        const store = stores.of(name);
+        const progress = { bytes: 0 };
+        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        try {
+          return await replacingBatches(store, name, async () => {
+            const client = await openSession(sourceUrl(input.source), 'whole-copy');
+            try {
+              const table = await resolveTable(client, tableRequestOf(input));
+              const copy = new BatchedCopy(client, table, {
+                format: input,
+                bounds,
+                sink: (index) => store.sink(batchFileName(name, index, input)),
+                evidenceName: (location) => store.evidenceName(location),
+                onBytes: (bytes) => (progress.bytes = bytes),
+                signal: Context.current().cancellationSignal,
+              });
+              const files: BatchFile[] = [];
+              for await (const f of copy) files.push(f);
+              await copy.endRead();
+              for (const f of files) countExtracted(f, 'whole_copy');
+              const snapshotDigest = copy.snapshotDigest!;
+              return {
+                files: files.map((f) => manifestFile(store, f, 0, { kind: 'all' }, copy.backendPid!, snapshotDigest)),
+                receipt: copy.authority.latest()!,
+                snapshotDigest,
+                columns: sourceColumns(table),
+                primaryKey: table.primaryKey,
+              };
+            } finally {
+              await closeSession(client);
+            }
+          });
+        } finally {
+          stopBeats();
+        }
+      });
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * Batched files (--max-file-bytes / --max-file-rows) through the workflow, live: every file within
+ * its bounds (a single row wider than the byte bound alone in its file), the files together exactly
+ * the source's rows, listed in order under sortable names, receipted one by one, nothing else in
+ * the folder, on a local disk and on S3, csv and binary, gzip; and from the CLI.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate } from '../../src/shared/definitions';
+import type { Manifest } from '../../src/shared/extraction-types';
+import { runOutputs } from '../../src/shared/run-outputs';
+import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { cli } from '../support/cli';
+import { bucketContents, download, s3Service } from '../support/s3';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+const BUCKET = 'pgx-batched';
+
+/** The files of each partition, named part-NNNN-batch-NNNNN, listed in partition then batch order. */
+function assertOrdered(manifest: Manifest, ext: string): void {
+  const names = manifest.files.map((f) => basename(f.path));
+  for (const [i, f] of manifest.files.entries()) {
+    assert.equal(names[i], `part-${String(f.partition).padStart(4, '0')}-batch-${String(f.batch).padStart(5, '0')}${ext}`);
+  }
+  assert.deepEqual([...names].sort(), names, 'the manifest lists them in name order');
+  for (const [i, f] of manifest.files.entries()) {
+    const previous = manifest.files[i - 1];
+    assert.equal(f.batch, previous?.partition === f.partition ? previous.batch! + 1 : 0, 'batches numbered 0, 1, 2… per partition');
+  }
+  assert.deepEqual(manifest.extractionReceipt!.evidence.map((e) => e.name), manifest.files.map((f) => f.name), 'each file receipted');
+}
+
+describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
+  this.timeout(180_000);
+  let table: string;
+  let expected: { count: number; md5: string };
+
+  before(async () => {
+    table = await seedMixedTable('batched', 20_000);
+    expected = await tableDigest(`SELECT * FROM ${table}`);
+  });
+  afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
+
+  it('3 partitions, csv + gzip, --max-file-bytes 16KiB: every file within it as stored, exact rows, nothing else in the folder', async () => {
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table, partitions: 3, gzip: true, maxFileBytes: '16KiB', outDir: 'batched-bytes' }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      assert.ok(manifest.files.length > 6, `several files per partition (${manifest.files.length})`);
+      assert.deepEqual(new Set(manifest.files.map((f) => f.partition)), new Set([0, 1, 2]));
+      for (const f of manifest.files) {
+        assert.ok(f.bytes <= 16 * 1024 && f.rows > 0, `${f.name}: ${f.bytes} bytes`);
+        assert.equal((await stat(f.path)).size, f.bytes);
+      }
+      assertOrdered(manifest, '.csv.gz');
+      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path), { format: 'csv', header: true, gzip: true }), expected, 'exact rows');
+      const folder = dirname(manifest.files[0]!.path);
+      assert.deepEqual((await readdir(folder)).filter((e) => !e.startsWith('.')).sort(), runOutputs(manifest).map((p) => basename(p)).sort(), 'only the listed files');
+      const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      assert.equal(receipt.cleanupSucceeded, true);
+      assert.deepEqual(await readdir(join(live().outRoot, 'batched-bytes')).catch(() => []), [], 'nothing left after success');
+    });
+  });
+
+  it('whole copy (1 partition), --max-file-rows 7000: files of 7000, 7000, 6000 rows with headers; the receipt completes over all of them', async () => {
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table, partitions: 1, maxFileRows: 7_000, outDir: 'batched-rows' }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.strategy, 'whole_copy');
+      assert.deepEqual(manifest.files.map((f) => f.rows), [7_000, 7_000, 6_000]);
+      assertOrdered(manifest, '.csv');
+      assert.ok(manifest.extractionReceipt!.extractionCompletedAt, 'complete after the terminal empty batch');
+      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'each file has its header; exact rows');
+      const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+      assert.equal(receipt.outcome, 'abort');
+      assert.equal(receipt.cleanupSucceeded, true);
+    });
+  });
+
+  it('a row wider than --max-file-bytes is alone in its file; every other file stays within the bound', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS wide CASCADE; CREATE SCHEMA wide; CREATE TABLE wide.t (id int PRIMARY KEY, v text)`);
+    await admin().query(`INSERT INTO wide.t SELECT g, CASE WHEN g = 500 THEN repeat('w', 5000) ELSE 'v' || g END FROM generate_series(1, 1000) g`);
+    const wideExpected = await tableDigest('SELECT * FROM wide.t');
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'wide.t', partitions: 2, maxFileBytes: 1024, outDir: 'batched-wide' }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      const over = manifest.files.filter((f) => f.bytes > 1024);
+      assert.equal(over.length, 1, 'one file over the bound');
+      assert.equal(over[0]!.rows, 1, 'holding the one wide row alone');
+      assert.deepEqual(await filesDigest('wide.t', manifest.files.map((f) => f.path)), wideExpected);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  it('a partition whose session dies mid-way is retried in the same snapshot: its files are rewritten whole, nothing of an earlier try is left', async () => {
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(
+        client,
+        { table, partitions: 2, maxFileRows: 400, outDir: 'batched-retry', partitionRetry: { maximumAttempts: 3, initialIntervalMs: 2000 } },
+        { taskQueue },
+      );
+      const out = join(live().outRoot, 'batched-retry');
+      const batchFiles = async () => (await readdir(out, { recursive: true }).catch(() => [] as string[])).filter((e) => /-batch-\d{5}\.csv$/.test(e));
+      for (const until = Date.now() + 30_000; (await batchFiles()).length < 2; ) {
+        assert.ok(Date.now() < until, 'batch files appear');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const killed = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/partition'`);
+      assert.ok(killed.rowCount! > 0, 'a partition was mid-way');
+      // What a killed try leaves and its retry would not overwrite: a batch past the retry's last, a temp file.
+      await new Promise((r) => setTimeout(r, 500));
+      const attemptFolder = join(out, handle.firstExecutionRunId, 'attempt-1');
+      await writeFile(join(attemptFolder, 'part-0000-batch-09999.csv'), 'stale\n');
+      await writeFile(join(attemptFolder, 'part-0001-batch-00000.csv.tmp-999999-deadbeef'), 'partial');
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.attempt, 1, 'retried within the snapshot, not a fresh attempt');
+      assertOrdered(manifest, '.csv');
+      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows');
+      const folder = dirname(manifest.files[0]!.path);
+      assert.deepEqual((await readdir(folder)).filter((e) => !e.startsWith('.')).sort(), runOutputs(manifest).map((p) => basename(p)).sort(), 'only the listed files');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  it('to S3, binary, --max-file-rows 3000 and --max-file-bytes 1MB: exact rows; retain keeps exactly the listed objects, no upload left', async () => {
+    const s3 = await s3Service();
+    await s3.createBucket(BUCKET);
+    await withWorker(
+      async ({ client, taskQueue }) => {
+        const handle = await startExtraction(
+          client,
+          { table, partitions: 2, format: 'binary', maxFileRows: 3_000, maxFileBytes: '1MB', outDir: `s3://${BUCKET}/runs` },
+          { taskQueue },
+        );
+        const manifest = await waitForManifest(handle);
+        assert.ok(manifest.files.every((f) => f.rows <= 3_000 && f.bytes <= 1e6 && f.etag));
+        assertOrdered(manifest, '.pgcopy');
+        const local = await download(manifest.files.map((f) => f.path), await mkdtemp(join(live().scratch, 'batched-')));
+        assert.deepEqual(await filesDigest(table, local, { format: 'binary', header: false }), expected, 'exact rows');
+        const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] });
+        assert.equal(receipt.outcome, 'retain_commit_unknown');
+        const left = await bucketContents(BUCKET, 'runs/');
+        assert.deepEqual(left.uploads, []);
+        assert.deepEqual(left.objects.sort(), runOutputs(manifest).map((p) => p.slice(`s3://${BUCKET}/`.length)).sort());
+      },
+      { s3Env: (await s3Service()).env },
+    );
+  });
+
+  it('pg-extract start --max-file-rows from the CLI writes bounded batch files', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const started = await cli(['start', '--table', table, '--partitions', '2', '--max-file-rows', '4000', '--max-file-bytes', '1MiB', '--wait', '--json'], env);
+      assert.equal(started.code, 0, started.stderr);
+      const doc = JSON.parse(started.stdout);
+      assert.ok(doc.files.length >= 6);
+      for (const f of doc.files) {
+        assert.match(f.path, /\/part-000[01]-batch-\d{5}\.csv$/);
+        assert.ok(f.rows <= 4_000 && f.bytes <= 2 ** 20);
+      }
+      assert.deepEqual(await filesDigest(table, doc.files.map((f: { path: string }) => f.path)), expected);
+      const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
+      assert.equal(JSON.parse(committed.stdout).cleanupSucceeded, true);
+    });
+  });
+});
