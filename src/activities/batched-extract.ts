@@ -17,6 +17,7 @@ import { closeSession, openSession } from '../postgres/session';
 import type { ExtractionInput } from '../shared/extraction-input';
 import type { ManifestFile, SourceColumn } from '../shared/extraction-types';
 import { type FileBounds, batchFileName, fileBoundsOf } from '../shared/file-bounds';
+import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStore } from '../storage/output-store';
 import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
@@ -108,12 +109,14 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
       return withFailures(async () => {
         const { input, name } = parseNamed(raw);
         const bounds = boundsOf(input);
+        const url = sourceUrl(input.source);
+        if (sourceKindOf(url) !== 'postgresql') throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source', { field: 'maxFileBytes' });
         const store = stores.of(name);
         const progress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         try {
           return await replacingBatches(store, name, async () => {
-            const client = await openSession(sourceUrl(input.source), 'whole-copy');
+            const client = await openSession(url, 'whole-copy');
             try {
               const table = await resolveTable(client, tableRequestOf(input));
               const copy = new BatchedCopy(client, table, {
