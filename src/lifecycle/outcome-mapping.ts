@@ -1,8 +1,9 @@
 /**
  * Maps a load failure to the terminal outcome it warrants. An explicit outcome attached to the
- * error (or to any error in its `.cause` chain) wins; then its disposition; anything unknown is
+ * error (or to any error in its cause chain) wins; then its disposition; anything unknown is
  * an abort, because an unclassified failure did not commit.
  */
+import { causes } from '../errors';
 import { isTerminalOutcome, type TerminalOutcome } from './terminal';
 
 /** How a failed load left the target. */
@@ -25,7 +26,7 @@ const BY_DISPOSITION: Record<FailureDisposition, TerminalOutcome> = {
 /** Returns the outcome for `err`. */
 export function outcomeForFailure(err: unknown): TerminalOutcome {
   let disposition: TerminalOutcome | undefined;
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 16; e = (e as { cause?: unknown }).cause, depth++) {
+  for (const e of causes(err)) {
     const { terminalOutcome, disposition: d } = e as { terminalOutcome?: unknown; disposition?: unknown };
     if (isTerminalOutcome(terminalOutcome)) return terminalOutcome;
     if (disposition === undefined && typeof d === 'string' && d in BY_DISPOSITION) disposition = BY_DISPOSITION[d as FailureDisposition];

@@ -16,7 +16,7 @@ export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
 
 /** lock_timeout for the rest of the current transaction. */
 export async function setLockTimeout(client: ClientBase, ms: number): Promise<void> {
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new RangeError(`lock timeout must be a positive integer of ms, got ${ms}`);
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new PgExtractError(ErrorCode.INPUT_INVALID, `lock timeout must be a positive integer of ms, got ${ms}`, { field: 'timeouts.lockTimeoutMs' });
   await client.query(`SET LOCAL lock_timeout = ${ms}`);
 }
 

@@ -118,7 +118,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
       validator: (c) => {
         checkCommit(c);
         if (status.phase === 'planning' || status.phase === 'extracting' || status.phase === 'loading') {
-          throw ApplicationFailure.nonRetryable(`extraction is still ${status.phase}`, 'NOT_AWAITING_COMMIT');
+          throw ApplicationFailure.nonRetryable(`extraction is still ${status.phase}`, ErrorCode.NOT_AWAITING_COMMIT);
         }
       },
     },
