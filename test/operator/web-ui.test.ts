@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { projectRoot } from '../../src/devenv/project-root';
+import { projectRoot } from '../../devenv/project-root';
 import { commitUpdate } from '../../src/shared/definitions';
 import { seedMixedTable } from '../support/database';
 import { live } from '../support/services';

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { projectRoot } from '../../src/devenv/project-root';
+import { projectRoot } from '../../devenv/project-root';
 import type { DataPackage } from '../../src/readers/data-package';
 import { commitUpdate } from '../../src/shared/definitions';
 import type { ExtractionRequest } from '../../src/shared/extraction-input';

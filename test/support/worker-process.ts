@@ -1,7 +1,7 @@
 /** `pg-extract worker` as a real OS process, for crash and shutdown tests; its output is kept for scanning. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { recordServicePid } from '../../src/devenv/service-pids';
+import { recordServicePid } from '../../devenv/service-pids';
 import { workerProcessEnv } from '../../src/worker-runtime';
 import { live } from './services';
 
