@@ -20,7 +20,7 @@ import { startS3 } from '../devenv/s3-service';
 import { startDevServer } from '../devenv/temporal-dev-server';
 import type { TargetCommitOutcome } from '../src/shared/extraction-types';
 import { s3ClientFromEnv } from '../src/storage/s3-client';
-import { createExtractionWorker } from '../src/worker';
+import { createExtractionWorker } from '../src/worker/worker';
 
 const ROWS = Number(process.env.DEMO_ROWS ?? 200_000);
 

@@ -13,7 +13,7 @@ import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../storage/s3-url';
 import { parseCommitReport } from '../shared/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../shared/extraction-input';
-import { runWorkerFromEnv } from '../worker';
+import { runWorkerFromEnv } from '../worker/worker';
 import { printError } from './errors';
 import { followProgress } from './progress';
 import { parseEngine, readerStatement } from './reader';

@@ -2,7 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { recordServicePid } from '../../devenv/service-pids';
-import { workerProcessEnv } from '../../src/worker-runtime';
+import { workerProcessEnv } from '../../src/worker/runtime';
 import { live } from './services';
 
 export interface WorkerProcess {

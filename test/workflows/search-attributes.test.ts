@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
-import { ensureSearchAttributes } from '../../src/search-attributes';
+import { ensureSearchAttributes } from '../../src/worker/search-attributes';
 import { SearchAttributes } from '../../src/shared/definitions';
 import { live } from '../support/services';
 
