@@ -11,7 +11,7 @@ import { type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql } from './export-format';
-import type { PartitionRange } from './range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
 import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';

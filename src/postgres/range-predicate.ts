@@ -5,7 +5,7 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import type { SplitKey } from './catalog';
-import type { PartitionRange } from './range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
 const PAGE = /^\d+$/;

@@ -16,7 +16,7 @@ import {
   digestSourceToken,
 } from '../lifecycle';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
-import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
+import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';

@@ -7,7 +7,7 @@
  * cuts come only from quantiles, in the order the server sorted them. Tables without a usable
  * key split by ctid page ranges.
  */
-import type { KeyKind } from './catalog';
+import type { KeyKind } from '../postgres/catalog';
 
 /** Rows whose key is in [lower, upper); a null end is open (from MIN / through MAX). */
 export interface KeyRange {
