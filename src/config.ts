@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { ErrorCode, PgExtractError } from './errors';
-import { DEFAULT_FILE_MODE } from './output-root';
+import { DEFAULT_FILE_MODE } from './storage/output-root';
 import { DEFAULT_TASK_QUEUE } from './shared/definitions';
 
 export interface ConnectionConfig {

@@ -8,7 +8,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputFileMode, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
-import { confinedPath } from '../output-root';
+import { confinedPath } from '../storage/output-root';
 import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../storage/s3-url';
 import { parseCommitReport } from '../shared/commit-report';

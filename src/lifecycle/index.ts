@@ -12,6 +12,6 @@ export * from './utc-timestamp';
 export * from './source-token';
 export * from './authority';
 export * from './terminal';
-export * from './file-release';
+export * from '../storage/file-release';
 export * from './outcome-mapping';
 export * from './staging-guard';

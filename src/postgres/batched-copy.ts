@@ -16,7 +16,7 @@ import {
   type TerminalOutcome,
 } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
-import { DEFAULT_FILE_MODE } from '../output-root';
+import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { LocalFileSink } from '../storage/local-file-sink';
 import { copyToOutput } from './copy-to-output';
 import { type ExportFormat, copyOutSql, fileExtension } from './export-format';

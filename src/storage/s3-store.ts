@@ -7,7 +7,7 @@
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import { ErrorCode, PgExtractError } from '../errors';
-import { FileReleaseAuthority } from '../lifecycle/file-release';
+import { FileReleaseAuthority } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputSink } from './output-sink';
 import type { OutputStore, ReleaseRequest } from './output-store';
