@@ -4,7 +4,7 @@
  * object) atomically so a retry replaces it rather than appending.
  */
 import { Context } from '@temporalio/activity';
-import { digestSourceToken } from '../lifecycle/source-token';
+import { digestSourceToken } from '../postgres/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { resolveTable, sourceColumns } from '../postgres/catalog';
 import { copyPartition as copyPartitionRange } from '../postgres/partition-copy';

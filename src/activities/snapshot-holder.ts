@@ -6,7 +6,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ErrorCode, PgExtractError } from '../errors';
-import { digestSourceToken } from '../lifecycle/source-token';
+import { digestSourceToken } from '../postgres/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { sourceColumns } from '../postgres/catalog';
 import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';

@@ -9,7 +9,7 @@
  */
 export * from './receipt';
 export * from './utc-timestamp';
-export * from './source-token';
+export * from '../postgres/source-token';
 export * from './authority';
 export * from './terminal';
 export * from '../storage/file-release';

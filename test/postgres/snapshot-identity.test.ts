@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parsePartitionRequest } from '../../src/activities/requests';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../../src/errors';
-import { digestSourceToken } from '../../src/lifecycle/source-token';
+import { digestSourceToken } from '../../src/postgres/source-token';
 import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
