@@ -11,10 +11,10 @@ import {
   ClockAuthority,
   ExtractionLifecycleAuthority,
   type FileEvidence,
-  FileReleaseAuthority,
   TerminalAuthority,
   type TerminalOutcome,
 } from '../lifecycle';
+import { FileReleaseAuthority } from '../storage/file-release';
 import { type ResolvedTable, selectSql } from './catalog';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { LocalFileSink } from '../storage/local-file-sink';

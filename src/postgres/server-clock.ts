@@ -3,7 +3,8 @@
  * REPEATABLE READ snapshot. Timestamps come back as ISO-8601 UTC strings with microseconds.
  */
 import type { ClientBase } from 'pg';
-import { type ExtractionLifecycleAuthority, SnapshotAuthority, digestSourceToken } from '../lifecycle';
+import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecycle';
+import { digestSourceToken } from './source-token';
 
 /** SQL for an instant as an ISO-8601 UTC string with microseconds. */
 export function utcText(expr: string): string {

@@ -13,8 +13,8 @@ import {
   type ExtractionLifecycleReceipt,
   type FileEvidence,
   SnapshotAuthority,
-  digestSourceToken,
 } from '../lifecycle';
+import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
 import { serverNow, utcText } from './server-clock';
