@@ -23,8 +23,8 @@ import { projectRoot } from '../devenv/project-root';
 import { freePort, startPostgres } from '../devenv/postgres-service';
 import { startS3 } from '../devenv/s3-service';
 import { startDevServer } from '../devenv/temporal-dev-server';
-import { commitUpdate } from '../src/shared/definitions';
-import type { ExtractionRequest } from '../src/shared/extraction-input';
+import { commitUpdate } from '../src/contract/definitions';
+import type { ExtractionRequest } from '../src/contract/extraction-input';
 import { workerProcessEnv } from '../src/worker/runtime';
 
 const run = promisify(execFile);

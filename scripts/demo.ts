@@ -18,7 +18,7 @@ import { projectRoot } from '../devenv/project-root';
 import { startPostgres } from '../devenv/postgres-service';
 import { startS3 } from '../devenv/s3-service';
 import { startDevServer } from '../devenv/temporal-dev-server';
-import type { TargetCommitOutcome } from '../src/shared/extraction-types';
+import type { TargetCommitOutcome } from '../src/contract/extraction-types';
 import { s3ClientFromEnv } from '../src/storage/s3-client';
 import { createExtractionWorker } from '../src/worker/worker';
 

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { parseTableName } from '../postgres/sql';
 import { dataPackage, dataPackageResource } from '../readers/data-package';
-import type { DataPackageFile, SourceColumn } from '../shared/extraction-types';
+import type { DataPackageFile, SourceColumn } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { parseNamed } from './requests';

@@ -10,7 +10,7 @@ import { resolveTable, sourceColumns } from '../postgres/catalog';
 import { copyPartition as copyPartitionRange } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
-import type { ManifestFile, SourceColumn } from '../shared/extraction-types';
+import type { ManifestFile, SourceColumn } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';

@@ -1,7 +1,7 @@
 /** Turns validated workflow input into a catalog request (names parsed, never trusted as SQL). */
 import type { TableRequest } from '../postgres/catalog';
 import { parseColumnName, parseTableName } from '../postgres/sql';
-import type { ExtractionInput } from '../shared/extraction-input';
+import type { ExtractionInput } from '../contract/extraction-input';
 
 export function tableRequestOf(input: ExtractionInput): TableRequest {
   return {

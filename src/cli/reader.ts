@@ -10,8 +10,8 @@ import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import { parseTableName } from '../postgres/sql';
 import type { DataPackage } from '../readers/data-package';
 import { duckdbStatement } from '../readers/duckdb';
-import { manifestQuery } from '../shared/definitions';
-import type { ExtractionResult, Manifest } from '../shared/extraction-types';
+import { manifestQuery } from '../contract/definitions';
+import type { ExtractionResult, Manifest } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../storage/s3-url';
 

@@ -5,7 +5,7 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { SourceColumn } from '../shared/extraction-types';
+import type { SourceColumn } from '../contract/extraction-types';
 import { quoteIdent, quoteQualified } from './sql';
 
 /** Key types the range planner can split. `text` covers the collatable string types: ordered by the column's collation. */

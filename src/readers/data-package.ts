@@ -6,7 +6,7 @@
  * Pure, so the workflow's activity and the `reader` command share one shape.
  */
 import type { ExportFormat } from '../postgres/export-format';
-import type { SourceColumn } from '../shared/extraction-types';
+import type { SourceColumn } from '../contract/extraction-types';
 import { parsePgType } from './pg-type';
 
 export const DATA_PACKAGE_FILE = 'datapackage.json';

@@ -9,8 +9,8 @@ import type { HolderActivities, MainActivities } from '../activities';
 import { NON_RETRYABLE_CODES } from '../errors';
 import { fileExtension } from '../postgres/export-format';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
-import type { ExtractionInput } from '../shared/extraction-input';
-import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { ExtractionStatus, Manifest, ManifestFile } from '../contract/extraction-types';
 import { asHolderFailure } from './failure-kind';
 
 /** What an attempt wrote or might have written, so a failed attempt can be discarded. */

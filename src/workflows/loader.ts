@@ -8,7 +8,7 @@ import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/
 import type { MainActivities } from '../activities';
 import type { LoadReport } from '../activities/load';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
-import type { ExtractionInput } from '../shared/extraction-input';
+import type { ExtractionInput } from '../contract/extraction-input';
 import { activityTimeout, describeFailure } from './failure-kind';
 
 export const LOAD_ALWAYS_DECIDES = 'load-always-decides';

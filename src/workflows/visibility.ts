@@ -3,8 +3,8 @@
  * and a Markdown "current details" block with partitions done/total. Called on every change.
  */
 import { metricMeter, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { SearchAttributes } from '../shared/definitions';
-import type { AttemptRecord, ExtractionStatus } from '../shared/extraction-types';
+import { SearchAttributes } from '../contract/definitions';
+import type { AttemptRecord, ExtractionStatus } from '../contract/extraction-types';
 import type { TerminalOutcome } from '../lifecycle/terminal';
 
 export function publishStatus(status: ExtractionStatus): void {

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { Client } from 'pg';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate } from '../../src/shared/definitions';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { commitUpdate } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { freePort } from '../../devenv/postgres-service';
-import { commitUpdate } from '../../src/shared/definitions';
+import { commitUpdate } from '../../src/contract/definitions';
 import { seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { spawnWorker } from '../support/worker-process';

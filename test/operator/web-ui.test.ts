@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { projectRoot } from '../../devenv/project-root';
-import { commitUpdate } from '../../src/shared/definitions';
+import { commitUpdate } from '../../src/contract/definitions';
 import { seedMixedTable } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

@@ -12,7 +12,7 @@ import { digestSourceToken } from '../../src/postgres/source-token';
 import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
-import { parseExtractionInput } from '../../src/shared/extraction-input';
+import { parseExtractionInput } from '../../src/contract/extraction-input';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { LocalFileSink } from '../../src/storage/local-file-sink';

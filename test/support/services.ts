@@ -11,7 +11,7 @@ import { DefaultLogger, Runtime, bundleWorkflowCode, type WorkflowBundle } from 
 import { type PostgresService, freePort, startPostgres } from '../../devenv/postgres-service';
 import { findTemporalCli } from '../../devenv/temporal-cli';
 import { type DevServer, startDevServer } from '../../devenv/temporal-dev-server';
-import { SearchAttributes } from '../../src/shared/definitions';
+import { SearchAttributes } from '../../src/contract/definitions';
 
 export interface LiveServices {
   pg: PostgresService;

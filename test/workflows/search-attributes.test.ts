@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
 import { ensureSearchAttributes } from '../../src/worker/search-attributes';
-import { SearchAttributes } from '../../src/shared/definitions';
+import { SearchAttributes } from '../../src/contract/definitions';
 import { live } from '../support/services';
 
 describe('search attribute registration (live)', function () {
