@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
-import { parseTableName } from '../postgres/sql';
+import { parseTableName } from '../contract/identifiers';
 import { dataPackage, dataPackageResource } from '../readers/data-package';
 import type { DataPackageFile, SourceColumn } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';

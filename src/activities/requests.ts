@@ -8,7 +8,7 @@ import type { FileEvidence } from '../lifecycle/receipt';
 import type { SplitKey } from '../postgres/catalog';
 import { MAX_BOUND_LENGTH, type PartitionRange } from '../planning/range-planner';
 import type { SourceIdentity } from '../postgres/source-identity';
-import { isSnapshotId } from '../postgres/sql';
+import { isSnapshotId } from '../contract/identifiers';
 import { type ExtractionInput, parseExtractionInput } from '../contract/extraction-input';
 import type { SourceColumn } from '../contract/extraction-types';
 

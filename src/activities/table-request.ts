@@ -1,6 +1,6 @@
 /** Turns validated workflow input into a catalog request (names parsed, never trusted as SQL). */
 import type { TableRequest } from '../postgres/catalog';
-import { parseColumnName, parseTableName } from '../postgres/sql';
+import { parseColumnName, parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
 
 export function tableRequestOf(input: ExtractionInput): TableRequest {

@@ -7,7 +7,7 @@ import { posix, resolve } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
-import { parseTableName } from '../postgres/sql';
+import { parseTableName } from '../contract/identifiers';
 import type { DataPackage } from '../readers/data-package';
 import { duckdbStatement } from '../readers/duckdb';
 import { manifestQuery } from '../contract/definitions';

@@ -6,8 +6,10 @@ import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
-import { parseColumnName, parseTableName } from '../postgres/sql';
-import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
+import { parseColumnName, parseTableName } from './identifiers';
+
+/** How long the coordinator and each partition wait for a lock by default. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
 
 const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
   try {

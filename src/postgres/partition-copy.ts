@@ -16,7 +16,8 @@ import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
 import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';
 import { snapshotIdLiteral } from './sql';
-import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
+import { lockTimeoutError, setLockTimeout } from './table-lock';
 
 export interface PartitionFile extends CopiedOutput {
   backendPid: number;

@@ -20,7 +20,8 @@ import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges,
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
-import { DEFAULT_LOCK_TIMEOUT_MS, lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
+import { lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
 
 /** How many partitions to plan. */
 export interface PlanningOptions {
