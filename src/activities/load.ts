@@ -19,7 +19,7 @@ import { insertSelectIntoStaging } from '../postgres/internal-query';
 import { closeSession, openSession } from '../postgres/session';
 import { parseTableName } from '../contract/identifiers';
 import { quoteQualified } from '../postgres/sql';
-import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
+import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../target/loader';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { OutputStores } from '../storage/output-stores';
 import type { TargetCommit } from '../contract/extraction-types';

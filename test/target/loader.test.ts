@@ -11,7 +11,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { type LoadReport, createLoadActivities } from '../../src/activities/load';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/postgres/target-loader';
+import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/target/loader';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
