@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
-import type { LoadReport } from '../activities/load';
+import type { LoadReport } from '../contract/load-report';
 import { ErrorCode } from '../errors';
 import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
 import { type TargetCommit, type TargetCommitOutcome, commitReportSchema, parseCommitReport } from '../contract/commit-report';

@@ -6,7 +6,7 @@
  */
 import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
-import type { LoadReport } from '../activities/load';
+import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { activityTimeout, describeFailure } from './failure-kind';

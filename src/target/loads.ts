@@ -1,0 +1,84 @@
+/**
+ * The built-in target owner's two loads, each ending in the target owner's report: files COPYed
+ * in behind the commit fence, or (source and target one database) one `INSERT … SELECT`. An
+ * ambiguous COMMIT is reconciled by its transaction's fate: committed → committed, aborted →
+ * failed, still in progress after the wait or unreachable → unknown; a fence holding another intent
+ * is unknown. Other failures are thrown; whether they are definite is the caller's decision.
+ */
+import { createHash } from 'node:crypto';
+import type { LoadReport } from '../contract/load-report';
+import { ErrorCode, errorCodeOf } from '../errors';
+import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import { type TableRequest, resolveTable } from '../postgres/catalog';
+import { insertSelectIntoStaging } from '../postgres/internal-query';
+import { openSession } from '../postgres/session';
+import { quoteQualified } from '../postgres/sql';
+import { CommitUnacknowledged, type LoadRequest, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from './loader';
+import { assertSameDatabase, onTargetSession } from './session';
+
+/** Runs a fenced load and turns its end into the target owner's report (see the file comment). */
+async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {
+  try {
+    const result = await load();
+    return { outcome: 'committed', operationId, reason: null, rows: result.status === 'committed' ? result.rows : null };
+  } catch (err) {
+    if (err instanceof CommitUnacknowledged) {
+      const verdict = await reconcileCommit(() => openSession(url, 'target'), { operationId, digest, xid: err.xid });
+      const outcome = verdict === 'committed' ? 'committed' : verdict === 'not_committed' ? 'failed' : 'unknown';
+      return { outcome, operationId, reason: err.code, rows: null };
+    }
+    if (errorCodeOf(err) === ErrorCode.TARGET_FENCE_CONFLICT) return { outcome: 'unknown', operationId, reason: ErrorCode.TARGET_FENCE_CONFLICT, rows: null };
+    throw err;
+  }
+}
+
+/** A manifest's files, loaded into `schema.table` as the target's catalog names it. */
+export type FilesLoad = Omit<LoadRequest, 'schema' | 'table'> & { destination: TableRequest };
+
+export async function loadFiles(url: string, { destination, ...load }: FilesLoad, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<LoadReport> {
+  return onTargetSession(url, signal, async (client) => {
+    const resolved = await resolveTable(client, destination);
+    const request = { ...load, schema: resolved.schema, table: resolved.table };
+    return report(request.operationId, url, intentDigest(request), () => loadIntoTarget(client, request, { signal, onBytes }));
+  });
+}
+
+/** An internal query: `source` read and written into `destination` inside the one database. */
+export interface InternalLoad {
+  sourceUrl: string;
+  source: TableRequest;
+  destination: TableRequest;
+  mode: 'append' | 'replace';
+  operationId: string;
+}
+
+/**
+ * The target session runs `INSERT INTO staging … SELECT` and moves it into the target behind the
+ * fence. The receipt is that statement's window; it is null when the fence answered a retry (no
+ * read happened).
+ */
+export async function loadBySelect(url: string, { sourceUrl, source, destination, mode, operationId }: InternalLoad, signal: AbortSignal): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
+  return onTargetSession(url, signal, async (client) => {
+    await assertSameDatabase(sourceUrl, client);
+    const from = await resolveTable(client, source);
+    const into = await resolveTable(client, destination);
+    const digest = `sha256:${createHash('sha256').update(`internal:${from.schema}.${from.table}->${into.schema}.${into.table}:${mode}`).digest('hex')}`;
+    let receipt: ExtractionLifecycleReceipt | null = null;
+    const result = await report(operationId, url, digest, () =>
+      fencedTransaction(
+        client,
+        operationId,
+        digest,
+        `${into.schema}.${into.table}`,
+        async () => {
+          const staged = await insertSelectIntoStaging(client, from, { schema: into.schema });
+          receipt = staged.extractionReceipt;
+          await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), quoteQualified(into.schema, into.table), mode);
+          return staged.artifact.rows;
+        },
+        signal,
+      ),
+    );
+    return { report: result, receipt };
+  });
+}
