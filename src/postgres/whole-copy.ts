@@ -9,7 +9,8 @@ import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../
 import { type ResolvedTable, selectSql } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
-import { type ExportFormat, copyOutSql } from './export-format';
+import type { ExportFormat } from '../contract/formats';
+import { copyOutSql } from './export-format';
 import { beginRepeatableRead, serverNow } from './server-clock';
 
 export interface WholeCopyFile extends CopiedOutput {

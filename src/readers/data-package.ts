@@ -5,7 +5,7 @@
  * cannot hold all of PostgreSQL's, e.g. infinity or BC dates) and carry the exact PostgreSQL type.
  * Pure, so the workflow's activity and the `reader` command share one shape.
  */
-import type { ExportFormat } from '../postgres/export-format';
+import type { ExportFormat } from '../contract/formats';
 import type { SourceColumn } from '../contract/extraction-types';
 import { parsePgType } from './pg-type';
 

@@ -15,7 +15,7 @@ import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
-import type { ExportFormat } from '../postgres/export-format';
+import type { ExportFormat } from '../contract/formats';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */

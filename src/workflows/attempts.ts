@@ -7,7 +7,7 @@
 import { ActivityCancellationType, CancellationScope, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { HolderActivities, MainActivities } from '../activities';
 import { NON_RETRYABLE_CODES } from '../errors';
-import { fileExtension } from '../postgres/export-format';
+import { fileExtension } from '../contract/formats';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { ExtractionStatus, Manifest, ManifestFile } from '../contract/extraction-types';
