@@ -10,7 +10,7 @@ import { connectionConfig, outputFileMode, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
 import { confinedPath } from '../storage/output-root';
 import { OutputStores } from '../storage/output-stores';
-import { isS3Url } from '../storage/s3-url';
+import { isS3Url } from '../contract/s3-url';
 import { parseCommitReport } from '../contract/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../contract/extraction-input';
 import { runWorkerFromEnv } from '../worker/worker';

@@ -13,7 +13,7 @@ import { duckdbStatement } from '../readers/duckdb';
 import { manifestQuery } from '../contract/definitions';
 import type { ExtractionResult, Manifest } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
-import { isS3Url } from '../storage/s3-url';
+import { isS3Url } from '../contract/s3-url';
 
 export const READER_ENGINES = ['duckdb'] as const;
 

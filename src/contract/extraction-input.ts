@@ -5,7 +5,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
-import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
+import { formatS3Url, isS3Url, parseS3Url } from './s3-url';
 import { parseColumnName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */

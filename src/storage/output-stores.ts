@@ -8,7 +8,7 @@ import { LocalStore } from './local-store';
 import type { OutputStore, ReleaseRequest } from './output-store';
 import { s3ClientFromEnv } from './s3-client';
 import { S3Store } from './s3-store';
-import { isS3Url } from './s3-url';
+import { isS3Url } from '../contract/s3-url';
 
 /** Options for {@link OutputStores}. */
 export interface OutputStoresOptions {

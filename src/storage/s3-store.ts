@@ -14,7 +14,7 @@ import type { OutputStore, ReleaseRequest } from './output-store';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { S3ObjectWriter } from './s3-object-writer';
 import { abortUploads, checkBucket, deleteObject } from './s3-objects';
-import { type S3Location, parseS3Url } from './s3-url';
+import { type S3Location, parseS3Url } from '../contract/s3-url';
 
 function located(url: string, field = 'outDir'): S3Location {
   try {
