@@ -10,14 +10,27 @@ import { NON_RETRYABLE_CODES } from '../errors';
 import { fileExtension } from '../contract/formats';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { ExtractionStatus, Manifest, ManifestFile } from '../contract/extraction-types';
+import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { asHolderFailure } from './failure-kind';
 
-/** What an attempt wrote or might have written, so a failed attempt can be discarded. */
+/** Which attempt, and the folder its files go to. */
 export interface AttemptScope {
-  attempt: number;
-  folder: string;
-  planned: string[];
+  readonly attempt: number;
+  readonly folder: string;
+}
+
+/**
+ * What an attempt tells its caller as it goes; the caller keeps the run's status and the names a
+ * failed attempt must discard. Names are told only once their folder exists, so a discard then
+ * finds each file or proves it gone.
+ */
+export interface AttemptEvents {
+  /** The attempt's partition files, by partition number. */
+  planned(files: readonly string[]): void;
+  /** Another file the attempt writes (its data package), discarded with the rest. */
+  writes(name: string): void;
+  /** A partition file is complete. */
+  done(file: ManifestFile): void;
 }
 
 function extractActivities(input: ExtractionInput) {
@@ -62,18 +75,12 @@ function totals(files: ManifestFile[]): { rows: number; bytes: number } {
   return files.reduce((t, f) => ({ rows: t.rows + f.rows, bytes: t.bytes + f.bytes }), { rows: 0, bytes: 0 });
 }
 
-export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const name = fileName(scope, 0, input);
   await quick.prepareOutputFolder(scope.folder);
-  // Planned only once their folder exists: a discard then finds each file or proves it gone.
-  scope.planned = [name];
-  status.partitionsTotal = 1;
-  onProgress();
+  events.planned([name]);
   const { file, receipt, snapshotDigest, columns, primaryKey } = await extractActivities(input).wholeCopy({ input, name });
-  status.partitionsDone = 1;
-  status.rows = file.rows;
-  status.bytes = file.bytes;
-  onProgress();
+  events.done(file);
   return {
     workflowId: workflowInfo().workflowId,
     table: input.table,
@@ -91,7 +98,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   };
 }
 
-export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
   const queue = await quick.holderTaskQueue();
@@ -115,10 +122,8 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
     planReceived = true;
     await quick.prepareOutputFolder(scope.folder);
-    // Planned only once their folder exists: a discard then finds each file or proves it gone.
-    scope.planned = plan.ranges.map((_, i) => fileName(scope, i, input));
-    status.partitionsTotal = plan.ranges.length;
-    onProgress();
+    const names = plan.ranges.map((_, i) => fileName(scope, i, input));
+    events.planned(names);
     const extract = extractActivities(input);
     partitions = plan.ranges.map((range, partition) =>
       partitionScope.run(async () => {
@@ -132,12 +137,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
           key: plan.key,
           range,
           partition,
-          name: scope.planned[partition]!,
+          name: names[partition]!,
         });
-        status.partitionsDone++;
-        status.rows += file.rows;
-        status.bytes += file.bytes;
-        onProgress();
+        events.done(file);
         return file;
       }),
     );
@@ -175,15 +177,15 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
  * Writes the attempt's `datapackage.json` next to its files and names it in the manifest. Part of
  * the attempt: planned before it is written, so a failed attempt discards it with the files.
  */
-export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest): Promise<Manifest> {
+export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest, events: AttemptEvents): Promise<Manifest> {
   // Runs started before data packages replay without this activity.
   if (!patched('data-package') || !manifest.columns || !manifest.primaryKey || manifest.files.length === 0) return manifest;
   const name = `${scope.folder}/${DATA_PACKAGE_FILE}`;
-  scope.planned = [...scope.planned, name];
+  events.writes(name);
   const dataPackage = await quick.writeDataPackage({
     input,
     name,
-    files: manifest.files.map((f) => scope.planned[f.partition]!),
+    files: manifest.files.map((f) => fileName(scope, f.partition, input)),
     columns: manifest.columns,
     primaryKey: manifest.primaryKey,
   });
