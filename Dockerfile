@@ -7,6 +7,8 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY test ./test
 COPY scripts ./scripts
+# Test and demo tooling: compiled with the tests, never copied into the image below.
+COPY devenv ./devenv
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
