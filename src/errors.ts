@@ -83,11 +83,11 @@ const CODES = {
   OUTPUT_NOT_VISIBLE: CALLERS_FAULT,
   // Readers of a run's files (`pg-extract reader`).
   /** The run has no data package: started by an older version, or it wrote no files. */
-  DATA_PACKAGE_ABSENT: CALLERS_FAULT,
+  DATA_PACKAGE_ABSENT: DEFINITE,
   /** The engine cannot read the run's format (binary COPY). */
-  READER_FORMAT_UNSUPPORTED: CALLERS_FAULT,
+  READER_FORMAT_UNSUPPORTED: DEFINITE,
   /** The run's files were released (success, abort) or are missing. */
-  RUN_FILES_GONE: CALLERS_FAULT,
+  RUN_FILES_GONE: DEFINITE,
   // Cleanup reports (`cleanupErrorCode`; errno codes such as EACCES are reported as they are).
   /** The file is not where the run wrote it, and nothing proves it was deleted (e.g. a release on a machine that does not see the run's folder). */
   FILES_NOT_VISIBLE: TRANSIENT,
