@@ -7,11 +7,13 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY test ./test
 COPY scripts ./scripts
+# Test and demo tooling: compiled with the tests, never copied into the image below.
+COPY devenv ./devenv
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-# The worker's memory settings (src/worker-runtime.ts): a lower peak RSS at the same speed.
+# The worker's memory settings (src/worker/runtime.ts): a lower peak RSS at the same speed.
 ENV NODE_ENV=production PG_EXTRACT_OUT_DIR=/extracts NODE_OPTIONS=--max-semi-space-size=4 MALLOC_MMAP_THRESHOLD_=131072
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -7,7 +7,7 @@
  *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling]
  *
  * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio and
- * each size's peak RSS. The worker runs as users are told to run it (src/worker-runtime.ts), and
+ * each size's peak RSS. The worker runs as users are told to run it (src/worker/runtime.ts), and
  * its peak RSS is reset before each run, so every figure is that run's own peak.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -19,13 +19,13 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../src/client';
-import { projectRoot } from '../src/devenv/project-root';
-import { freePort, startPostgres } from '../src/devenv/postgres-service';
-import { startS3 } from '../src/devenv/s3-service';
-import { startDevServer } from '../src/devenv/temporal-dev-server';
-import { commitUpdate } from '../src/shared/definitions';
-import type { ExtractionRequest } from '../src/shared/extraction-input';
-import { workerProcessEnv } from '../src/worker-runtime';
+import { projectRoot } from '../devenv/project-root';
+import { freePort, startPostgres } from '../devenv/postgres-service';
+import { startS3 } from '../devenv/s3-service';
+import { startDevServer } from '../devenv/temporal-dev-server';
+import { commitUpdate } from '../src/contract/definitions';
+import type { ExtractionRequest } from '../src/contract/extraction-input';
+import { workerProcessEnv } from '../src/worker/runtime';
 
 const run = promisify(execFile);
 
@@ -125,7 +125,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   const taskQueue = 'bench';
   const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
   const TABLE_DDL = 'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)';
-  const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker.js')], {
+  const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker', 'worker.js')], {
     env: workerProcessEnv({
       ...process.env,
       ...s3Env,

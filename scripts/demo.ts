@@ -14,13 +14,13 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { reportCommit, startExtraction, waitForManifest } from '../src/client';
 import { redactUrl } from '../src/config';
-import { projectRoot } from '../src/devenv/project-root';
-import { startPostgres } from '../src/devenv/postgres-service';
-import { startS3 } from '../src/devenv/s3-service';
-import { startDevServer } from '../src/devenv/temporal-dev-server';
-import type { TargetCommitOutcome } from '../src/shared/extraction-types';
+import { projectRoot } from '../devenv/project-root';
+import { startPostgres } from '../devenv/postgres-service';
+import { startS3 } from '../devenv/s3-service';
+import { startDevServer } from '../devenv/temporal-dev-server';
+import type { TargetCommitOutcome } from '../src/contract/extraction-types';
 import { s3ClientFromEnv } from '../src/storage/s3-client';
-import { createExtractionWorker } from '../src/worker';
+import { createExtractionWorker } from '../src/worker/worker';
 
 const ROWS = Number(process.env.DEMO_ROWS ?? 200_000);
 

@@ -5,11 +5,11 @@
 import { Client, WorkflowNotFoundError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
-import { parseCommitReport } from './shared/commit-report';
-import { runLabel } from './shared/table-selection';
-import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './shared/definitions';
-import { type ExtractionRequest, parseExtractionInput } from './shared/extraction-input';
-import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './shared/extraction-types';
+import { parseCommitReport } from './contract/commit-report';
+import { runLabel } from './contract/table-selection';
+import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './contract/definitions';
+import { type ExtractionRequest, parseExtractionInput } from './contract/extraction-input';
+import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
 import type { extractionWorkflow } from './workflows';
 
 /** Options for {@link startExtraction}. */

@@ -4,8 +4,8 @@
  */
 import { resolve } from 'node:path';
 import { ErrorCode, PgExtractError } from './errors';
-import { DEFAULT_FILE_MODE } from './output-root';
-import { DEFAULT_TASK_QUEUE } from './shared/definitions';
+import { DEFAULT_FILE_MODE } from './storage/output-root';
+import { DEFAULT_TASK_QUEUE } from './contract/definitions';
 
 export interface ConnectionConfig {
   /** @default localhost:7233 (TEMPORAL_ADDRESS) */

@@ -5,97 +5,157 @@
  * the CLI alike.
  */
 
-/** Every stable code the product raises, grouped by the layer that raises it. */
-export const ErrorCode = {
+/**
+ * What a code means to the programs that handle it. `retryable`: whether retrying the same step
+ * can help (false makes the activity failure non-retryable, and a definite load failure);
+ * `callersFault`: the request or its configuration is wrong; `exit`: the CLI's exit code (2 for the
+ * caller's fault, else 1); `hint`: what the CLI suggests.
+ */
+export interface CodeInfo {
+  readonly retryable: boolean;
+  readonly callersFault: boolean;
+  readonly exit: 1 | 2;
+  readonly hint?: string;
+}
+
+/** The caller's request or configuration is wrong: retrying cannot help; the CLI exits 2. */
+const CALLERS_FAULT = { retryable: false, callersFault: true, exit: 2 } as const;
+/** A definite failure that is not the caller's: retrying the same step cannot help; the CLI exits 1. */
+const DEFINITE = { retryable: false, callersFault: false, exit: 1 } as const;
+/** A failure that may pass, or a report (not a thrown error): the CLI exits 1. */
+const TRANSIENT = { retryable: true, callersFault: false, exit: 1 } as const;
+
+/**
+ * The one error table: every stable code the product emits (in errors, failure types, cleanup
+ * reports, load reasons and CLI output), grouped by the layer that emits it. Codes from outside
+ * (SQLSTATE_xxxxx, errno such as EACCES) pass through unchanged and count as {@link FOREIGN}.
+ */
+const CODES = {
   // Receipt invariants (lifecycle core).
-  RECEIPT_INVALID: 'RECEIPT_INVALID',
-  RECEIPT_TIMESTAMP_INVALID: 'RECEIPT_TIMESTAMP_INVALID',
-  RECEIPT_TIMESTAMP_NOT_UTC: 'RECEIPT_TIMESTAMP_NOT_UTC',
-  RECEIPT_TIMESTAMP_NAIVE: 'RECEIPT_TIMESTAMP_NAIVE',
-  RECEIPT_COMPLETED_BEFORE_START: 'RECEIPT_COMPLETED_BEFORE_START',
-  RECEIPT_SNAPSHOT_BEFORE_START: 'RECEIPT_SNAPSHOT_BEFORE_START',
-  RECEIPT_SNAPSHOT_AFTER_COMPLETION: 'RECEIPT_SNAPSHOT_AFTER_COMPLETION',
-  RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT: 'RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT',
-  RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY: 'RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY',
-  RECEIPT_SOURCE_TOKEN_EMPTY: 'RECEIPT_SOURCE_TOKEN_EMPTY',
-  RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT: 'RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT',
+  RECEIPT_INVALID: TRANSIENT,
+  RECEIPT_TIMESTAMP_INVALID: TRANSIENT,
+  RECEIPT_TIMESTAMP_NOT_UTC: TRANSIENT,
+  RECEIPT_TIMESTAMP_NAIVE: TRANSIENT,
+  RECEIPT_COMPLETED_BEFORE_START: TRANSIENT,
+  RECEIPT_SNAPSHOT_BEFORE_START: TRANSIENT,
+  RECEIPT_SNAPSHOT_AFTER_COMPLETION: TRANSIENT,
+  RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT: TRANSIENT,
+  RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY: TRANSIENT,
+  RECEIPT_SOURCE_TOKEN_EMPTY: TRANSIENT,
+  RECEIPT_SOURCE_TOKEN_WITHOUT_SNAPSHOT: TRANSIENT,
   /** A receipt claims one point in time without a snapshot authority to prove it. */
-  RECEIPT_POINT_IN_TIME_WITHOUT_SNAPSHOT: 'RECEIPT_POINT_IN_TIME_WITHOUT_SNAPSHOT',
+  RECEIPT_POINT_IN_TIME_WITHOUT_SNAPSHOT: TRANSIENT,
   // Lifecycle authority ordering.
-  EXTRACTION_NOT_STARTED: 'EXTRACTION_NOT_STARTED',
-  EXTRACTION_ALREADY_COMPLETE: 'EXTRACTION_ALREADY_COMPLETE',
+  EXTRACTION_NOT_STARTED: TRANSIENT,
+  EXTRACTION_ALREADY_COMPLETE: TRANSIENT,
   /** A source read asked to complete before every planned range was read and receipted. */
-  EXTRACTION_INCOMPLETE: 'EXTRACTION_INCOMPLETE',
-  SNAPSHOT_CHANGED: 'SNAPSHOT_CHANGED',
-  SOURCE_TOKEN_EMPTY: 'SOURCE_TOKEN_EMPTY',
+  EXTRACTION_INCOMPLETE: TRANSIENT,
+  SNAPSHOT_CHANGED: TRANSIENT,
+  SOURCE_TOKEN_EMPTY: TRANSIENT,
   // Terminal decision and views.
-  TERMINAL_OUTCOME_INVALID: 'TERMINAL_OUTCOME_INVALID',
-  TERMINAL_REBIND_AFTER_DECISION: 'TERMINAL_REBIND_AFTER_DECISION',
-  VIEW_FILE_NOT_OWNED: 'VIEW_FILE_NOT_OWNED',
+  TERMINAL_OUTCOME_INVALID: TRANSIENT,
+  TERMINAL_REBIND_AFTER_DECISION: TRANSIENT,
+  VIEW_FILE_NOT_OWNED: TRANSIENT,
   // Staging guard.
-  STAGING_CANCELLED: 'STAGING_CANCELLED',
+  STAGING_CANCELLED: TRANSIENT,
   // Input validation (client, CLI, activity boundary).
-  /** --max-file-bytes or --max-file-rows is not a usable bound. */
-  FILE_BOUND_INVALID: 'FILE_BOUND_INVALID',
-  INPUT_INVALID: 'INPUT_INVALID',
+  /** --max-file-bytes or --max-file-rows is not a usable bound (or bounds a run that writes no batched files). */
+  FILE_BOUND_INVALID: { ...CALLERS_FAULT, hint: 'give sizes such as 256MB or 1GiB, rows as a whole number, for one table written to files' },
+  INPUT_INVALID: CALLERS_FAULT,
   /** An option the chosen format does not take (`--gzip` or a built-in load with Parquet, a Parquet compression with CSV). */
-  FORMAT_OPTIONS_INVALID: 'FORMAT_OPTIONS_INVALID',
-  IDENTIFIER_INVALID: 'IDENTIFIER_INVALID',
-  SNAPSHOT_ID_INVALID: 'SNAPSHOT_ID_INVALID',
-  OUTPUT_FOLDER_OWNED: 'OUTPUT_FOLDER_OWNED',
-  OUTPUT_PATH_ESCAPES_ROOT: 'OUTPUT_PATH_ESCAPES_ROOT',
-  SOURCE_UNKNOWN: 'SOURCE_UNKNOWN',
+  FORMAT_OPTIONS_INVALID: CALLERS_FAULT,
+  IDENTIFIER_INVALID: { ...CALLERS_FAULT, hint: 'use schema.table; quote names with special characters as "Name"' },
+  SNAPSHOT_ID_INVALID: CALLERS_FAULT,
+  OUTPUT_FOLDER_OWNED: CALLERS_FAULT,
+  OUTPUT_PATH_ESCAPES_ROOT: { ...CALLERS_FAULT, hint: 'pick a folder inside PG_EXTRACT_OUT_DIR' },
   /** A configured source URL whose scheme no source adapter reads (postgres:, postgresql:, mysql:, mariadb: are known). */
-  SOURCE_URL_UNSUPPORTED: 'SOURCE_URL_UNSUPPORTED',
+  SOURCE_URL_UNSUPPORTED: CALLERS_FAULT,
   /** The same table appears twice in `tables`. */
-  TABLE_DUPLICATE: 'TABLE_DUPLICATE',
+  TABLE_DUPLICATE: CALLERS_FAULT,
+  SOURCE_UNKNOWN: { ...CALLERS_FAULT, hint: 'set PG_EXTRACT_SOURCE_URL (or PG_EXTRACT_SOURCE_<NAME>_URL) where the worker runs' },
+  /** A commit report sent while the run is not awaiting one (still planning or copying). */
+  NOT_AWAITING_COMMIT: CALLERS_FAULT,
   // Catalog resolution (PostgreSQL strategies).
-  TABLE_NOT_FOUND: 'TABLE_NOT_FOUND',
-  COLUMN_NOT_FOUND: 'COLUMN_NOT_FOUND',
-  KEY_TYPE_UNSUPPORTED: 'KEY_TYPE_UNSUPPORTED',
+  TABLE_NOT_FOUND: { ...CALLERS_FAULT, hint: 'check the name with \\dt in psql; unquoted names fold to lower case' },
+  COLUMN_NOT_FOUND: CALLERS_FAULT,
+  KEY_TYPE_UNSUPPORTED: CALLERS_FAULT,
   /** An include or exclude pattern matches no table of the schema. */
-  PATTERN_UNMATCHED: 'PATTERN_UNMATCHED',
+  PATTERN_UNMATCHED: CALLERS_FAULT,
   /** The schema has no ordinary or partitioned table (or does not exist), or include/exclude leave none. */
-  SCHEMA_EMPTY: 'SCHEMA_EMPTY',
+  SCHEMA_EMPTY: CALLERS_FAULT,
   // Target loading.
-  TARGET_CHECKSUM_MISMATCH: 'TARGET_CHECKSUM_MISMATCH',
-  TARGET_COMMIT_AMBIGUOUS: 'TARGET_COMMIT_AMBIGUOUS',
-  TARGET_FENCE_CONFLICT: 'TARGET_FENCE_CONFLICT',
-  TARGET_NOT_SAME_DATABASE: 'TARGET_NOT_SAME_DATABASE',
+  /** The files do not match their manifest entries: loading them again cannot cure that. */
+  TARGET_CHECKSUM_MISMATCH: DEFINITE,
+  TARGET_COMMIT_AMBIGUOUS: TRANSIENT,
+  TARGET_FENCE_CONFLICT: TRANSIENT,
+  TARGET_NOT_SAME_DATABASE: CALLERS_FAULT,
   // Object storage (S3 API).
-  S3_ACCESS_DENIED: 'S3_ACCESS_DENIED',
-  S3_BUCKET_NOT_FOUND: 'S3_BUCKET_NOT_FOUND',
-  S3_CHECKSUM_MISMATCH: 'S3_CHECKSUM_MISMATCH',
-  S3_REQUEST_FAILED: 'S3_REQUEST_FAILED',
-  S3_UNREACHABLE: 'S3_UNREACHABLE',
+  S3_ACCESS_DENIED: CALLERS_FAULT,
+  S3_BUCKET_NOT_FOUND: CALLERS_FAULT,
+  S3_CHECKSUM_MISMATCH: TRANSIENT,
+  S3_REQUEST_FAILED: TRANSIENT,
+  S3_UNREACHABLE: CALLERS_FAULT,
   /** An output the manifest would list cannot be seen where the manifest is assembled (workers do not share the output folder). */
-  OUTPUT_NOT_VISIBLE: 'OUTPUT_NOT_VISIBLE',
+  OUTPUT_NOT_VISIBLE: CALLERS_FAULT,
   // Readers of a run's files (`pg-extract reader`).
   /** The run has no data package: started by an older version, or it wrote no files. */
-  DATA_PACKAGE_ABSENT: 'DATA_PACKAGE_ABSENT',
+  DATA_PACKAGE_ABSENT: DEFINITE,
   /** The engine cannot read the run's format (binary COPY). */
-  READER_FORMAT_UNSUPPORTED: 'READER_FORMAT_UNSUPPORTED',
+  READER_FORMAT_UNSUPPORTED: DEFINITE,
   /** The run's files were released (success, abort) or are missing. */
-  RUN_FILES_GONE: 'RUN_FILES_GONE',
+  RUN_FILES_GONE: DEFINITE,
+  // Cleanup reports (`cleanupErrorCode`; errno codes such as EACCES are reported as they are).
+  /** The file is not where the run wrote it, and nothing proves it was deleted (e.g. a release on a machine that does not see the run's folder). */
+  FILES_NOT_VISIBLE: TRANSIENT,
+  RELEASE_FAILED: TRANSIENT,
+  /** The bucket accepted the delete, but the object is still there when checked. */
+  S3_OBJECT_STILL_PRESENT: TRANSIENT,
+  SOURCE_CLOSE_FAILED: TRANSIENT,
   // Runtime failures.
-  LOCK_TIMEOUT: 'LOCK_TIMEOUT',
+  LOCK_TIMEOUT: TRANSIENT,
   /** A value its column's Parquet type cannot hold without loss (±infinity dates, NaN in numeric(p,s), a nested array). */
-  PARQUET_VALUE_UNREPRESENTABLE: 'PARQUET_VALUE_UNREPRESENTABLE',
+  PARQUET_VALUE_UNREPRESENTABLE: { ...CALLERS_FAULT, hint: 'export other columns (--columns) or cast them in a view' },
   /** The source refused the configured credentials. */
-  SOURCE_AUTH_FAILED: 'SOURCE_AUTH_FAILED',
-  SNAPSHOT_LOST: 'SNAPSHOT_LOST',
-  SNAPSHOT_MISMATCH: 'SNAPSHOT_MISMATCH',
-  SOURCE_READ_FAILED: 'SOURCE_READ_FAILED',
-  ATTEMPTS_EXHAUSTED: 'ATTEMPTS_EXHAUSTED',
-} as const;
+  SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
+  /** The exported snapshot is gone: the step cannot be retried, but the run retries with a fresh snapshot. */
+  SNAPSHOT_LOST: DEFINITE,
+  SNAPSHOT_MISMATCH: DEFINITE,
+  SOURCE_READ_FAILED: TRANSIENT,
+  ATTEMPTS_EXHAUSTED: { ...TRANSIENT, hint: 'the snapshot holder kept dying: check worker health and idle timeouts' },
+  // How an activity ended without a code of its own (load reasons, partition failures).
+  CANCELLED: TRANSIENT,
+  TIMEOUT_START_TO_CLOSE: TRANSIENT,
+  TIMEOUT_SCHEDULE_TO_START: TRANSIENT,
+  TIMEOUT_SCHEDULE_TO_CLOSE: TRANSIENT,
+  TIMEOUT_HEARTBEAT: TRANSIENT,
+  /** A workflow or activity failure that carries no type. */
+  FAILED: TRANSIENT,
+  // Client and CLI.
+  TEMPORAL_UNREACHABLE: TRANSIENT,
+  /** The run failed with no ApplicationFailure in its cause chain. */
+  WORKFLOW_FAILED: TRANSIENT,
+  /** An error with no code of ours or from outside. */
+  ERROR: TRANSIENT,
+} as const satisfies Record<string, CodeInfo>;
 
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+export type ErrorCode = keyof typeof CODES;
+
+/** Every stable code by name, e.g. `ErrorCode.TABLE_NOT_FOUND`. */
+export const ErrorCode = Object.fromEntries(Object.keys(CODES).map((code) => [code, code])) as { readonly [C in ErrorCode]: C };
+
+/** What a code from outside the table means (SQLSTATE_xxxxx, errno): possibly transient, not the caller's fault. */
+export const FOREIGN: CodeInfo = TRANSIENT;
+
+/** The metadata of `code`: its table entry, or {@link FOREIGN}. */
+export function codeInfo(code: string): CodeInfo {
+  return Object.prototype.hasOwnProperty.call(CODES, code) ? CODES[code as ErrorCode] : FOREIGN;
+}
 
 /** Options for {@link PgExtractError}. */
 export interface PgExtractErrorOptions {
   /** The input field the error is about, e.g. `table` or `partitions`. */
   field?: string;
-  /** The underlying error, kept for `.cause` walks. */
+  /** The underlying error, walked by {@link causes}. */
   cause?: unknown;
 }
 
@@ -110,46 +170,24 @@ export class PgExtractError extends Error {
   /** Redacted secondary failures (e.g. a failed staging drop); never replace the primary error. */
   readonly notes: string[] = [];
 
-  constructor(code: ErrorCode, message: string, options: PgExtractErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  constructor(code: ErrorCode, message: string, { field, cause }: PgExtractErrorOptions = {}) {
+    super(message, cause === undefined ? undefined : { cause });
     this.code = code;
-    this.field = options.field;
+    this.field = field;
   }
 }
 
-/** Codes that mean "the request itself is wrong": retrying it cannot help. */
-export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
-  ErrorCode.FILE_BOUND_INVALID,
-  ErrorCode.INPUT_INVALID,
-  ErrorCode.FORMAT_OPTIONS_INVALID,
-  ErrorCode.IDENTIFIER_INVALID,
-  ErrorCode.SNAPSHOT_ID_INVALID,
-  ErrorCode.OUTPUT_FOLDER_OWNED,
-  ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
-  ErrorCode.SOURCE_UNKNOWN,
-  ErrorCode.SOURCE_URL_UNSUPPORTED,
-  ErrorCode.SOURCE_AUTH_FAILED,
-  ErrorCode.TABLE_NOT_FOUND,
-  ErrorCode.COLUMN_NOT_FOUND,
-  ErrorCode.KEY_TYPE_UNSUPPORTED,
-  ErrorCode.PATTERN_UNMATCHED,
-  ErrorCode.SCHEMA_EMPTY,
-  ErrorCode.TABLE_DUPLICATE,
-  ErrorCode.SNAPSHOT_LOST,
-  ErrorCode.SNAPSHOT_MISMATCH,
-  ErrorCode.TARGET_NOT_SAME_DATABASE,
-  ErrorCode.S3_ACCESS_DENIED,
-  ErrorCode.S3_BUCKET_NOT_FOUND,
-  ErrorCode.S3_UNREACHABLE,
-  ErrorCode.OUTPUT_NOT_VISIBLE,
-  ErrorCode.PARQUET_VALUE_UNREPRESENTABLE,
-];
+/** Codes that mean retrying the same step cannot help (the table's `retryable: false`). */
+export const NON_RETRYABLE_CODES: readonly ErrorCode[] = (Object.keys(CODES) as ErrorCode[]).filter((code) => !CODES[code].retryable);
 
-/** The stable code of `err` or of the first error in its `.cause` chain that has one. */
+/** `err` and the errors in its cause chain, outermost first (at most 16, in case of a cycle). */
+export function* causes(err: unknown): Generator<unknown> {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 16; e = (e as { cause?: unknown }).cause, depth++) yield e;
+}
+
+/** The stable code of `err` or of the first error in its cause chain that has one. */
 export function errorCodeOf(err: unknown): ErrorCode | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 16; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof PgExtractError) return e.code;
-  }
+  for (const e of causes(err)) if (e instanceof PgExtractError) return e.code;
   return undefined;
 }
 

@@ -9,7 +9,7 @@ import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { resolveTable, sourceColumns } from '../postgres/catalog';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
-import type { ManifestFile, SourceColumn } from '../shared/extraction-types';
+import type { ManifestFile, SourceColumn } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
 import { sourceAdapter } from '../sources/adapters';
 import { readWhole } from '../sources/whole-read';

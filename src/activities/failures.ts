@@ -1,10 +1,10 @@
 /**
  * Turns errors into Temporal failures with a stable type: our codes become the failure type
- * (non-retryable for bad input and lost snapshots), and URLs in messages lose their passwords.
+ * (non-retryable when the error table says retrying cannot help), and URLs in messages lose their passwords.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { NON_RETRYABLE_CODES, PgExtractError } from '../errors';
+import { ErrorCode, PgExtractError, codeInfo } from '../errors';
 import { redactUrl } from '../config';
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
@@ -20,7 +20,7 @@ export function toActivityFailure(err: unknown): Error {
     const failure = ApplicationFailure.create({
       type: err.code,
       message: redactUrl(err.message),
-      nonRetryable: NON_RETRYABLE_CODES.includes(err.code),
+      nonRetryable: !codeInfo(err.code).retryable,
       details: [{ field: err.field ?? null, notes: err.notes.map(redactUrl) }],
     });
     return failure;
@@ -44,7 +44,7 @@ export async function withFailures<T>(work: () => Promise<T>): Promise<T> {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted) {
       const reason: unknown = cancellationSignal.reason;
-      throw reason instanceof CancelledFailure ? reason : new CancelledFailure('CANCELLED');
+      throw reason instanceof CancelledFailure ? reason : new CancelledFailure(ErrorCode.CANCELLED);
     }
     throw toActivityFailure(err);
   }

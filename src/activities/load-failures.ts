@@ -4,11 +4,8 @@
  * 08xxx, a terminated backend 57P01, a serialization failure or deadlock 40001/40P01) is thrown
  * and retried; the workflow still aborts with the last error's code once retries run out.
  */
-import { ErrorCode, NON_RETRYABLE_CODES, errorCodeOf } from '../errors';
+import { codeInfo, errorCodeOf } from '../errors';
 import { failureTypeOf } from './failures';
-
-/** Our codes for bad configuration or input (an unconfigured target, an unknown table) and a checksum mismatch. */
-const DEFINITE_CODES = new Set<string>([...NON_RETRYABLE_CODES, ErrorCode.TARGET_CHECKSUM_MISMATCH]);
 
 /**
  * SQLSTATE classes that are the load's own data or definition: 22 data exception (22P02 a value
@@ -20,7 +17,8 @@ const DEFINITE_SQLSTATE = /^SQLSTATE_(22|23|42)[0-9A-Z]{3}$/;
 /** The reason code when `err` is a definite load failure, else null (retry). */
 export function definiteLoadFailure(err: unknown): string | null {
   const code = errorCodeOf(err);
-  if (code) return DEFINITE_CODES.has(code) ? code : null;
+  // Our codes that retrying cannot cure: bad configuration or input (an unconfigured target, an unknown table), a checksum mismatch.
+  if (code) return codeInfo(code).retryable ? null : code;
   const type = failureTypeOf(err as { name?: string; code?: unknown });
   return DEFINITE_SQLSTATE.test(type) ? type : null;
 }

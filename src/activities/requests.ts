@@ -6,11 +6,11 @@ import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { FileEvidence } from '../lifecycle/receipt';
 import type { SplitKey } from '../postgres/catalog';
-import { MAX_BOUND_LENGTH, type PartitionRange } from '../postgres/range-planner';
+import { MAX_BOUND_LENGTH, type PartitionRange } from '../planning/range-planner';
 import type { SourceIdentity } from '../postgres/source-identity';
-import { isSnapshotId } from '../postgres/sql';
-import { type ExtractionInput, parseExtractionInput } from '../shared/extraction-input';
-import type { SourceColumn } from '../shared/extraction-types';
+import { isSnapshotId } from '../contract/identifiers';
+import { type ExtractionInput, parseExtractionInput } from '../contract/extraction-input';
+import type { SourceColumn } from '../contract/extraction-types';
 
 const relativeName = z
   .string()

@@ -7,11 +7,11 @@
  */
 import { Context } from '@temporalio/activity';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
-import { digestSourceToken } from '../lifecycle/source-token';
+import { digestSourceToken } from '../postgres/source-token';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import type { SnapshotSetPlan } from '../postgres/snapshot-coordinator';
-import type { ExtractionInput } from '../shared/extraction-input';
-import { isTableSet } from '../shared/table-selection';
+import type { ExtractionInput } from '../contract/extraction-input';
+import { isTableSet } from '../contract/table-selection';
 import { sourceAdapter } from '../sources/adapters';
 import { type HeldRead, openPostgresTableSet } from '../sources/postgres-adapter';
 import { sourceKindOf } from '../sources/source-kind';

@@ -1,9 +1,9 @@
 /** Turns validated workflow input into a catalog request (names parsed, never trusted as SQL). */
 import type { TableRequest } from '../postgres/catalog';
 import type { TableSelection } from '../postgres/table-set';
-import { parseColumnName, parseTableName } from '../postgres/sql';
-import type { ExtractionInput } from '../shared/extraction-input';
-import { singleTable } from '../shared/table-selection';
+import { parseColumnName, parseTableName } from '../contract/identifiers';
+import type { ExtractionInput } from '../contract/extraction-input';
+import { singleTable } from '../contract/table-selection';
 
 export function tableRequestOf(input: ExtractionInput): TableRequest {
   return {

@@ -1,6 +1,6 @@
 /** Human and JSON renderings of manifests, receipts and status. */
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
-import type { ExtractionStatus, Manifest } from '../shared/extraction-types';
+import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 
 /** The `start --wait --json` document. Field names are a stable interface. */
 export function manifestJson(m: Manifest) {

@@ -6,8 +6,8 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { waitForManifest } from '../client';
-import { statusQuery } from '../shared/definitions';
-import type { ExtractionStatus, Manifest } from '../shared/extraction-types';
+import { statusQuery } from '../contract/definitions';
+import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 
 /** Bytes reported by the heartbeats of the run's pending activities. */
 async function heartbeatBytes(handle: WorkflowHandle): Promise<number> {

@@ -7,13 +7,13 @@ import { posix, resolve } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
-import { parseTableName } from '../postgres/sql';
+import { parseTableName } from '../contract/identifiers';
 import type { DataPackage } from '../readers/data-package';
 import { duckdbStatement } from '../readers/duckdb';
-import { manifestQuery } from '../shared/definitions';
-import type { ExtractionResult, Manifest } from '../shared/extraction-types';
+import { manifestQuery } from '../contract/definitions';
+import type { ExtractionResult, Manifest } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
-import { isS3Url } from '../storage/s3-url';
+import { isS3Url } from '../contract/s3-url';
 
 export const READER_ENGINES = ['duckdb'] as const;
 

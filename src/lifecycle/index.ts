@@ -1,6 +1,8 @@
 /**
  * The pure lifecycle core: receipts, the authority that owns them, the terminal decision, the
- * exactly-once file release and the staging guard. Nothing here talks to PostgreSQL or Temporal.
+ * failure-to-outcome mapping and the staging guard. Nothing here talks to PostgreSQL or Temporal or
+ * touches node:fs or node:crypto (the exactly-once file release is src/storage/file-release.ts, the
+ * source token digest src/postgres/source-token.ts), so the workflow may import it.
  *
  * @example
  * const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
@@ -9,9 +11,7 @@
  */
 export * from './receipt';
 export * from './utc-timestamp';
-export * from './source-token';
 export * from './authority';
 export * from './terminal';
-export * from './file-release';
 export * from './outcome-mapping';
 export * from './staging-guard';

@@ -1,8 +1,11 @@
 /**
- * Maps a load failure to the terminal outcome it warrants. An explicit outcome attached to the
- * error (or to any error in its `.cause` chain) wins; then its disposition; anything unknown is
- * an abort, because an unclassified failure did not commit.
+ * The one mapping to terminal outcomes: from the target owner's report, and from a load failure.
+ * For a failure, an explicit outcome attached to the error (or to any error in its cause chain)
+ * wins; then its disposition; anything unknown is an abort, because an unclassified failure did
+ * not commit.
  */
+import type { TargetCommitOutcome } from '../contract/commit-report';
+import { causes } from '../errors';
 import { isTerminalOutcome, type TerminalOutcome } from './terminal';
 
 /** How a failed load left the target. */
@@ -25,10 +28,22 @@ const BY_DISPOSITION: Record<FailureDisposition, TerminalOutcome> = {
 /** Returns the outcome for `err`. */
 export function outcomeForFailure(err: unknown): TerminalOutcome {
   let disposition: TerminalOutcome | undefined;
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 16; e = (e as { cause?: unknown }).cause, depth++) {
+  for (const e of causes(err)) {
     const { terminalOutcome, disposition: d } = e as { terminalOutcome?: unknown; disposition?: unknown };
     if (isTerminalOutcome(terminalOutcome)) return terminalOutcome;
     if (disposition === undefined && typeof d === 'string' && d in BY_DISPOSITION) disposition = BY_DISPOSITION[d as FailureDisposition];
   }
   return disposition ?? 'abort';
+}
+
+/** The outcome a target owner's report warrants. A switch, not a lookup on a plain object: nothing inherited can pass for an outcome. */
+export function outcomeForCommit(outcome: TargetCommitOutcome): TerminalOutcome {
+  switch (outcome) {
+    case 'committed':
+      return 'success';
+    case 'failed':
+      return 'abort';
+    case 'unknown':
+      return 'retain_commit_unknown';
+  }
 }

@@ -45,23 +45,21 @@ export interface TerminalResources {
   closeSource?(outcome: TerminalOutcome): Promise<void>;
 }
 
-/** Our cleanup codes (errno codes such as EACCES are reported as they are). */
+/** Our cleanup codes, from the error table (errno codes such as EACCES are reported as they are). */
 export const CleanupCode = {
-  /** The file is not where the run wrote it, and nothing proves it was deleted (e.g. a release on a machine that does not see the run's folder). */
-  FILES_NOT_VISIBLE: 'FILES_NOT_VISIBLE',
+  FILES_NOT_VISIBLE: ErrorCode.FILES_NOT_VISIBLE,
   /** The folder carries another run's ownership marker: nothing in it is this run's to delete. */
   OUTPUT_FOLDER_OWNED: ErrorCode.OUTPUT_FOLDER_OWNED,
   /** The path's real location (symlinks followed) leaves the output root: not deleted. */
   OUTPUT_PATH_ESCAPES_ROOT: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
-  RELEASE_FAILED: 'RELEASE_FAILED',
+  RELEASE_FAILED: ErrorCode.RELEASE_FAILED,
   /** Object storage refused the delete or the check that follows it (credentials, policy). */
   S3_ACCESS_DENIED: ErrorCode.S3_ACCESS_DENIED,
   S3_BUCKET_NOT_FOUND: ErrorCode.S3_BUCKET_NOT_FOUND,
-  /** The bucket accepted the delete, but the object is still there when checked. */
-  S3_OBJECT_STILL_PRESENT: 'S3_OBJECT_STILL_PRESENT',
+  S3_OBJECT_STILL_PRESENT: ErrorCode.S3_OBJECT_STILL_PRESENT,
   S3_REQUEST_FAILED: ErrorCode.S3_REQUEST_FAILED,
   S3_UNREACHABLE: ErrorCode.S3_UNREACHABLE,
-  SOURCE_CLOSE_FAILED: 'SOURCE_CLOSE_FAILED',
+  SOURCE_CLOSE_FAILED: ErrorCode.SOURCE_CLOSE_FAILED,
 } as const;
 
 export class TerminalAuthority {

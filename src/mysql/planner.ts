@@ -5,7 +5,7 @@
  */
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
-import { type PartitionRange, autoPartitionCount, planKeyRanges } from '../postgres/range-planner';
+import { type PartitionRange, autoPartitionCount, planKeyRanges } from '../planning/range-planner';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import type { SourceTable } from '../sources/source-adapter';
 

@@ -7,11 +7,11 @@
  */
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { ExportFormat } from '../postgres/export-format';
+import type { ExportFormat } from '../contract/formats';
 import { dataPackageResource } from '../readers/data-package';
 import { duckdbSelect, literal } from '../readers/duckdb';
-import type { SourceColumn } from '../shared/extraction-types';
-import { DEFAULT_PARQUET_COMPRESSION, DEFAULT_ROW_GROUP_ROWS } from '../shared/format-options';
+import type { SourceColumn } from '../contract/extraction-types';
+import { DEFAULT_PARQUET_COMPRESSION, DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
 import { UNREPRESENTABLE, parquetColumn } from './column-mapping';
 
 /** Key of the file's key-value metadata that lists `[{ name, pgType }]` in column order. */

@@ -9,12 +9,12 @@
  * the range exhausted.
  */
 import type { Client } from 'pg';
-import type { FileBounds } from '../shared/file-bounds';
+import type { FileBounds } from '../contract/file-bounds';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import { type ResolvedTable, type SplitKey, selectSql, sourceColumns } from './catalog';
-import type { ExportFormat } from './export-format';
+import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
-import type { PartitionRange } from './range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import { keyBound } from './range-predicate';
 import { serverNow } from './server-clock';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';

@@ -10,15 +10,15 @@ import {
   ClockAuthority,
   ExtractionLifecycleAuthority,
   type FileEvidence,
-  FileReleaseAuthority,
   TerminalAuthority,
   type TerminalOutcome,
 } from '../lifecycle';
-import type { FileBounds } from '../shared/file-bounds';
+import type { FileBounds } from '../contract/file-bounds';
 import type { OutputSink } from '../storage/output-sink';
 import { type BatchFile, copyBatchFiles } from './batch-files';
 import type { ResolvedTable } from './catalog';
-import type { ExportFormat } from './export-format';
+import type { ExportFormat } from '../contract/formats';
+import { FileReleaseAuthority } from '../storage/file-release';
 import { beginRepeatableRead, serverNow } from './server-clock';
 
 export type { BatchFile };

@@ -5,11 +5,9 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { SourceColumn } from '../shared/extraction-types';
+import type { SourceColumn } from '../contract/extraction-types';
+import type { KeyKind } from '../planning/range-planner';
 import { quoteIdent, quoteQualified } from './sql';
-
-/** Key types the range planner can split. `text` covers the collatable string types: ordered by the column's collation. */
-export type KeyKind = 'integer' | 'numeric' | 'date' | 'timestamp' | 'timestamptz' | 'uuid' | 'text';
 
 const KEY_KINDS: Record<string, { kind: KeyKind; sqlType: string }> = {
   smallint: { kind: 'integer', sqlType: 'int8' },

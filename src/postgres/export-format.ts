@@ -1,16 +1,5 @@
-/** Export formats: the COPY options and file suffix for each. Pure, so the workflow can name files. */
-import type { ParquetCompression } from '../shared/format-options';
-
-/** How rows are written. */
-export interface ExportFormat {
-  format: 'csv' | 'binary' | 'parquet';
-  /** CSV header line (ignored for binary and Parquet). */
-  header: boolean;
-  gzip: boolean;
-  /** Parquet only; see src/shared/format-options.ts for the defaults. */
-  compression?: ParquetCompression | undefined;
-  rowGroupRows?: number | undefined;
-}
+/** The COPY statements that write and read a query's rows in an export format (src/contract/formats.ts). */
+import type { ExportFormat } from '../contract/formats';
 
 /** COPY's options for a format. Parquet is written from CSV without a header (src/parquet/), whose text forms the converter reads exactly. */
 function copyOptions(format: ExportFormat): string {
@@ -25,11 +14,4 @@ export function copyOutSql(select: string, format: ExportFormat): string {
 /** `COPY <table> FROM STDIN (…)` reading the requested format; `table` is already quoted. */
 export function copyInSql(table: string, format: ExportFormat): string {
   return `COPY ${table} FROM STDIN (${copyOptions(format)})`;
-}
-
-const EXTENSIONS = { csv: '.csv', binary: '.pgcopy', parquet: '.parquet' } as const;
-
-/** The file name suffix for a format. */
-export function fileExtension(format: ExportFormat): string {
-  return `${EXTENSIONS[format.format]}${format.gzip ? '.gz' : ''}`;
 }

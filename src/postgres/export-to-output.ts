@@ -5,10 +5,11 @@
  */
 import type { Client } from 'pg';
 import { writeParquet } from '../parquet/parquet-output';
-import type { SourceColumn } from '../shared/extraction-types';
+import type { SourceColumn } from '../contract/extraction-types';
 import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
-import { type ExportFormat, copyOutSql } from './export-format';
+import type { ExportFormat } from '../contract/formats';
+import { copyOutSql } from './export-format';
 
 export interface ExportToOutputOptions {
   onBytes?: ((bytes: number) => void) | undefined;

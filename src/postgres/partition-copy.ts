@@ -9,14 +9,15 @@ import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { type ResolvedTable, type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
-import type { ExportFormat } from './export-format';
+import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
-import type { PartitionRange } from './range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
 import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';
 import { snapshotIdLiteral } from './sql';
-import { DEFAULT_LOCK_TIMEOUT_MS, lockTimeoutError, setLockTimeout } from './table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
+import { lockTimeoutError, setLockTimeout } from './table-lock';
 
 export interface PartitionFile extends CopiedOutput, PartitionRead {}
 

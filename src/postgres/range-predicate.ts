@@ -3,8 +3,9 @@
  * key's type and, for text keys, compared under the column's collation (the order the planner's
  * quantiles were sorted in).
  */
+import { ErrorCode, PgExtractError } from '../errors';
 import type { SplitKey } from './catalog';
-import type { PartitionRange } from './range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
 const PAGE = /^\d+$/;
@@ -38,11 +39,11 @@ export function keyBound(key: SplitKey, op: '<' | '<=' | '>' | '>=', value: stri
 
 function pageNumber(page: number): string {
   const text = String(page);
-  if (!PAGE.test(text)) throw new RangeError(`bad page number ${text}`);
+  if (!PAGE.test(text)) throw new PgExtractError(ErrorCode.INPUT_INVALID, `bad page number ${text}`);
   return text;
 }
 
 function requireKey(key: SplitKey | null): SplitKey {
-  if (!key) throw new RangeError('a key range needs a split key');
+  if (!key) throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a key range needs a split key');
   return key;
 }

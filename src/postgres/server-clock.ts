@@ -1,9 +1,12 @@
 /**
- * Server-clock evidence for receipts: the one place that reads PostgreSQL's clock and the
- * REPEATABLE READ snapshot. Timestamps come back as ISO-8601 UTC strings with microseconds.
+ * Server-clock evidence for receipts: PostgreSQL's clock, and the REPEATABLE READ transaction of the
+ * single-session strategies (whole copy, batched copy, streaming rows). The snapshot coordinator and
+ * each partition open their own, since they export or import a snapshot in it. Timestamps come back
+ * as ISO-8601 UTC strings with microseconds.
  */
 import type { ClientBase } from 'pg';
-import { type ExtractionLifecycleAuthority, SnapshotAuthority, digestSourceToken } from '../lifecycle';
+import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecycle';
+import { digestSourceToken } from './source-token';
 
 /** SQL for an instant as an ISO-8601 UTC string with microseconds. */
 export function utcText(expr: string): string {

@@ -13,15 +13,16 @@ import {
   type Evidence,
   type ExtractionLifecycleReceipt,
   SnapshotAuthority,
-  digestSourceToken,
 } from '../lifecycle';
+import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
-import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from './range-planner';
+import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
-import { DEFAULT_LOCK_TIMEOUT_MS, lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
+import { lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
 
 /** How many partitions to plan. */
 export interface PlanningOptions {

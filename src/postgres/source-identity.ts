@@ -6,7 +6,7 @@
  * otherwise import a snapshot that merely has the same id.
  */
 import { ErrorCode, PgExtractError } from '../errors';
-import { digestSourceToken } from '../lifecycle/source-token';
+import { digestSourceToken } from './source-token';
 
 export interface SourceIdentity {
   /** pg_control_system().system_identifier, as text (a 64-bit integer). */

@@ -13,12 +13,13 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError } from '../errors';
 import { FailureDisposition, type RowEvidence, ownedStagingHandle } from '../lifecycle';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
-import { digestSourceToken } from '../lifecycle/source-token';
-import { type ExportFormat, copyInSql } from './export-format';
+import { digestSourceToken } from './source-token';
+import type { ExportFormat } from '../contract/formats';
+import { copyInSql } from './export-format';
 import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
-import { type LoadControl, type LoadResult, fencedTransaction, moveIntoTarget } from './target-loader';
+import { type LoadControl, type LoadResult, fencedTransaction, moveIntoTarget } from '../target/loader';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;

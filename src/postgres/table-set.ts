@@ -6,10 +6,10 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
-import { MAX_TABLES } from '../shared/extraction-input';
-import { globMatcher } from '../shared/table-selection';
+import { MAX_TABLES } from '../contract/extraction-input';
+import { globMatcher } from '../contract/table-selection';
 import { type ResolvedTable, resolveTable } from './catalog';
-import type { PartitionRange } from './range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import { quoteQualified } from './sql';
 
 /** The tables a run names, as parsed from its input (not yet trusted). */

@@ -8,7 +8,7 @@ import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
 import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
-import type { ExportFormat } from './export-format';
+import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
 import { beginRepeatableRead, serverNow } from './server-clock';
 

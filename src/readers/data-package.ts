@@ -6,8 +6,8 @@
  * Pure, so the workflow's activity and the `reader` command share one shape.
  */
 import { parquetColumn } from '../parquet/column-mapping';
-import type { ExportFormat } from '../postgres/export-format';
-import type { SourceColumn } from '../shared/extraction-types';
+import type { ExportFormat } from '../contract/formats';
+import type { SourceColumn } from '../contract/extraction-types';
 import { parsePgType } from './pg-type';
 
 export const DATA_PACKAGE_FILE = 'datapackage.json';

@@ -6,12 +6,12 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import { ClockAuthority, SnapshotAuthority } from '../lifecycle/receipt';
-import { digestSourceToken } from '../lifecycle/source-token';
+import { digestSourceToken } from '../postgres/source-token';
 import { type TableRequest, resolveTable, sourceColumns } from '../postgres/catalog';
 import { copyPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
-import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
 import type { FileEvidence } from '../lifecycle/receipt';

@@ -8,10 +8,10 @@
  */
 import type { ExtractionLifecycleReceipt, FileEvidence } from '../lifecycle/receipt';
 import type { SplitKey, TableRequest } from '../postgres/catalog';
-import type { ExportFormat } from '../postgres/export-format';
-import type { PartitionRange } from '../postgres/range-planner';
+import type { ExportFormat } from '../contract/formats';
+import type { PartitionRange } from '../planning/range-planner';
 import type { SourceIdentity } from '../postgres/source-identity';
-import type { SourceColumn } from '../shared/extraction-types';
+import type { SourceColumn } from '../contract/extraction-types';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 
 /** The source kinds the worker can read, chosen by the configured URL's scheme. */

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
-import { DurableFileSink } from '../postgres/durable-file-sink';
+import { DurableFileSink } from './durable-file-sink';
 import type { OutputSink, StoredOutput } from './output-sink';
 
 /** Temp names of writers, `<final name>.tmp-<pid>-<8 hex>`: release sweeps them. */

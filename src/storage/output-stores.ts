@@ -3,13 +3,13 @@
  * object in a bucket, anything else a path under the local output root.
  */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { releaseErrorCode } from '../lifecycle/file-release';
+import { releaseErrorCode } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { LocalStore } from './local-store';
 import type { OutputStore, ReleaseRequest } from './output-store';
 import { s3ClientFromEnv } from './s3-client';
 import { S3Store } from './s3-store';
-import { isS3Url } from './s3-url';
+import { isS3Url } from '../contract/s3-url';
 
 /** Options for {@link OutputStores}. */
 export interface OutputStoresOptions {

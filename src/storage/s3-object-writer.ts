@@ -30,7 +30,7 @@ import {
 import { ErrorCode, PgExtractError } from '../errors';
 import type { OutputSink, StoredOutput, WrittenFile } from './output-sink';
 import { s3Failure } from './s3-errors';
-import { type S3Location, formatS3Url } from './s3-url';
+import { type S3Location, formatS3Url } from '../contract/s3-url';
 
 /** The smallest part size we use: 64 MiB parts let one object grow to 640 GiB. */
 export const MIN_PART_SIZE = 64 * 1024 * 1024;

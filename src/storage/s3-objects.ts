@@ -14,7 +14,7 @@ import {
 import { ErrorCode, PgExtractError } from '../errors';
 import { CleanupCode } from '../lifecycle/terminal';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
-import { type S3Location, formatS3Url } from './s3-url';
+import { type S3Location, formatS3Url } from '../contract/s3-url';
 
 /** Proves the bucket exists and these credentials may use it, before anything is written. */
 export async function checkBucket(client: S3Client, location: S3Location): Promise<void> {

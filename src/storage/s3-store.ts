@@ -7,14 +7,14 @@
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import { ErrorCode, PgExtractError } from '../errors';
-import { FileReleaseAuthority } from '../lifecycle/file-release';
+import { FileReleaseAuthority } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputSink } from './output-sink';
 import type { OutputStore, ReleaseRequest } from './output-store';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { S3ObjectWriter } from './s3-object-writer';
 import { abortUploads, checkBucket, deleteObject, listObjects } from './s3-objects';
-import { type S3Location, parseS3Url } from './s3-url';
+import { type S3Location, parseS3Url } from '../contract/s3-url';
 
 function located(url: string, field = 'outDir'): S3Location {
   try {

@@ -7,21 +7,42 @@
 import { ActivityCancellationType, CancellationScope, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { HolderActivities, MainActivities } from '../activities';
 import { NON_RETRYABLE_CODES } from '../errors';
-import { fileExtension } from '../postgres/export-format';
+import { fileExtension } from '../contract/formats';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
-import type { ExtractionInput } from '../shared/extraction-input';
-import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
-import { batchFileName, fileBoundsOf } from '../shared/file-bounds';
-import { runLabel } from '../shared/table-selection';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { Manifest, ManifestFile } from '../contract/extraction-types';
+import { batchFileName, fileBoundsOf } from '../contract/file-bounds';
+import { runLabel } from '../contract/table-selection';
 import { asHolderFailure } from './failure-kind';
 
-/** What an attempt wrote or might have written, so a failed attempt can be discarded. */
+/** Which attempt, and the folder its files go to. */
 export interface AttemptScope {
-  attempt: number;
-  folder: string;
-  planned: string[];
+  readonly attempt: number;
+  readonly folder: string;
+}
+
+/** What an attempt planned: its partitions (and a set's tables), and what a failed attempt must discard. */
+export interface AttemptPlan {
+  partitions: number;
+  /** A set's tables; absent for one table. */
+  tables?: number;
+  /** The file names, one per partition (none for batched files, which are told as they close). */
+  names: readonly string[];
   /** Name prefixes of batched files: a discard removes every file under them, named or not (a killed writer's). */
-  batchPrefixes?: string[];
+  prefixes?: readonly string[];
+}
+
+/**
+ * What an attempt tells its caller as it goes; the caller keeps the run's status and the names a
+ * failed attempt must discard. Names are told only once their folder exists, so a discard then
+ * finds each file or proves it gone.
+ */
+export interface AttemptEvents {
+  planned(plan: AttemptPlan): void;
+  /** Another file the attempt writes (a batch file, its data package), discarded with the rest. */
+  writes(name: string): void;
+  /** `partitions` more partitions are complete with these files (and, in a set, this many tables in all). */
+  done(partitions: number, files: readonly ManifestFile[], tablesDone?: number): void;
 }
 
 export function extractActivities(input: ExtractionInput) {
@@ -67,32 +88,26 @@ function fileName(scope: AttemptScope, partition: number, input: ExtractionInput
   return `${partitionPrefix(scope, partition)}${fileExtension(input)}`;
 }
 
-/** The names batched files were written under, planned as soon as they exist (their number is known only then). */
-function planBatches(scope: AttemptScope, input: ExtractionInput, files: ManifestFile[]): void {
-  scope.planned = [...scope.planned, ...files.map((f) => batchFileName(partitionPrefix(scope, f.partition), f.batch!, input))];
+/** The names batched files were written under, told as soon as they exist (their number is known only then). */
+function tellBatches(scope: AttemptScope, input: ExtractionInput, files: ManifestFile[], events: AttemptEvents): void {
+  for (const f of files) events.writes(batchFileName(partitionPrefix(scope, f.partition), f.batch!, input));
 }
 
 export function totals(files: ManifestFile[]): { rows: number; bytes: number } {
   return files.reduce((t, f) => ({ rows: t.rows + f.rows, bytes: t.bytes + f.bytes }), { rows: 0, bytes: 0 });
 }
 
-export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const batched = fileBoundsOf(input) !== null;
   const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
   await quick.prepareOutputFolder(scope.folder);
-  // Planned only once their folder exists: a discard then finds each file or proves it gone.
-  scope.planned = batched ? [] : [name];
-  if (batched) scope.batchPrefixes = [`${name}-batch-`];
-  status.partitionsTotal = 1;
-  onProgress();
+  events.planned(batched ? { partitions: 1, names: [], prefixes: [`${name}-batch-`] } : { partitions: 1, names: [name] });
   const extract = extractActivities(input);
   const { files, receipt, snapshotDigest, columns, primaryKey } = batched
     ? await extract.wholeCopyBatches({ input, name })
     : await extract.wholeCopy({ input, name }).then(({ file, ...rest }) => ({ files: [file], ...rest }));
-  if (batched) planBatches(scope, input, files);
-  status.partitionsDone = 1;
-  Object.assign(status, totals(files));
-  onProgress();
+  if (batched) tellBatches(scope, input, files, events);
+  events.done(1, files);
   return {
     workflowId: workflowInfo().workflowId,
     table: runLabel(input),
@@ -110,7 +125,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   };
 }
 
-export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
   const queue = await quick.holderTaskQueue();
@@ -134,12 +149,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
     planReceived = true;
     await quick.prepareOutputFolder(scope.folder);
-    // Planned only once their folder exists: a discard then finds each file or proves it gone.
     const batched = fileBoundsOf(input) !== null;
-    scope.planned = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
-    if (batched) scope.batchPrefixes = plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`);
-    status.partitionsTotal = plan.ranges.length;
-    onProgress();
+    const names = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
+    events.planned({ partitions: plan.ranges.length, names, ...(batched ? { prefixes: plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`) } : {}) });
     const extract = extractActivities(input);
     partitions = plan.ranges.map((range, partition) =>
       partitionScope.run(async () => {
@@ -156,13 +168,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
         };
         const files = batched
           ? await extract.copyPartitionBatches({ ...request, name: partitionPrefix(scope, partition) })
-          : [await extract.copyPartition({ ...request, name: scope.planned[partition]! })];
-        if (batched) planBatches(scope, input, files);
-        status.partitionsDone++;
-        const added = totals(files);
-        status.rows += added.rows;
-        status.bytes += added.bytes;
-        onProgress();
+          : [await extract.copyPartition({ ...request, name: names[partition]! })];
+        if (batched) tellBatches(scope, input, files, events);
+        events.done(1, files);
         return files;
       }),
     );
@@ -201,15 +209,15 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
  * Writes the attempt's `datapackage.json` next to its files and names it in the manifest. Part of
  * the attempt: planned before it is written, so a failed attempt discards it with the files.
  */
-export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest): Promise<Manifest> {
+export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest, events: AttemptEvents): Promise<Manifest> {
   // Runs started before data packages replay without this activity.
   if (!patched('data-package') || !manifest.columns || !manifest.primaryKey || manifest.files.length === 0) return manifest;
   const name = `${scope.folder}/${DATA_PACKAGE_FILE}`;
-  scope.planned = [...scope.planned, name];
+  events.writes(name);
   const dataPackage = await quick.writeDataPackage({
     input,
     name,
-    files: manifest.files.map((f) => (f.batch === undefined ? scope.planned[f.partition]! : batchFileName(partitionPrefix(scope, f.partition), f.batch, input))),
+    files: manifest.files.map((f) => (f.batch === undefined ? fileName(scope, f.partition, input) : batchFileName(partitionPrefix(scope, f.partition), f.batch, input))),
     columns: manifest.columns,
     primaryKey: manifest.primaryKey,
   });

@@ -4,12 +4,12 @@
  * batch after another, so its own history grows by a few events per batch, not per partition,
  * and the run stays within Temporal's history limits however many tables it takes.
  */
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { ManifestFile } from '../contract/extraction-types';
+import { tableInput } from '../contract/table-selection';
 import type { SplitKey } from '../postgres/catalog';
-import type { PartitionRange } from '../postgres/range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import type { SourceIdentity } from '../postgres/source-identity';
-import type { ExtractionInput } from '../shared/extraction-input';
-import type { ManifestFile } from '../shared/extraction-types';
-import { tableInput } from '../shared/table-selection';
 import { extractActivities } from './attempts';
 
 /** One planned range of one table, and the file it goes to. */

@@ -3,14 +3,19 @@
  * a cancellation, or anything else (fail the run). Pure and deterministic.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
-import { ErrorCode } from '../errors';
+import { ErrorCode, causes } from '../errors';
 
 /** The ApplicationFailure type in the cause chain, if any. */
 export function failureType(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof ApplicationFailure && e.type) return e.type;
-  }
+  for (const e of causes(err)) if (e instanceof ApplicationFailure && e.type) return e.type;
   return undefined;
+}
+
+/** The timeout that ended an activity, if that is how it ended. */
+export function activityTimeout(err: unknown): TimeoutFailure | undefined {
+  if (!(err instanceof ActivityFailure)) return undefined;
+  const [, cause] = causes(err);
+  return cause instanceof TimeoutFailure ? cause : undefined;
 }
 
 /**
@@ -23,9 +28,7 @@ export function holderLostSnapshot(err: unknown, planReceived: boolean): boolean
   // Outputs the holder cannot see stay unseen under a fresh snapshot: the run's own failure.
   if (failureType(err) === ErrorCode.OUTPUT_NOT_VISIBLE) return false;
   if (planReceived || failureType(err) === ErrorCode.SNAPSHOT_LOST) return true;
-  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof TimeoutFailure) return true;
-  }
+  for (const e of causes(err)) if (e instanceof TimeoutFailure) return true;
   return false;
 }
 
@@ -33,10 +36,12 @@ export function isSnapshotLost(err: unknown): boolean {
   return failureType(err) === ErrorCode.SNAPSHOT_LOST;
 }
 
+/** The table's code for how an activity failed: CANCELLED, TIMEOUT_<type>, its failure type, else FAILED. */
 export function describeFailure(err: unknown): string {
-  if (isCancellation(err)) return 'CANCELLED';
-  if (err instanceof ActivityFailure && err.cause instanceof TimeoutFailure) return `TIMEOUT_${err.cause.timeoutType}`;
-  return failureType(err) ?? 'FAILED';
+  if (isCancellation(err)) return ErrorCode.CANCELLED;
+  const timeout = activityTimeout(err);
+  if (timeout) return `TIMEOUT_${timeout.timeoutType}`;
+  return failureType(err) ?? ErrorCode.FAILED;
 }
 
 /** Re-raises a holder failure as SNAPSHOT_LOST when it lost the snapshot, else unchanged. */

@@ -4,16 +4,17 @@
  * waits for the load to report its transaction's end, and a load that ends without a report still
  * decides the run. Runs that reached the load under older code replay with the old proxy.
  */
-import { ActivityCancellationType, ActivityFailure, TimeoutFailure, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
-import type { LoadReport } from '../activities/load';
+import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
-import type { ExtractionInput } from '../shared/extraction-input';
-import { describeFailure } from './failure-kind';
+import type { ExtractionInput } from '../contract/extraction-input';
+import { activityTimeout, describeFailure } from './failure-kind';
 
 export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
 
-// The fence makes a retried load a no-op once one attempt committed, so retrying is safe.
+// The fence makes a retried load a no-op once one attempt committed, so retrying is safe. Its list of
+// non-retryable codes is the one runs under older code were scheduled with, kept as it was.
 const legacyLoader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
 
 function reportingLoader(input: ExtractionInput): typeof legacyLoader {
@@ -31,8 +32,7 @@ function reportingLoader(input: ExtractionInput): typeof legacyLoader {
  * out may have reached COMMIT, so it is `unknown`.
  */
 function unreported(err: unknown, operationId: string): LoadReport {
-  const timedOut = err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
-  return { outcome: timedOut ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null };
+  return { outcome: activityTimeout(err) ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null };
 }
 
 /** Runs `call` on the loader; `onUnreported` turns a load that ended without a report into the call's result. */

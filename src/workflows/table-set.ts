@@ -7,11 +7,11 @@
  * SNAPSHOT_LOST, as for one table.
  */
 import { CancellationScope, executeChild, workflowInfo } from '@temporalio/workflow';
-import { fileExtension } from '../postgres/export-format';
-import type { ExtractionInput } from '../shared/extraction-input';
-import type { ExtractionStatus, Manifest, ManifestFile } from '../shared/extraction-types';
-import { runLabel, withoutTables } from '../shared/table-selection';
-import { type AttemptScope, holderActivities, quick, totals } from './attempts';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { Manifest, ManifestFile } from '../contract/extraction-types';
+import { fileExtension } from '../contract/formats';
+import { runLabel, withoutTables } from '../contract/table-selection';
+import { type AttemptEvents, type AttemptScope, holderActivities, quick, totals } from './attempts';
 import { type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { asHolderFailure } from './failure-kind';
 
@@ -35,7 +35,7 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
 /** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
 export const BATCH_ITEMS = 500;
 
-export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, status: ExtractionStatus, onProgress: () => void): Promise<Manifest> {
+export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
   const queue = await quick.holderTaskQueue();
@@ -61,29 +61,24 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
     const name = fileNamer(scope, input, plan.tables.map((t) => t.table));
     // Biggest table first, its ranges in order: the plan's order is the order partitions start.
     const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) => ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })));
-    // Planned only once their folder exists: a discard then finds each file or proves it gone.
-    scope.planned = items.map((item) => item.name);
-    Object.assign(status, { partitionsTotal: items.length, tablesDone: 0, tablesTotal: plan.tables.length });
-    onProgress();
+    events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
     const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
     const base = withoutTables(input);
     // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.
     const copy = partitionScope.run(async () => {
       const files: ManifestFile[] = [];
+      let tablesDone = 0;
       for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
         const done = await executeChild(copyBatchWorkflow, {
           workflowId: `${attemptKey}/batch-${batch}`,
           args: [{ input: base, snapshotId: plan.snapshotId, snapshotDigest: plan.snapshotDigest, source: plan.source, items: items.slice(from, from + BATCH_ITEMS) }],
         });
         for (const file of done) {
-          status.partitionsDone++;
-          status.rows += file.rows;
-          status.bytes += file.bytes;
           const left = remaining.get(file.table!)! - 1;
           remaining.set(file.table!, left);
-          if (left === 0) status.tablesDone!++;
+          if (left === 0) tablesDone++;
         }
-        onProgress();
+        events.done(done.length, done, tablesDone);
         files.push(...done);
       }
       return files;

@@ -4,8 +4,8 @@
  * rows, bytes in human units). Called on every change.
  */
 import { metricMeter, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
-import { SearchAttributes } from '../shared/definitions';
-import type { AttemptRecord, ExtractionStatus } from '../shared/extraction-types';
+import { SearchAttributes } from '../contract/definitions';
+import type { AttemptRecord, ExtractionStatus } from '../contract/extraction-types';
 import type { TerminalOutcome } from '../lifecycle/terminal';
 
 export function publishStatus(status: ExtractionStatus): void {

@@ -11,8 +11,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { projectRoot } from '../../src/devenv/project-root';
-import { SERVICE_PIDS_ENV } from '../../src/devenv/service-pids';
+import { projectRoot } from '../../devenv/project-root';
+import { SERVICE_PIDS_ENV } from '../../devenv/service-pids';
 
 const ROOT = projectRoot();
 /** The command-line patterns `.ci/run`'s trap used to stop processes by. */

@@ -15,7 +15,7 @@ import { createActivities, createHolderActivities, SnapshotHolderRegistry } from
 import { startExtraction } from '../../src/client';
 import { sourceUrl, targetUrl } from '../../src/config';
 import { ErrorCode, PgExtractError } from '../../src/errors';
-import { type ExtractionInput, parseExtractionInput } from '../../src/shared/extraction-input';
+import { type ExtractionInput, parseExtractionInput } from '../../src/contract/extraction-input';
 import { admin, ourSessions } from '../support/database';
 import { live } from '../support/services';
 import { OutputStores } from '../../src/storage/output-stores';

@@ -9,6 +9,7 @@ import { startExtraction } from '../../src/client';
 import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
+import { eventually } from '../support/eventually';
 
 /** The holder's idle_in_transaction_session_timeout (src/postgres/snapshot-coordinator.ts). */
 const HOLDER_IDLE_TIMEOUT_MS = 30_000;
@@ -17,12 +18,9 @@ const MARGIN_MS = 10_000;
 
 /** The coordinator backend once its snapshot exists (it holds back the xmin horizon). */
 async function coordinatorWithSnapshot(): Promise<number> {
-  for (const until = Date.now() + 30_000; Date.now() < until; ) {
-    const r = await admin().query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND backend_xmin IS NOT NULL`);
-    if (r.rows[0]) return r.rows[0].pid;
-    await new Promise((res) => setTimeout(res, 5));
-  }
-  throw new Error('no coordinator snapshot appeared');
+  const coordinator = async (): Promise<number | undefined> =>
+    (await admin().query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND backend_xmin IS NOT NULL`)).rows[0]?.pid;
+  return eventually(coordinator, 'a coordinator snapshot appeared', { intervalMs: 5 });
 }
 
 /** The backend's state while it still holds a snapshot (pins xmin), else null (gone, or its transaction ended). */
@@ -51,7 +49,8 @@ describe('worker holding the snapshot is stopped (live)', function () {
       const pid = await coordinatorWithSnapshot();
       worker.child.kill('SIGSTOP');
       const stoppedAt = Date.now();
-      while ((await pinning(pid)) !== null && Date.now() - stoppedAt < HOLDER_IDLE_TIMEOUT_MS + MARGIN_MS) await new Promise((r) => setTimeout(r, 250));
+      // Waits at most the idle timeout plus a margin; the assertion below says what was left.
+      await eventually(async () => (await pinning(pid)) === null, 'the backend ended', { timeoutMs: HOLDER_IDLE_TIMEOUT_MS + MARGIN_MS, intervalMs: 250 }).catch(() => undefined);
       const elapsed = Date.now() - stoppedAt;
       const state = await pinning(pid);
       assert.equal(state, null, `the coordinator backend ${pid} still pins the snapshot ${elapsed} ms after its worker stopped (${state})`);

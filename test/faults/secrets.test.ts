@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate } from '../../src/shared/definitions';
+import { commitUpdate } from '../../src/contract/definitions';
 import { seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { spawnWorker } from '../support/worker-process';

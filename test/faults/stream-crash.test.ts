@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startExtraction } from '../../src/client';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';

@@ -11,12 +11,13 @@ import { mkdtemp, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate } from '../../src/shared/definitions';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { commitUpdate } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
+import { eventually } from '../support/eventually';
 
 const BUCKET = 'pgx-two-machines';
 
@@ -60,10 +61,7 @@ describe('two workers that share no disk (live)', function () {
       { table, partitions: 12, outDir: `s3://${BUCKET}/${prefix}`, timeouts: { holderHeartbeatMs: 3000, partitionHeartbeatMs: 3000 } },
       { taskQueue },
     );
-    for (const until = Date.now() + 60_000; (await partitionWorkers(handle)).size < 2; ) {
-      assert.ok(Date.now() < until, 'partitions started on both workers');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(async () => (await partitionWorkers(handle)).size >= 2, 'partitions started on both workers', { timeoutMs: 60_000 });
     const victim = workers[1]!;
     victim.child.kill('SIGKILL');
     assert.equal(await victim.exited, null, 'killed by the signal');

@@ -8,11 +8,12 @@ import { randomUUID } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate, statusQuery } from '../../src/shared/definitions';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { commitUpdate, statusQuery } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
+import { eventually } from '../support/eventually';
 
 const RUNS = Number(process.env.FAULT_RUNS ?? 10);
 const SEED = Number(process.env.FAULT_SEED ?? 20261202);
@@ -60,9 +61,7 @@ describe('worker process killed mid-extraction (live)', function () {
         { table, partitions: 4, outDir: `crash-${run}`, timeouts: { holderHeartbeatMs: 2000, partitionHeartbeatMs: 2000 } },
         { taskQueue },
       );
-      for (let s = await handle.query(statusQuery); s.partitionsTotal === 0; s = await handle.query(statusQuery)) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await eventually(async () => (await handle.query(statusQuery)).partitionsTotal > 0, 'the plan was handed out', { intervalMs: 10 });
       await new Promise((r) => setTimeout(r, delayMs));
       first.child.kill('SIGKILL');
       assert.equal(await first.exited, null, 'killed by the signal');

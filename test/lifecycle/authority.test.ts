@@ -1,7 +1,8 @@
 /** ExtractionLifecycleAuthority ordering, idempotence and immutability of handed-out receipts. */
 import assert from 'node:assert/strict';
 import { ErrorCode } from '../../src/errors';
-import { ExtractResult, ExtractionLifecycleAuthority, SnapshotAuthority, digestSourceToken } from '../../src/lifecycle';
+import { ExtractResult, ExtractionLifecycleAuthority, SnapshotAuthority } from '../../src/lifecycle';
+import { digestSourceToken } from '../../src/postgres/source-token';
 
 const T0 = '2026-01-01T00:00:00.000001Z';
 const T1 = '2026-01-01T00:00:00.000002Z';

@@ -7,12 +7,12 @@ import fc from 'fast-check';
 import { ErrorCode } from '../../src/errors';
 import {
   ArtifactView,
-  FileReleaseAuthority,
   TERMINAL_OUTCOMES,
   TerminalAuthority,
   type TerminalOutcome,
   outcomeForFailure,
 } from '../../src/lifecycle';
+import { FileReleaseAuthority } from '../../src/storage/file-release';
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(

@@ -2,11 +2,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { freePort } from '../../src/devenv/postgres-service';
-import { commitUpdate } from '../../src/shared/definitions';
+import { freePort } from '../../devenv/postgres-service';
+import { commitUpdate } from '../../src/contract/definitions';
 import { seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { spawnWorker } from '../support/worker-process';
+import { eventually } from '../support/eventually';
 
 /** The value of the first sample of `name` whose labels include every `labels` pair. */
 function sample(metrics: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -33,11 +34,11 @@ describe('observability (live)', function () {
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
       let metrics = '';
-      for (const until = Date.now() + 10_000; sample(metrics, 'pg_extract_outcomes', { outcome: 'success' }) === undefined; ) {
-        if (Date.now() > until) throw new Error(`no pg_extract_outcomes in:\n${metrics.slice(0, 2000)}`);
-        await new Promise((r) => setTimeout(r, 250));
+      const scraped = async (): Promise<boolean> => {
         metrics = await (await fetch(`http://${address}/metrics`)).text();
-      }
+        return sample(metrics, 'pg_extract_outcomes', { outcome: 'success' }) !== undefined;
+      };
+      await eventually(scraped, () => `pg_extract_outcomes in:\n${metrics.slice(0, 2000)}`, { timeoutMs: 10_000, intervalMs: 250 });
       assert.equal(sample(metrics, 'pg_extract_rows', { strategy: 'partition' }), 3_000);
       assert.equal(sample(metrics, 'pg_extract_partitions', { strategy: 'partition' }), 3);
       assert.ok((sample(metrics, 'pg_extract_bytes', { strategy: 'partition' }) ?? 0) > 0);

@@ -7,11 +7,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { projectRoot } from '../../src/devenv/project-root';
-import { commitUpdate } from '../../src/shared/definitions';
+import { projectRoot } from '../../devenv/project-root';
+import { commitUpdate } from '../../src/contract/definitions';
 import { seedMixedTable } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { eventually } from '../support/eventually';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
@@ -46,11 +47,11 @@ describe('Temporal Web UI (live, headless Chromium)', function () {
         await page.getByText('User Metadata', { exact: true }).first().click();
         const framesText = async (): Promise<string> => (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
         let text = '';
-        for (const until = Date.now() + 30_000; !(text.includes(`Extract ${table}`) && /success/.test(text)); ) {
-          if (Date.now() > until) assert.fail(`user metadata never showed the summary and details:\n${text}`);
-          await page.waitForTimeout(250);
+        const shown = async (): Promise<boolean> => {
           text = await framesText();
-        }
+          return text.includes(`Extract ${table}`) && /success/.test(text);
+        };
+        await eventually(shown, () => `user metadata showed the summary and details:\n${text}`, { intervalMs: 250 });
         assert.match(text, /phase\s+done/, 'current details show the phase');
         assert.match(text, /partitions\s+2[/\u2044]2\s/, `current details show partitions done/total:\n${text}`);
         assert.match(text, /rows\s+2,000\s/, `current details show rows, grouped:\n${text}`);

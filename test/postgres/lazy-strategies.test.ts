@@ -12,7 +12,7 @@ import { resolveTable } from '../../src/postgres/catalog';
 import { insertSelectIntoStaging } from '../../src/postgres/internal-query';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { RowStream } from '../../src/postgres/streaming-rows';
-import { DEFAULT_FILE_MODE } from '../../src/output-root';
+import { DEFAULT_FILE_MODE } from '../../src/storage/output-root';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
 import { utcMicros } from '../../src/lifecycle';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { Client } from 'pg';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
 import { closeSession, openSession } from '../../src/postgres/session';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

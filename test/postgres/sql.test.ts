@@ -1,7 +1,8 @@
 /** SQL safety: one quoting helper, literal composition, snapshot id format, user-given names. */
 import assert from 'node:assert/strict';
 import { ErrorCode } from '../../src/errors';
-import { isSnapshotId, parseColumnName, parseTableName, quoteIdent, quoteLiteral, snapshotIdLiteral } from '../../src/postgres/sql';
+import { isSnapshotId, parseColumnName, parseTableName } from '../../src/contract/identifiers';
+import { quoteIdent, quoteLiteral, snapshotIdLiteral } from '../../src/postgres/sql';
 
 describe('SQL safety', () => {
   it('quotes identifiers and doubles embedded quotes', () => {

@@ -14,6 +14,7 @@ import { maskQuery } from '../../src/postgres/table-lock';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
+import { eventually } from '../support/eventually';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
@@ -135,9 +136,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
 
 /** Waits until backend `pid` waits for a lock. */
 async function waitUntilWaiting(pid: number): Promise<void> {
-  for (const until = Date.now() + 5_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50))) {
-    const r = await admin().query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [pid]);
-    if (r.rowCount) return;
-  }
-  throw new Error(`backend ${pid} never waited for a lock`);
+  await eventually(async () => Boolean((await admin().query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [pid])).rowCount), `backend ${pid} waited for a lock`, {
+    timeoutMs: 5_000,
+  });
 }

@@ -12,6 +12,7 @@ import { errorCodeOf } from '../../src/errors';
 import { abortUploads, checkBucket, deleteObject, listObjects, objectExists } from '../../src/storage/s3-objects';
 import { MIN_PART_SIZE, S3ObjectWriter } from '../../src/storage/s3-object-writer';
 import { s3Client, s3Service } from '../support/s3';
+import { eventually } from '../support/eventually';
 
 const BUCKET = 'pgx-storage-test';
 
@@ -83,10 +84,7 @@ describe('S3 objects (live SeaweedFS)', function () {
     const orphan = new S3ObjectWriter(client, { bucket: BUCKET, key: 'gone/b.csv' });
     const feed = data.stream();
     feed.pipe(orphan.open());
-    for (const until = Date.now() + 30_000; (await pendingUploads(client, 'gone/')) === 0; ) {
-      assert.ok(Date.now() < until, 'the upload started');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(async () => (await pendingUploads(client, 'gone/')) > 0, 'the upload started', { intervalMs: 100 });
     feed.destroy();
     orphan.open().destroy();
     assert.ok((await abortUploads(client, { bucket: BUCKET, key: 'gone' })) >= 1);

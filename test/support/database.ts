@@ -2,6 +2,7 @@
 import { Pool } from 'pg';
 import { APPLICATION_NAME } from '../../src/postgres/session';
 import { live } from './services';
+import { eventually } from './eventually';
 
 let pool: Pool | undefined;
 
@@ -53,12 +54,10 @@ export async function ourSessions(): Promise<{ pid: number; application_name: st
 
 /** Waits (briefly) until no session of ours is left; returns what is left. */
 export async function settleSessions(timeoutMs = 5000): Promise<{ pid: number; application_name: string; state: string | null }[]> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const left = await ourSessions();
-    if (left.length === 0 || Date.now() > until) return left;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  let left = await ourSessions();
+  const settled = async (): Promise<boolean> => (left = await ourSessions()).length === 0;
+  await eventually(settled, 'no session of ours left', { timeoutMs, intervalMs: 100 }).catch(() => undefined);
+  return left;
 }
 
 /** count + md5 over the rows of `from` (a relation or a parenthesized query aliased x), in text order. */

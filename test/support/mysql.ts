@@ -1,6 +1,6 @@
 /** One MariaDB server per test run, started on first use and stopped by the root hooks; admin helpers on it. */
 import { type Connection, createConnection } from 'mysql2/promise';
-import { type MysqlService, startMysql } from '../../src/devenv/mysql-service';
+import { type MysqlService, startMysql } from '../../devenv/mysql-service';
 
 let started: Promise<MysqlService> | undefined;
 

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { type S3Service, startS3 } from '../../src/devenv/s3-service';
+import { type S3Service, startS3 } from '../../devenv/s3-service';
 import { s3ClientFromEnv } from '../../src/storage/s3-client';
-import { parseS3Url } from '../../src/storage/s3-url';
+import { parseS3Url } from '../../src/contract/s3-url';
 
 let started: Promise<S3Service> | undefined;
 

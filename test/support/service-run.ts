@@ -3,9 +3,9 @@
  * and S3 server (they record their pids in PG_EXTRACT_SERVICE_PIDS) and prints one JSON line.
  * SIGTERM stops them and exits; SIGKILL leaves them running, like a run that crashed.
  */
-import { freePort, startPostgres } from '../../src/devenv/postgres-service';
-import { startS3 } from '../../src/devenv/s3-service';
-import { startDevServer } from '../../src/devenv/temporal-dev-server';
+import { freePort, startPostgres } from '../../devenv/postgres-service';
+import { startS3 } from '../../devenv/s3-service';
+import { startDevServer } from '../../devenv/temporal-dev-server';
 
 async function main(): Promise<void> {
   const [pg, temporal, s3] = await Promise.all([startPostgres(), startDevServer({ port: await freePort(), uiPort: await freePort() }), startS3()]);

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
-import { type PostgresService, freePort, startPostgres } from '../../src/devenv/postgres-service';
-import { findTemporalCli } from '../../src/devenv/temporal-cli';
-import { type DevServer, startDevServer } from '../../src/devenv/temporal-dev-server';
-import { SearchAttributes } from '../../src/shared/definitions';
+import { type PostgresService, freePort, startPostgres } from '../../devenv/postgres-service';
+import { findTemporalCli } from '../../devenv/temporal-cli';
+import { type DevServer, startDevServer } from '../../devenv/temporal-dev-server';
+import { SearchAttributes } from '../../src/contract/definitions';
 
 export interface LiveServices {
   pg: PostgresService;
@@ -37,7 +37,7 @@ export function live(): LiveServices {
 }
 
 /**
- * The Temporal CLI's dev server, started by pid (src/devenv/temporal-dev-server.ts); with no CLI,
+ * The Temporal CLI's dev server, started by pid (devenv/temporal-dev-server.ts); with no CLI,
  * @temporalio/testing's own download, which that package starts and stops itself.
  */
 async function startTemporal(uiPort: number): Promise<{ temporal: TestWorkflowEnvironment; temporalServer: DevServer | null }> {

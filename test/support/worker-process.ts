@@ -1,9 +1,10 @@
 /** `pg-extract worker` as a real OS process, for crash and shutdown tests; its output is kept for scanning. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { recordServicePid } from '../../src/devenv/service-pids';
-import { workerProcessEnv } from '../../src/worker-runtime';
+import { recordServicePid } from '../../devenv/service-pids';
+import { workerProcessEnv } from '../../src/worker/runtime';
 import { live } from './services';
+import { eventually } from './eventually';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -40,9 +41,10 @@ export async function spawnWorker(taskQueue: string, env: Record<string, string>
       resolve(code);
     }),
   );
-  for (const until = Date.now() + 30_000; !output.includes('pg-extract worker on'); ) {
-    if (child.exitCode !== null || Date.now() > until) throw new Error(`worker did not start:\n${output}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  const started = async (): Promise<boolean> => {
+    if (child.exitCode !== null) throw new Error(`worker exited before it started:\n${output}`);
+    return output.includes('pg-extract worker on');
+  };
+  await eventually(started, () => `the worker started:\n${output}`, { intervalMs: 25 });
   return { child, output: () => output, exited };
 }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from '../../src/errors';
 import { s3ClientFromEnv } from '../../src/storage/s3-client';
-import { type ExtractionWorker, createExtractionWorker } from '../../src/worker';
+import { type ExtractionWorker, createExtractionWorker } from '../../src/worker/worker';
 import { live } from './services';
 
 export interface WorkerContext {

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate } from '../../src/shared/definitions';
-import type { Manifest } from '../../src/shared/extraction-types';
+import { commitUpdate } from '../../src/contract/definitions';
+import type { Manifest } from '../../src/contract/extraction-types';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate } from '../../src/shared/definitions';
+import { commitUpdate } from '../../src/contract/definitions';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { Client } from 'pg';
 import { closeSession, openSession } from '../../src/postgres/session';
-import { CommitUnacknowledged, fencedTransaction, reconcileCommit } from '../../src/postgres/target-loader';
+import { CommitUnacknowledged, fencedTransaction, reconcileCommit } from '../../src/target/loader';
 import { settleSessions } from '../support/database';
 import { onTarget, recreateTarget, targetStatement, targetUrl } from './target-db';
 

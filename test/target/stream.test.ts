@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { startExtraction } from '../../src/client';
-import { statusQuery } from '../../src/shared/definitions';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { statusQuery } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

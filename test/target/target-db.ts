@@ -2,6 +2,7 @@
 import { Client } from 'pg';
 import { admin } from '../support/database';
 import { live } from '../support/services';
+import { eventually } from '../support/eventually';
 
 export const TARGET_DB = 'load_target';
 
@@ -34,16 +35,15 @@ export async function orphanStagingTables(): Promise<number> {
 
 /** Resolves with the pid of a target session of ours (`pid`, or any but `notPid`) once it runs a statement starting with `prefix`. */
 export async function targetStatement(prefix: string, { pid, notPid }: { pid?: number; notPid?: number } = {}): Promise<number> {
-  for (const until = Date.now() + 60_000; Date.now() < until; ) {
+  const running = async (): Promise<number | undefined> => {
     const r = await admin().query(
       `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND state = 'active' AND query LIKE $2
           AND ($3::int IS NULL OR pid = $3) AND ($4::int IS NULL OR pid <> $4)`,
       [TARGET_DB, `${prefix}%`, pid ?? null, notPid ?? null],
     );
-    if (r.rows[0]) return r.rows[0].pid;
-    await new Promise((res) => setTimeout(res, 20));
-  }
-  throw new Error(`the target never ran ${prefix}`);
+    return r.rows[0]?.pid;
+  };
+  return eventually(running, `the target ran ${prefix}`, { timeoutMs: 60_000, intervalMs: 20 });
 }
 
 /** Makes the next COMMIT on the target pause `seconds` inside a deferred trigger, so a test can act "at the moment of COMMIT". */

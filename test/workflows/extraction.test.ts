@@ -7,13 +7,14 @@ import { access, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/shared/definitions';
-import type { ExtractionRequest } from '../../src/shared/extraction-input';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
-import { runOutputs } from '../../src/shared/run-outputs';
+import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/contract/definitions';
+import type { ExtractionRequest } from '../../src/contract/extraction-input';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
+import { runOutputs } from '../../src/contract/run-outputs';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { eventually } from '../support/eventually';
 
 const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
 
@@ -168,9 +169,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
   it('cancelling during extraction closes every session and leaves no file', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 4, outDir: 'cancel-early' });
-      for (let s = await handle.query(statusQuery); s.partitionsTotal === 0; s = await handle.query(statusQuery)) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await eventually(async () => (await handle.query(statusQuery)).partitionsTotal > 0, 'the plan was handed out', { intervalMs: 20 });
       await handle.cancel();
       await assert.rejects(handle.result(), WorkflowFailedError);
       const folder = join(live().outRoot, 'cancel-early');

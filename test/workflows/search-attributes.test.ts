@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { msToTs } from '@temporalio/common/lib/time';
-import { ensureSearchAttributes } from '../../src/search-attributes';
-import { SearchAttributes } from '../../src/shared/definitions';
+import { ensureSearchAttributes } from '../../src/worker/search-attributes';
+import { SearchAttributes } from '../../src/contract/definitions';
 import { live } from '../support/services';
+import { eventually } from '../support/eventually';
 
 describe('search attribute registration (live)', function () {
   this.timeout(60_000);
@@ -13,17 +14,14 @@ describe('search attribute registration (live)', function () {
     const { connection } = live().temporal;
     const namespace = `bare-${randomUUID().slice(0, 8)}`;
     await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
-    let added: string[] = [];
     // A new namespace takes a moment to become visible to the operator service.
-    for (const until = Date.now() + 20_000; ; ) {
-      try {
-        added = await ensureSearchAttributes(connection, namespace);
-        break;
-      } catch (err) {
-        if (Date.now() > until) throw err;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    let last: unknown;
+    const registered = (): Promise<string[] | undefined> =>
+      ensureSearchAttributes(connection, namespace).catch((err: unknown) => {
+        last = err;
+        return undefined;
+      });
+    const added = await eventually(registered, () => `the search attributes were registered (last error: ${String(last)})`, { timeoutMs: 20_000, intervalMs: 250 });
     assert.deepEqual(added.sort(), Object.values(SearchAttributes).map((k) => k.name).sort());
     assert.deepEqual(await ensureSearchAttributes(connection, namespace), []);
   });

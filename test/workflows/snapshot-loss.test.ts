@@ -9,19 +9,21 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate, statusQuery } from '../../src/shared/definitions';
-import type { ExtractionResult } from '../../src/shared/extraction-types';
+import { commitUpdate, statusQuery } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { startTestWorker, withWorker } from '../support/worker';
+import { eventually } from '../support/eventually';
 
 async function untilPartitionDone(handle: WorkflowHandle): Promise<void> {
-  for (;;) {
+  const partitionDone = async (): Promise<boolean> => {
     const s = await handle.query(statusQuery);
-    if (s.attempt === 1 && s.partitionsDone >= 1) return;
+    if (s.attempt === 1 && s.partitionsDone >= 1) return true;
     if (s.attempt > 1 || s.phase !== 'extracting') throw new Error(`missed the window: ${JSON.stringify(s)}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+    return false;
+  };
+  await eventually(partitionDone, 'a partition of attempt 1 was done', { intervalMs: 10 });
 }
 
 /** The folder under `parent` (at most two levels down) named `name`. */
@@ -33,10 +35,7 @@ async function findFolder(parent: string, name: string): Promise<string> {
 }
 
 async function untilAttempt(handle: WorkflowHandle, attempt: number, timeoutMs: number): Promise<void> {
-  for (const end = Date.now() + timeoutMs; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
-    if ((await handle.query(statusQuery)).attempt >= attempt) return;
-  }
-  throw new Error(`attempt ${attempt} did not start within ${timeoutMs} ms`);
+  await eventually(async () => (await handle.query(statusQuery)).attempt >= attempt, `attempt ${attempt} started`, { timeoutMs });
 }
 
 const chattr = (flag: '+i' | '-i', path: string) => promisify(execFile)('chattr', [flag, path]);

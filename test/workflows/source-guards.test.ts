@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate } from '../../src/shared/definitions';
+import { commitUpdate } from '../../src/contract/definitions';
 import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';

@@ -8,7 +8,7 @@
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import { Writable } from 'node:stream';
-import { DEFAULT_FILE_MODE } from '../output-root';
+import { DEFAULT_FILE_MODE } from './output-root';
 
 /** Options for {@link DurableFileSink}. */
 export interface DurableFileSinkOptions {

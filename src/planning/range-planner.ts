@@ -7,7 +7,9 @@
  * cuts come only from quantiles, in the order the server sorted them. Tables without a usable
  * key split by ctid page ranges.
  */
-import type { KeyKind } from './catalog';
+
+/** Key types the range planner can split. `text` covers the collatable string types: ordered by the column's collation. */
+export type KeyKind = 'integer' | 'numeric' | 'date' | 'timestamp' | 'timestamptz' | 'uuid' | 'text';
 
 /** Rows whose key is in [lower, upper); a null end is open (from MIN / through MAX). */
 export interface KeyRange {

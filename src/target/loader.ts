@@ -15,8 +15,9 @@ import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
-import { type ExportFormat, copyInSql } from './export-format';
-import { quoteIdent, quoteQualified } from './sql';
+import type { ExportFormat } from '../contract/formats';
+import { copyInSql } from '../postgres/export-format';
+import { quoteIdent, quoteQualified } from '../postgres/sql';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
 export const FENCE_SCHEMA = 'pgextract';

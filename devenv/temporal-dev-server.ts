@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
-import { SearchAttributes } from '../shared/definitions';
+import { SearchAttributes } from '../src/contract/definitions';
 import { recordServicePid } from './service-pids';
 import { findTemporalCli } from './temporal-cli';
 

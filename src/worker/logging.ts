@@ -5,12 +5,16 @@
  */
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import pino from 'pino';
-import { redactUrl } from './config';
+import { redactUrl } from '../config';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
 type Level = (typeof LEVELS)[number];
 
-/** Field names that hold credentials, wherever they appear in a log record. */
+/**
+ * Field names redacted wherever they appear in a log record: credentials, and the exported snapshot
+ * id, which is not one (see snapshot-coordinator.ts) but lets any session on the source import the
+ * snapshot while it lives, so logs do not carry it.
+ */
 const SECRET_FIELDS = ['password', 'url', 'connectionString', 'sourceUrl', 'targetUrl', 'token', 'snapshotId'];
 
 export function createLogger(env: NodeJS.ProcessEnv = process.env, destination?: pino.DestinationStream): pino.Logger {

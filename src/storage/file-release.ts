@@ -7,7 +7,7 @@
  */
 import { unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { CleanupCode, type ReleaseReport } from './terminal';
+import { CleanupCode, type ReleaseReport } from '../lifecycle/terminal';
 
 /** Result of one file's release. */
 export interface FileRelease {

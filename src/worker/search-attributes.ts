@@ -5,7 +5,7 @@
 import type { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { SearchAttributes } from './shared/definitions';
+import { SearchAttributes } from '../contract/definitions';
 
 const INDEXED: Partial<Record<SearchAttributeType, temporal.api.enums.v1.IndexedValueType>> = {
   [SearchAttributeType.KEYWORD]: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,

@@ -1,6 +1,8 @@
 /**
- * Source token digests. A server-issued snapshot token proves which snapshot was read; we publish
- * only its digest, so the raw token never lands in a receipt, a log line or workflow history.
+ * Source token digests. A server-issued snapshot token proves which snapshot was read; receipts
+ * publish only its digest. The raw token does reach workflow history when it is an exported
+ * snapshot id (the partitions' activity inputs carry it): that id is not a credential and dies with
+ * its transaction.
  */
 import { createHash } from 'node:crypto';
 import { ErrorCode, PgExtractError } from '../errors';

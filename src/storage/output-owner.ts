@@ -5,7 +5,7 @@
  */
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ErrorCode, PgExtractError } from './errors';
+import { ErrorCode, PgExtractError } from '../errors';
 
 /** The marker's name; a dot file, so it never looks like an output file. */
 export const OWNER_MARKER = '.pg-extract-run';

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { s3ClientFromEnv } from '../storage/s3-client';
+import { s3ClientFromEnv } from '../src/storage/s3-client';
 import { projectRoot } from './project-root';
 import { recordServicePid } from './service-pids';
 

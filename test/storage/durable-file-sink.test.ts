@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DurableFileSink } from '../../src/postgres/durable-file-sink';
+import { DurableFileSink } from '../../src/storage/durable-file-sink';
 
 /** Resolves once `sink` has closed (events.once would reject on the 'error' it emits first). */
 const closed = (sink: DurableFileSink): Promise<void> => new Promise((resolve) => (sink.closed ? resolve() : sink.once('close', () => resolve())));

@@ -1,11 +1,11 @@
 /** The worker's process settings reach a process started with workerProcessEnv, and only such a process. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { WORKER_V8_FLAGS, workerProcessEnv } from '../src/worker-runtime';
+import { WORKER_V8_FLAGS, workerProcessEnv } from '../../src/worker/runtime';
 
 /** Asks a fresh node process whether it started with the worker settings. */
 function probe(env: NodeJS.ProcessEnv): { settings: boolean } {
-  const script = `const r = require(${JSON.stringify(require.resolve('../src/worker-runtime'))});
+  const script = `const r = require(${JSON.stringify(require.resolve('../../src/worker/runtime'))});
     console.log(JSON.stringify({ settings: r.hasWorkerRuntimeSettings() }));`;
   return JSON.parse(execFileSync(process.execPath, ['-e', script], { env, encoding: 'utf8' }));
 }

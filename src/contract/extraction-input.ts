@@ -6,10 +6,12 @@ import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
-import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
-import { parseColumnName, parseTableName } from '../postgres/sql';
-import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
 import { MAX_ROW_GROUP_ROWS, PARQUET_COMPRESSIONS, formatOptionsCheck } from './format-options';
+import { formatS3Url, isS3Url, parseS3Url } from './s3-url';
+import { parseColumnName, parseTableName } from './identifiers';
+
+/** How long the coordinator and each partition wait for a lock by default. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
 
 const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
   try {

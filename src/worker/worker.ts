@@ -8,13 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { SnapshotHolderRegistry, createActivities, createHolderActivities } from './activities';
-import { connectionConfig, maxConcurrentActivities, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from './config';
+import { SnapshotHolderRegistry, createActivities, createHolderActivities } from '../activities';
+import { connectionConfig, maxConcurrentActivities, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from '../config';
 import { PinoTemporalLogger, createLogger } from './logging';
-import { DEFAULT_FILE_MODE } from './output-root';
+import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
-import { OutputStores } from './storage/output-stores';
-import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './worker-runtime';
+import { OutputStores } from '../storage/output-stores';
+import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './runtime';
 
 /** Options for {@link createExtractionWorker}. */
 export interface ExtractionWorkerOptions {

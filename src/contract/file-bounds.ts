@@ -2,7 +2,7 @@
  * Size bounds of batched files: `--max-file-bytes` (a byte count or a size with a unit) and
  * `--max-file-rows`, and the names of batched files. Pure (no zod), so the workflow bundle can use it.
  */
-import { type ExportFormat, fileExtension } from '../postgres/export-format';
+import { type ExportFormat, fileExtension } from './formats';
 
 /** Decimal units are powers of 1000, binary ones (KiB, MiB…) powers of 1024, as storage vendors write them. */
 const UNITS = new Map<string, number>([

@@ -1,7 +1,7 @@
 /** Types that cross the workflow boundary: manifest, status, results. Types only, no code. */
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import type { ArtifactTerminalReceipt, TerminalOutcome } from '../lifecycle/terminal';
-import type { PartitionRange } from '../postgres/range-planner';
+import type { PartitionRange } from '../planning/range-planner';
 import type { TargetCommitOutcome } from './commit-report';
 
 export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done';

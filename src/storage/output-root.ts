@@ -6,7 +6,7 @@
  */
 import { chmod, mkdir, realpath } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
-import { ErrorCode, PgExtractError } from './errors';
+import { ErrorCode, PgExtractError } from '../errors';
 import { claimFolder } from './output-owner';
 
 /** Mode of output files unless the worker widens it (PG_EXTRACT_FILE_MODE): owner read/write only. */

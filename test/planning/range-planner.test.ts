@@ -1,8 +1,7 @@
 /** The range planner is pure: ranges ordered, disjoint, covering [MIN, MAX]; NULLs once; balanced by quantiles. */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { KeyKind } from '../../src/postgres/catalog';
-import { type KeyRange, MAX_BOUND_LENGTH, autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/postgres/range-planner';
+import { type KeyKind, type KeyRange, MAX_BOUND_LENGTH, autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/planning/range-planner';
 
 function keyRanges(kind: KeyKind, min: string, max: string, n: number, quantiles: string[] = []): KeyRange[] {
   return planKeyRanges({ kind, min, max, rowCount: 1_000_000, hasNulls: false, quantiles }, n) as KeyRange[];

@@ -1,0 +1,56 @@
+/**
+ * The identifier grammar users write and the contract checks: table and column names as PostgreSQL
+ * reads them, and exported snapshot ids. Pure, so the input schema (and the workflow) can use it;
+ * quoting them into SQL is src/postgres/sql.ts's job.
+ */
+import { ErrorCode, PgExtractError } from '../errors';
+
+const NAMEDATALEN = 64;
+
+/** Throws IDENTIFIER_INVALID unless PostgreSQL can name something `name`. */
+export function checkIdentifier(name: string): void {
+  if (typeof name !== 'string' || name.length === 0 || name.includes('\0') || new TextEncoder().encode(name).length >= NAMEDATALEN) {
+    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `not a valid PostgreSQL identifier: ${JSON.stringify(String(name).slice(0, 80))}`);
+  }
+}
+
+/**
+ * `pg_export_snapshot()` ids: `%08X-%08X-%d` since PostgreSQL 13 (`%08X-%d` before), e.g.
+ * `00000003-0000001B-1`. https://www.postgresql.org/docs/current/functions-admin.html#FUNCTIONS-SNAPSHOT-SYNCHRONIZATION
+ */
+const SNAPSHOT_ID = /^[0-9A-F]{8}(?:-[0-9A-F]{8})?-[0-9]{1,10}$/;
+
+export function isSnapshotId(value: unknown): value is string {
+  return typeof value === 'string' && SNAPSHOT_ID.test(value);
+}
+
+/** A user-facing table name, `schema.table` or `table`, each part plain or double-quoted. */
+const NAME_PART = String.raw`(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"\0]|"")+")`;
+const QUALIFIED = new RegExp(`^(${NAME_PART})(?:\\.(${NAME_PART}))?$`);
+
+function unquote(part: string): string {
+  return part.startsWith('"') ? part.slice(1, -1).replace(/""/g, '"') : part.toLowerCase();
+}
+
+/** Parses `s.t` into catalog names (unquoted parts fold to lower case, as PostgreSQL does). */
+export function parseTableName(input: string, field = 'table'): { schema: string; table: string } {
+  const m = typeof input === 'string' ? QUALIFIED.exec(input) : null;
+  if (!m) {
+    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} must be schema.table or table, got ${JSON.stringify(String(input).slice(0, 80))}`, { field });
+  }
+  const [, first, second] = m;
+  const names = second === undefined ? { schema: 'public', table: unquote(first!) } : { schema: unquote(first!), table: unquote(second) };
+  checkIdentifier(names.schema);
+  checkIdentifier(names.table);
+  return names;
+}
+
+/** A column name as given by a user: a plain identifier (folded) or a double-quoted one. */
+export function parseColumnName(input: string, field: string): string {
+  if (typeof input !== 'string' || !new RegExp(`^${NAME_PART}$`).test(input)) {
+    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} is not a column name: ${JSON.stringify(String(input).slice(0, 80))}`, { field });
+  }
+  const name = unquote(input);
+  checkIdentifier(name);
+  return name;
+}

@@ -1,0 +1,151 @@
+/**
+ * The built-in target owner's three loads, each ending in the target owner's report: files COPYed
+ * in behind the commit fence, (source and target one database) one `INSERT … SELECT`, or each
+ * partition's COPY TO streamed into a COPY FROM on the target inside one exported snapshot. An
+ * ambiguous COMMIT is reconciled by its transaction's fate: committed → committed, aborted →
+ * failed, still in progress after the wait or unreachable → unknown; a fence holding another intent
+ * is unknown. Other failures are thrown; whether they are definite is the caller's decision.
+ */
+import { createHash } from 'node:crypto';
+import type { LoadReport } from '../contract/load-report';
+import { ErrorCode, errorCodeOf } from '../errors';
+import type { ExtractionLifecycleReceipt, RowEvidence } from '../lifecycle/receipt';
+import { type TableRequest, resolveTable } from '../postgres/catalog';
+import { insertSelectIntoStaging } from '../postgres/internal-query';
+import { closeSession, openSession } from '../postgres/session';
+import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { digestSourceToken } from '../postgres/source-token';
+import { quoteQualified } from '../postgres/sql';
+import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from '../postgres/stream-load';
+import { CommitUnacknowledged, type LoadRequest, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from './loader';
+import { assertSameDatabase, onTargetSession } from './session';
+
+/** Runs a fenced load and turns its end into the target owner's report (see the file comment). */
+async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {
+  try {
+    const result = await load();
+    return { outcome: 'committed', operationId, reason: null, rows: result.status === 'committed' ? result.rows : null };
+  } catch (err) {
+    if (err instanceof CommitUnacknowledged) {
+      const verdict = await reconcileCommit(() => openSession(url, 'target'), { operationId, digest, xid: err.xid });
+      const outcome = verdict === 'committed' ? 'committed' : verdict === 'not_committed' ? 'failed' : 'unknown';
+      return { outcome, operationId, reason: err.code, rows: null };
+    }
+    if (errorCodeOf(err) === ErrorCode.TARGET_FENCE_CONFLICT) return { outcome: 'unknown', operationId, reason: ErrorCode.TARGET_FENCE_CONFLICT, rows: null };
+    throw err;
+  }
+}
+
+/** A manifest's files, loaded into `schema.table` as the target's catalog names it. */
+export type FilesLoad = Omit<LoadRequest, 'schema' | 'table'> & { destination: TableRequest };
+
+export async function loadFiles(url: string, { destination, ...load }: FilesLoad, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<LoadReport> {
+  return onTargetSession(url, signal, async (client) => {
+    const resolved = await resolveTable(client, destination);
+    const request = { ...load, schema: resolved.schema, table: resolved.table };
+    return report(request.operationId, url, intentDigest(request), () => loadIntoTarget(client, request, { signal, onBytes }));
+  });
+}
+
+/** An internal query: `source` read and written into `destination` inside the one database. */
+export interface InternalLoad {
+  sourceUrl: string;
+  source: TableRequest;
+  destination: TableRequest;
+  mode: 'append' | 'replace';
+  operationId: string;
+}
+
+/**
+ * The target session runs `INSERT INTO staging … SELECT` and moves it into the target behind the
+ * fence. The receipt is that statement's window; it is null when the fence answered a retry (no
+ * read happened).
+ */
+export async function loadBySelect(url: string, { sourceUrl, source, destination, mode, operationId }: InternalLoad, signal: AbortSignal): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
+  return onTargetSession(url, signal, async (client) => {
+    await assertSameDatabase(sourceUrl, client);
+    const from = await resolveTable(client, source);
+    const into = await resolveTable(client, destination);
+    const digest = `sha256:${createHash('sha256').update(`internal:${from.schema}.${from.table}->${into.schema}.${into.table}:${mode}`).digest('hex')}`;
+    let receipt: ExtractionLifecycleReceipt | null = null;
+    const result = await report(operationId, url, digest, () =>
+      fencedTransaction(
+        client,
+        operationId,
+        digest,
+        `${into.schema}.${into.table}`,
+        async () => {
+          const staged = await insertSelectIntoStaging(client, from, { schema: into.schema });
+          receipt = staged.extractionReceipt;
+          await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), quoteQualified(into.schema, into.table), mode);
+          return staged.artifact.rows;
+        },
+        signal,
+      ),
+    );
+    return { report: result, receipt };
+  });
+}
+
+/** A streamed load: the source table, its planning and where it goes. */
+export interface StreamLoad {
+  sourceUrl: string;
+  source: TableRequest;
+  partitions: number | 'auto';
+  format: 'csv' | 'binary' | 'parquet';
+  lockTimeoutMs: number;
+  destination: TableRequest;
+  mode: 'append' | 'replace';
+  operationId: string;
+}
+
+/** A stream's report, its receipt (null when it read nothing the target took: a definite failure or a fence answer) and its snapshot. */
+export interface StreamLoadReport {
+  report: LoadReport;
+  receipt: ExtractionLifecycleReceipt | null;
+  snapshotDigest: string | null;
+}
+
+/** How often the stream's coordinator proves its session alive (its idle timeout is 30 s), as the snapshot holder does. */
+const COORDINATOR_PROBE_MS = 5000;
+
+/**
+ * Streaming PG → PG: a coordinator session exports the snapshot every range imports, and its
+ * REPEATABLE READ transaction stays open until the target's outcome is known: committed →
+ * COMMIT, anything else → ROLLBACK (a retried or failed load closes the session, which rolls back).
+ */
+export async function loadByStream(url: string, load: StreamLoad, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<StreamLoadReport> {
+  return onTargetSession(url, signal, async (client) => {
+    const target = await resolveTable(client, load.destination);
+    const session = await openSession(load.sourceUrl, 'coordinator');
+    let probing: NodeJS.Timeout | undefined;
+    try {
+      const { lockTimeoutMs, operationId } = load;
+      const coordinator = await SnapshotCoordinator.export(session, load.source, { partitions: load.partitions }, { lockTimeoutMs });
+      probing = setInterval(() => void coordinator.probe().catch(() => undefined), COORDINATOR_PROBE_MS);
+      const request = { plan: coordinator.plan, schema: target.schema, table: target.table, mode: load.mode, format: load.format, lockTimeoutMs, operationId };
+      const sessions = { source: () => openSession(load.sourceUrl, 'stream'), target: () => openSession(url, 'target'), close: closeSession };
+      let evidence = null as RowEvidence[] | null;
+      const onStreamed = (streamed: RowEvidence[]): void => void (evidence = streamed);
+      const result = await report(operationId, url, streamIntentDigest(request), () => streamIntoTarget(client, sessions, request, { signal, onBytes, onStreamed }));
+      clearInterval(probing);
+      const end = result.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK';
+      const receipt = evidence ? await coordinator.complete(evidence, end) : (await coordinator.abort(), null);
+      return { report: result, receipt, snapshotDigest: digestSourceToken(coordinator.plan.snapshotText) };
+    } finally {
+      clearInterval(probing);
+      await closeSession(session);
+    }
+  });
+}
+
+/** Drops what a stream left on the target under `operationId` (a vanished worker's, or a target unreachable at the time). */
+export async function releaseStreamStaging(url: string, destination: TableRequest, operationId: string): Promise<void> {
+  const client = await openSession(url, 'target');
+  try {
+    const resolved = await resolveTable(client, destination);
+    await dropStreamStaging(client, resolved.schema, operationId);
+  } finally {
+    await closeSession(client);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Sessions on a load's target: the session a load runs on (its running statement is cancelled on
+ * the server when the load is cancelled), and the check that an internal query's target is its
+ * source database.
+ */
+import type { Client } from 'pg';
+import { ErrorCode, PgExtractError } from '../errors';
+import { closeSession, openSession } from '../postgres/session';
+import { sourceKindOf } from '../sources/source-kind';
+
+/**
+ * Opens the target session for `work`. When `signal` aborts, the statement running on it is
+ * cancelled on the server (pg_cancel_backend from a second session), so the load rolls back
+ * promptly and `work` ends only once that transaction has ended.
+ */
+export async function onTargetSession<T>(url: string, signal: AbortSignal, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = await openSession(url, 'target');
+  try {
+    const pid: number = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    let cancelling: Promise<void> | undefined;
+    const cancel = (): void => void (cancelling = cancelStatement(url, pid));
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return await work(client);
+    } finally {
+      signal.removeEventListener('abort', cancel);
+      await cancelling;
+    }
+  } finally {
+    await closeSession(client);
+  }
+}
+
+/** Cancels whatever backend `pid` is running; best effort (a failed cancel leaves the next signal check to stop the load). */
+async function cancelStatement(url: string, pid: number): Promise<void> {
+  const probe = await openSession(url, 'probe').catch(() => null);
+  if (!probe) return;
+  await probe.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+  await closeSession(probe);
+}
+
+/** The same cluster (system identifier) and the same database, seen from both URLs. */
+export async function assertSameDatabase(sourceUrl: string, target: Client): Promise<void> {
+  // A source of another kind (MySQL) is never the target database, and no PostgreSQL session can open on it.
+  if (sourceKindOf(sourceUrl) !== 'postgresql') {
+    throw new PgExtractError(ErrorCode.TARGET_NOT_SAME_DATABASE, 'target.via internal needs a PostgreSQL source that is the target database', { field: 'target.via' });
+  }
+  const identity = 'SELECT system_identifier::text || \'/\' || current_database() AS id FROM pg_control_system()';
+  const source = await openSession(sourceUrl, 'probe');
+  try {
+    const [a, b] = await Promise.all([source.query<{ id: string }>(identity), target.query<{ id: string }>(identity)]);
+    if (a.rows[0]?.id !== b.rows[0]?.id) {
+      throw new PgExtractError(ErrorCode.TARGET_NOT_SAME_DATABASE, 'target.via internal needs the target to be the source database', { field: 'target.via' });
+    }
+  } finally {
+    await closeSession(source);
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The run's work before the commit decision: either one internal query on the target (source and
+ * target one database, no files), or extraction at one snapshot (fresh snapshots on holder loss,
+ * bounded) followed, when a target is set, by the built-in load of its files. Returns the
+ * manifest, the attempts and the loader's report; the run's live status is updated as it goes.
+ */
+import { ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { MainActivities } from '../activities';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { AttemptRecord, ExtractionStatus, Manifest } from '../contract/extraction-types';
+import type { LoadReport } from '../contract/load-report';
+import { ErrorCode } from '../errors';
+import { isTableSet, runLabel } from '../contract/table-selection';
+import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
+import { describeFailure, isSnapshotLost } from './failure-kind';
+import { runLoad } from './loader';
+import { tableSetAttempt } from './table-set';
+
+/** Output folders and files: an attempt's discard, the terminal release. */
+export const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
+
+/** What the run did before the commit decision. */
+export interface WorkDone {
+  manifest: Manifest;
+  attempts: AttemptRecord[];
+  /** The built-in loader's report, when `target` was set. */
+  report: LoadReport | null;
+}
+
+/** The run's live status and how to show it; `published` sees the manifest as soon as it exists. */
+export interface Progress {
+  readonly status: ExtractionStatus;
+  show(): void;
+  published(manifest: Manifest): void;
+}
+
+/**
+ * Names this run's attempt folders: `<outDir, else the sanitized workflow id>/<runId>/attempt-N`,
+ * so no other run (same --out, a reused or look-alike workflow id) can share one.
+ */
+export function attemptFolders(input: ExtractionInput): (attempt: number) => string {
+  const { workflowId, runId } = workflowInfo();
+  const parent = input.outDir ?? workflowId.replace(/[^A-Za-z0-9._-]/g, '_');
+  // Runs started before run folders existed keep their folders when they replay.
+  const run = patched('run-folders') ? `/${runId}` : '';
+  return (attempt) => `${parent}${run}/attempt-${attempt}`;
+}
+
+/** A stream's operation id: it names the stream's staging tables on the target, released at the end whatever happened. */
+export function streamOperationId(): string {
+  const { workflowId, runId } = workflowInfo();
+  return `${workflowId}:${runId}:stream`;
+}
+
+export async function extractOrLoad(input: ExtractionInput, attemptFolder: (attempt: number) => string, progress: Progress): Promise<WorkDone> {
+  const { workflowId, runId } = workflowInfo();
+  const { status } = progress;
+  const via = input.target?.via;
+  if (via === 'internal' || via === 'stream') {
+    // No files. Internal: one INSERT … SELECT on the target session, no snapshot claim. Stream: each
+    // partition's COPY TO flows into a COPY FROM on the target, inside one exported snapshot.
+    status.phase = 'loading';
+    progress.show();
+    const operationId = via === 'stream' ? streamOperationId() : `${workflowId}:${runId}:internal`;
+    const { report, receipt, snapshotDigest } = await runLoad(
+      input,
+      operationId,
+      (loader) =>
+        via === 'stream' ? loader.loadStream({ input, operationId }) : loader.loadInternal({ input, operationId }).then((loaded) => ({ ...loaded, snapshotDigest: null })),
+      (report) => ({ report, receipt: null, snapshotDigest: null }),
+    );
+    const manifest: Manifest = {
+      workflowId,
+      table: runLabel(input),
+      attempt: 1,
+      strategy: via === 'stream' ? 'stream_copy' : 'internal_query',
+      coordinatorPid: null,
+      snapshotDigest,
+      files: [],
+      totals: { rows: report.rows ?? 0, bytes: 0 },
+      columns: null,
+      primaryKey: null,
+      dataPackage: null,
+      extractionReceipt: receipt,
+    };
+    progress.published(manifest);
+    return { manifest, attempts: [{ attempt: 1, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null }], report };
+  }
+  status.phase = 'extracting';
+  progress.show();
+  const { manifest, attempts } = await extractWithFreshSnapshots(input, attemptFolder, progress);
+  progress.published(manifest);
+  if (!input.target) return { manifest, attempts, report: null };
+  status.phase = 'loading';
+  progress.show();
+  const operationId = `${workflowId}:${runId}:attempt-${manifest.attempt}`;
+  const request = {
+    target: { name: input.target.name, table: input.target.table, mode: input.target.mode },
+    files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
+    format: { format: input.format, header: input.header, gzip: input.gzip },
+    operationId,
+  };
+  return { manifest, attempts, report: await runLoad(input, operationId, (loader) => loader.loadTarget(request), (report) => report) };
+}
+
+async function extractWithFreshSnapshots(
+  input: ExtractionInput,
+  attemptFolder: (attempt: number) => string,
+  { status, show }: Progress,
+): Promise<{ manifest: Manifest; attempts: AttemptRecord[] }> {
+  const attempts: AttemptRecord[] = [];
+  for (let attempt = 1; ; attempt++) {
+    const scope: AttemptScope = { attempt, folder: attemptFolder(attempt) };
+    // What a failed attempt discards: every name it told of, and every file under a batched prefix.
+    let planned: string[] = [];
+    let prefixes: string[] = [];
+    const events: AttemptEvents = {
+      planned: (plan) => {
+        planned = [...plan.names];
+        prefixes = [...(plan.prefixes ?? [])];
+        status.partitionsTotal = plan.partitions;
+        if (plan.tables !== undefined) Object.assign(status, { tablesDone: 0, tablesTotal: plan.tables });
+        show();
+      },
+      writes: (name) => {
+        planned = [...planned, name];
+      },
+      done: (partitions, files, tablesDone) => {
+        status.partitionsDone += partitions;
+        for (const file of files) {
+          status.rows += file.rows;
+          status.bytes += file.bytes;
+        }
+        if (tablesDone !== undefined) status.tablesDone = tablesDone;
+        show();
+      },
+    };
+    Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
+    try {
+      const files =
+        isTableSet(input) && patched('table-set')
+          ? await tableSetAttempt(input, scope, events)
+          : input.partitions === 1
+            ? await wholeCopyAttempt(input, scope, events)
+            : await partitionedAttempt(input, scope, events);
+      const manifest = await withDataPackage(input, scope, files, events);
+      attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
+      return { manifest, attempts };
+    } catch (err) {
+      const discarded = await discardAttempt(scope, planned, prefixes);
+      const lost = isSnapshotLost(err);
+      attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), ...discarded });
+      log.warn('extraction attempt failed', { attempt, reason: describeFailure(err), cleanupErrorCode: discarded.cleanupErrorCode });
+      if (!lost || isCancellation(err)) throw err;
+      if (attempt >= input.maxSnapshotAttempts) {
+        throw ApplicationFailure.create({
+          type: ErrorCode.ATTEMPTS_EXHAUSTED,
+          message: `the snapshot was lost ${attempt} times`,
+          nonRetryable: true,
+          details: [attempts],
+        });
+      }
+    }
+  }
+}
+
+/**
+ * Nothing of a failed attempt survives: its files would mix two snapshots. A cleanup failure is
+ * recorded on the attempt, never thrown over the attempt's own failure or its fresh retry.
+ */
+async function discardAttempt(scope: AttemptScope, planned: string[], prefixes: string[]): Promise<Pick<AttemptRecord, 'releasedFiles' | 'cleanupErrorCode'>> {
+  try {
+    const report = await CancellationScope.nonCancellable(() =>
+      cleanup.releaseOutputs({ paths: planned, sweepFolders: [], discardFolders: [scope.folder], ...(prefixes.length ? { prefixes } : {}) }),
+    );
+    return { releasedFiles: report.deleted.length, cleanupErrorCode: report.failures[0]?.code ?? null };
+  } catch (cleanupErr) {
+    // Runs whose discard failed before this was recorded ended with the cleanup's failure; they replay so.
+    if (!patched('discard-failure-recorded')) throw cleanupErr;
+    return { releasedFiles: 0, cleanupErrorCode: describeFailure(cleanupErr) };
+  }
+}

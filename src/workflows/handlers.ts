@@ -1,0 +1,74 @@
+/**
+ * The run's handlers: status and manifest queries, the commit signal and the commit update. They
+ * read the run's state and record the first commit report; the update answers with the terminal
+ * receipt once it exists.
+ */
+import { ApplicationFailure, condition, log, patched, setHandler } from '@temporalio/workflow';
+import { type TargetCommit, commitReportSchema, parseCommitReport } from '../contract/commit-report';
+import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../contract/definitions';
+import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
+import { ErrorCode } from '../errors';
+import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
+
+/** What the handlers see of a run; the workflow sets each part as its steps return. */
+export interface RunState {
+  readonly status: ExtractionStatus;
+  manifest: Manifest | null;
+  /** The first commit report: the target owner's, or the built-in loader's. */
+  commit: TargetCommit | null;
+  terminalReceipt: ArtifactTerminalReceipt | null;
+}
+
+/** The update validator's check: a bad report is rejected with INPUT_INVALID, nothing written to history. */
+function checkCommit(raw: unknown): void {
+  try {
+    parseCommitReport(raw);
+  } catch (err) {
+    throw ApplicationFailure.nonRetryable((err as Error).message, ErrorCode.INPUT_INVALID);
+  }
+}
+
+/** The signal's report, or null (with a warning) for a malformed one: no client can fail a workflow task. */
+function signalledCommit(raw: unknown): TargetCommit | null {
+  try {
+    return parseCommitReport(raw);
+  } catch (err) {
+    // Before reports were strict, a signal's extra keys were ignored; runs that took such a signal replay that way.
+    if (!patched('strict-commit-signal')) {
+      const { outcome, operationId } = (raw ?? {}) as Partial<Record<string, unknown>>;
+      const lenient = commitReportSchema.safeParse(operationId === undefined ? { outcome } : { outcome, operationId });
+      if (lenient.success) return lenient.data;
+    }
+    log.warn('ignored a malformed targetCommit signal', { reason: (err as Error).message });
+    return null;
+  }
+}
+
+export function setRunHandlers(state: RunState): void {
+  const { status } = state;
+  setHandler(statusQuery, () => status);
+  setHandler(manifestQuery, () => state.manifest);
+  setHandler(targetCommitSignal, (raw) => {
+    const report = signalledCommit(raw);
+    if (!report) return;
+    if (status.phase !== 'awaiting_commit') log.warn('ignored a targetCommit signal outside awaiting_commit', { phase: status.phase });
+    else state.commit ??= report;
+  });
+  setHandler(
+    commitUpdate,
+    // The validator parsed it (validators do not run on replay, so accepted reports replay as they ran).
+    async (c) => {
+      state.commit ??= c;
+      await condition(() => state.terminalReceipt !== null);
+      return state.terminalReceipt!;
+    },
+    {
+      validator: (c) => {
+        checkCommit(c);
+        if (status.phase === 'planning' || status.phase === 'extracting' || status.phase === 'loading') {
+          throw ApplicationFailure.nonRetryable(`extraction is still ${status.phase}`, ErrorCode.NOT_AWAITING_COMMIT);
+        }
+      },
+    },
+  );
+}

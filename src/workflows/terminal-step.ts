@@ -1,0 +1,78 @@
+/**
+ * The run's terminal step: wait for the commit report (or the deadline, or a cancellation), decide
+ * the one terminal outcome, and release or retain the files. Returns the outcome, its receipt and
+ * the cancellation to rethrow, if any.
+ */
+import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
+import type { TargetCommit } from '../contract/commit-report';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { Manifest } from '../contract/extraction-types';
+import type { LoadReport } from '../contract/load-report';
+import { runOutputs } from '../contract/run-outputs';
+import { outcomeForCommit } from '../lifecycle/outcome-mapping';
+import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
+import { type Progress, cleanup, streamOperationId } from './extract-or-load';
+import { describeFailure } from './failure-kind';
+
+export interface TerminalDecision {
+  outcome: TerminalOutcome;
+  receipt: ArtifactTerminalReceipt;
+  /** The cancellation that ended the wait, rethrown once the run has recorded its outcome. */
+  cancelled: unknown;
+}
+
+/**
+ * @param commit the first commit report so far (the handlers record it)
+ * @param report the built-in loader's report, when it loaded
+ */
+export async function decideTerminal(
+  input: ExtractionInput,
+  manifest: Manifest,
+  attemptFolder: string,
+  commit: () => TargetCommit | null,
+  report: LoadReport | null,
+  { status, show }: Progress,
+): Promise<TerminalDecision> {
+  status.phase = 'awaiting_commit';
+  show();
+  const folders = manifest.files.length ? [attemptFolder] : [];
+  const terminal = new TerminalAuthority({
+    files: runOutputs(manifest),
+    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),
+  });
+  let cancelled: unknown = null;
+  let outcome: TerminalOutcome;
+  try {
+    const answered = await condition(() => commit() !== null, input.commitDeadlineMs);
+    outcome = answered ? outcomeForCommit(commit()!.outcome) : 'retain_commit_unknown';
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    cancelled = err;
+    // A load that reported before the cancellation took effect says what the target holds.
+    outcome = report ? outcomeForCommit(report.outcome) : 'abort';
+  }
+  status.phase = 'cleaning_up';
+  status.outcome = outcome;
+  show();
+  const receipt = await CancellationScope.nonCancellable(async () => {
+    const decided = await terminal.decide(outcome);
+    // Retained files are evidence; partial temp files of retried partitions are not.
+    if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [] });
+    if (input.target?.via === 'stream') await releaseStreamStaging(input, streamOperationId());
+    return decided;
+  });
+  return { outcome, receipt, cancelled };
+}
+
+/**
+ * A stream's staging tables are dropped by the load itself; this catches what it could not drop
+ * (its worker vanished, or the target was unreachable then). Retried for minutes; a target still
+ * unreachable after that is logged, and the next load of the same run would drop them.
+ */
+async function releaseStreamStaging(input: ExtractionInput, operationId: string): Promise<void> {
+  try {
+    await cleanup.releaseStreamStaging({ target: { name: input.target!.name, table: input.target!.table }, operationId });
+  } catch (err) {
+    log.warn('stream staging tables could not be released', { reason: describeFailure(err) });
+  }
+}

@@ -1,0 +1,34 @@
+/** The CLI's exit code and hint come from the error table: the caller's fault exits 2, anything else 1. */
+import assert from 'node:assert/strict';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { printError } from '../../src/cli/errors';
+import { ErrorCode, PgExtractError } from '../../src/errors';
+
+/** printError's exit code and what it printed. */
+function printed(err: unknown): { exit: number; lines: string[] } {
+  const lines: string[] = [];
+  const original = console.error;
+  console.error = (line: string) => lines.push(line);
+  try {
+    return { exit: printError(err), lines };
+  } finally {
+    console.error = original;
+  }
+}
+
+describe('CLI errors', () => {
+  it('a lost snapshot exits 1: it is not bad input, though retrying the same step cannot help', () => {
+    const failed = new WorkflowFailedError('run failed', ApplicationFailure.nonRetryable('the snapshot holder was lost', ErrorCode.SNAPSHOT_LOST), 'NON_RETRYABLE_FAILURE');
+    const { exit, lines } = printed(failed);
+    assert.deepEqual(lines, ['error SNAPSHOT_LOST: the snapshot holder was lost']);
+    assert.equal(exit, 1);
+    assert.equal(printed(new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'gone')).exit, 1);
+  });
+
+  it("the caller's fault exits 2 with the table's hint", () => {
+    const { exit, lines } = printed(new PgExtractError(ErrorCode.TABLE_NOT_FOUND, 'no table public.nope'));
+    assert.equal(exit, 2);
+    assert.deepEqual(lines, ['error TABLE_NOT_FOUND: no table public.nope', 'hint: check the name with \\dt in psql; unquoted names fold to lower case']);
+  });
+});
