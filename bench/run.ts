@@ -119,12 +119,21 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   await seed(pg.url, 'bench', ROWS);
   await seed(pg.url, 'bench_empty', 0);
   const bundlePath = join(scratch, 'bundle.js');
-  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: require.resolve('../src/workflows'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never })).code);
+  writeFileSync(
+    bundlePath,
+    (
+      await bundleWorkflowCode({
+        workflowsPath: require.resolve('../src/workflows'),
+        logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
+      })
+    ).code,
+  );
 
   const outRoot = join(scratch, 'out');
   const taskQueue = 'bench';
   const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
-  const TABLE_DDL = 'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)';
+  const TABLE_DDL =
+    'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)';
   const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker', 'worker.js')], {
     env: workerProcessEnv({
       ...process.env,
@@ -190,7 +199,11 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   });
 
   const methods: Method[] = [
-    { name: "server COPY TO '/dev/null'", kind: 'baseline', once: async () => (await psql(`COPY (SELECT * FROM bench.t) TO '/dev/null' (FORMAT csv)`), { bytes: 0 }) },
+    {
+      name: "server COPY TO '/dev/null'",
+      kind: 'baseline',
+      once: async () => (await psql(`COPY (SELECT * FROM bench.t) TO '/dev/null' (FORMAT csv)`), { bytes: 0 }),
+    },
     {
       name: 'psql \\copy (one session)',
       kind: 'baseline',
@@ -230,13 +243,24 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
   };
   for (const format of ['csv', 'binary'] as const) {
-    const loaderRun = ours(`2 partitions ${format} → PG (built-in loader)`, { partitions: 2, format, target: { name: 'bench', table: 'bench.t', mode: 'append' } });
+    const loaderRun = ours(`2 partitions ${format} → PG (built-in loader)`, {
+      partitions: 2,
+      format,
+      target: { name: 'bench', table: 'bench.t', mode: 'append' },
+    });
     methods.push({ ...loaderRun, once: async () => (await freshTarget(), loaderRun.once()) });
     // The same PG → PG load with no files: each partition's COPY TO piped into a COPY FROM.
-    const streamRun = ours(`2 partitions ${format} → PG (--via stream)`, { partitions: 2, format, target: { name: 'bench', table: 'bench.t', mode: 'append', via: 'stream' } });
+    const streamRun = ours(`2 partitions ${format} → PG (--via stream)`, {
+      partitions: 2,
+      format,
+      target: { name: 'bench', table: 'bench.t', mode: 'append', via: 'stream' },
+    });
     methods.push({ ...streamRun, once: async () => (await freshTarget(), streamRun.once()) });
   }
-  const pgcopydb = await run('pgcopydb', ['--version']).then(() => true, () => false);
+  const pgcopydb = await run('pgcopydb', ['--version']).then(
+    () => true,
+    () => false,
+  );
   if (pgcopydb) {
     methods.push({
       name: 'pgcopydb copy table-data ×2 (PG → PG)',
@@ -246,7 +270,27 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
         const dir = out('pgcopydb');
         const filters = join(scratch, 'pgcopydb-filters.ini');
         writeFileSync(filters, '[include-only-table]\nbench.t\n');
-        await run('pgcopydb', ['copy', 'table-data', '--source', pg.url, '--target', targetUrl, '--table-jobs', '2', '--split-tables-larger-than', '1MB', '--dir', join(dir, 'work'), '--filters', filters, '--not-consistent'], { maxBuffer: 64 << 20 });
+        await run(
+          'pgcopydb',
+          [
+            'copy',
+            'table-data',
+            '--source',
+            pg.url,
+            '--target',
+            targetUrl,
+            '--table-jobs',
+            '2',
+            '--split-tables-larger-than',
+            '1MB',
+            '--dir',
+            join(dir, 'work'),
+            '--filters',
+            filters,
+            '--not-consistent',
+          ],
+          { maxBuffer: 64 << 20 },
+        );
         return { bytes: 0 };
       },
     });
@@ -256,7 +300,10 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
 
   // DuckDB's own PostgreSQL scanner writing the same table to Parquet on as many threads as our partitions (bench/duckdb-postgres-scanner.py).
   const python = join(projectRoot(), '.venv', 'bin', 'python');
-  const duckdbScanner = await run(python, ['-c', 'import duckdb, duckdb_extension_postgres_scanner']).then(() => true, () => false);
+  const duckdbScanner = await run(python, ['-c', 'import duckdb, duckdb_extension_postgres_scanner']).then(
+    () => true,
+    () => false,
+  );
   if (duckdbScanner) {
     methods.push({
       name: 'DuckDB postgres scanner → parquet, 2 threads',
@@ -268,7 +315,9 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       },
     });
   } else {
-    console.error('DuckDB\'s postgres scanner is not installed (.venv/bin/pip install duckdb==1.5.5 duckdb-extension-postgres-scanner==1.5.5): its Parquet baseline is skipped');
+    console.error(
+      "DuckDB's postgres scanner is not installed (.venv/bin/pip install duckdb==1.5.5 duckdb-extension-postgres-scanner==1.5.5): its Parquet baseline is skipped",
+    );
   }
 
   if (ONLY) methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
@@ -312,7 +361,13 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       return repeated(ours('scaling', { partitions: 2 }, `${schema}.t`));
     };
     const [one, ten] = [await sized(1_000_000), await sized(10_000_000)];
-    scaling = { rows1M: one.seconds, rows10M: ten.seconds, ratio: Number((ten.seconds / one.seconds).toFixed(2)), peakRssMb1M: one.peakRssMb, peakRssMb10M: ten.peakRssMb };
+    scaling = {
+      rows1M: one.seconds,
+      rows10M: ten.seconds,
+      ratio: Number((ten.seconds / one.seconds).toFixed(2)),
+      peakRssMb1M: one.peakRssMb,
+      peakRssMb10M: ten.peakRssMb,
+    };
   }
 
   const results: Result[] = methods.map((m) => {
@@ -328,7 +383,11 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       peakRssMb: e.rss.length ? Math.round(Math.max(...e.rss)) : null,
     };
   });
-  const best = Math.min(...results.filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb') && !r.name.startsWith('DuckDB')).map((r) => r.medianSeconds));
+  const best = Math.min(
+    ...results
+      .filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb') && !r.name.startsWith('DuckDB'))
+      .map((r) => r.medianSeconds),
+  );
   for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best).toFixed(2));
   const byName = (n: string): number => results.find((r) => r.name === n)?.medianSeconds ?? Number.NaN;
   /** a / b to two places, or null when `--only` left one of them out. */
@@ -356,10 +415,15 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
         : null,
       /** `--via stream` / pgcopydb, and / the file-based loader (same format). */
       streamVsPgcopydb: pgcopydb
-        ? Object.fromEntries((['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, 'pgcopydb copy table-data ×2 (PG → PG)')]))
+        ? Object.fromEntries(
+            (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, 'pgcopydb copy table-data ×2 (PG → PG)')]),
+          )
         : null,
       streamVsLoader: Object.fromEntries(
-        (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`)]),
+        (['csv', 'binary'] as const).map((f) => [
+          f,
+          ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`),
+        ]),
       ),
     },
     overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
@@ -369,7 +433,8 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   console.log(`\n${ROWS} rows, median of ${RUNS} interleaved runs — ${summary.machine}\n`);
   console.log('| method | median s | rows/s | MB/s | × best baseline | worker peak RSS MB |');
   console.log('|---|---|---|---|---|---|');
-  for (const r of results) console.log(`| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} |`);
+  for (const r of results)
+    console.log(`| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} |`);
   console.log(`\noverhead: an empty 2-partition run ${empty2.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
   if (scaling) {
     console.log(

@@ -24,7 +24,8 @@ export interface MysqlService {
   stop(): Promise<void>;
 }
 
-export const MISSING_MARIADB_HINT = 'No MariaDB server binaries (mariadbd, mariadb-install-db): install Debian\'s mariadb-server package (.ci/run does, as root)';
+export const MISSING_MARIADB_HINT =
+  "No MariaDB server binaries (mariadbd, mariadb-install-db): install Debian's mariadb-server package (.ci/run does, as root)";
 
 function binary(name: string): string {
   for (const dir of ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin']) if (existsSync(join(dir, name))) return join(dir, name);
@@ -47,13 +48,26 @@ export async function startMysql(): Promise<MysqlService> {
   const asRoot = userInfo().uid === 0;
   if (asRoot) chownSync(base, Number(execFileSync('id', ['-u', 'mysql']).toString()), Number(execFileSync('id', ['-g', 'mysql']).toString()));
   const userArgs = asRoot ? ['--user=mysql'] : [];
-  execFileSync(binary('mariadb-install-db'), ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...userArgs], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  execFileSync(
+    binary('mariadb-install-db'),
+    ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...userArgs],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const port = await freePort();
   const child = spawn(
     binary('mariadbd'),
-    ['--no-defaults', `--datadir=${dataDir}`, `--socket=${socket}`, `--port=${port}`, '--bind-address=127.0.0.1', '--skip-name-resolve', '--innodb-buffer-pool-size=32M', ...userArgs],
+    [
+      '--no-defaults',
+      `--datadir=${dataDir}`,
+      `--socket=${socket}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      '--skip-name-resolve',
+      '--innodb-buffer-pool-size=32M',
+      ...userArgs,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const forget = recordServicePid('mariadbd', child.pid!, 'SIGTERM');
@@ -86,7 +100,7 @@ export async function startMysql(): Promise<MysqlService> {
 }
 
 async function connectRoot(socket: string, child: ChildProcess, log: () => string) {
-  for (const until = Date.now() + 60_000; ; ) {
+  for (const until = Date.now() + 60_000; ;) {
     if (child.exitCode !== null) throw new Error(`mariadbd exited (${child.exitCode}): ${log().slice(-2000)}`);
     try {
       return await createConnection({ socketPath: socket, user: 'root' });

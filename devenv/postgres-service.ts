@@ -95,7 +95,8 @@ async function startLocalCluster(binDir: string, options: StartPostgresOptions):
   const port = options.port ?? (await freePort());
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const pgCtl = join(binDir, 'pg_ctl');
-  const running = keep && spawnSync(user ? 'runuser' : pgCtl, user ? ['-u', user, '--', pgCtl, 'status', '-D', dataDir] : ['status', '-D', dataDir]).status === 0;
+  const running =
+    keep && spawnSync(user ? 'runuser' : pgCtl, user ? ['-u', user, '--', pgCtl, 'status', '-D', dataDir] : ['status', '-D', dataDir]).status === 0;
   if (!running) {
     if (!existsSync(join(dataDir, 'PG_VERSION'))) {
       runAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync']);

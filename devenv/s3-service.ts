@@ -54,9 +54,20 @@ async function weedPorts(): Promise<number[]> {
 }
 
 async function waitForS3(endpoint: string, child: ChildProcess, log: () => string): Promise<void> {
-  for (const until = Date.now() + 60_000; ; ) {
-    if (child.exitCode !== null) throw new Error(`weed exited (${child.exitCode}): ${log().split('\n').filter((l) => /^[FE]\d{4}/.test(l)).join('\n') || log().slice(-2000)}`);
-    const ok = await fetch(endpoint).then((r) => r.status < 500, () => false);
+  for (const until = Date.now() + 60_000; ;) {
+    if (child.exitCode !== null)
+      throw new Error(
+        `weed exited (${child.exitCode}): ${
+          log()
+            .split('\n')
+            .filter((l) => /^[FE]\d{4}/.test(l))
+            .join('\n') || log().slice(-2000)
+        }`,
+      );
+    const ok = await fetch(endpoint).then(
+      (r) => r.status < 500,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > until) throw new Error(`weed did not serve S3 within 60 s:\n${log().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -77,10 +88,24 @@ export async function startS3(): Promise<S3Service> {
   const accessKey = `pgx${randomBytes(6).toString('hex')}`;
   const secretKey = randomBytes(18).toString('hex');
   const config = join(dir, 's3.json');
-  writeFileSync(config, JSON.stringify({ identities: [{ name: 'pg-extract', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }] }), { mode: 0o600 });
+  writeFileSync(
+    config,
+    JSON.stringify({ identities: [{ name: 'pg-extract', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }] }),
+    { mode: 0o600 },
+  );
   const [s3, master, volume, filer] = await weedPorts();
   // The Iceberg and Lance listeners default to fixed ports (8181, 9101) that a second server would collide on; they are not used.
-  const args = ['server', '-s3', `-s3.port=${s3}`, `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0', `-master.port=${master}`, `-volume.port=${volume}`, `-filer.port=${filer}`];
+  const args = [
+    'server',
+    '-s3',
+    `-s3.port=${s3}`,
+    `-s3.config=${config}`,
+    '-s3.port.iceberg=0',
+    '-s3.port.lance=0',
+    `-master.port=${master}`,
+    `-volume.port=${volume}`,
+    `-filer.port=${filer}`,
+  ];
   // Each bucket grows its own volumes (several at a time): the default limit of 8 volumes runs out
   // at the second bucket, and writes then fail with HTTP 500. Small volumes, many of them.
   const volumes = ['-master.volumeSizeLimitMB=128', '-volume.max=200'];

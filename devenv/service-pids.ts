@@ -13,7 +13,10 @@ export const SERVICE_PIDS_ENV = 'PG_EXTRACT_SERVICE_PIDS';
 
 /** When `pid` started, as `ps` prints it: with the pid it names one process, even after the pid is reused. */
 export function processStart(pid: number): string {
-  return execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)]).toString().trim().replace(/\s+/g, ' ');
+  return execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)])
+    .toString()
+    .trim()
+    .replace(/\s+/g, ' ');
 }
 
 /**

@@ -53,7 +53,7 @@ export async function startDevServer(options: { port?: number; uiPort?: number; 
       resolve();
     }),
   );
-  for (const until = Date.now() + 60_000; !(await reachable(address)); ) {
+  for (const until = Date.now() + 60_000; !(await reachable(address));) {
     if (child.exitCode !== null || Date.now() > until) {
       child.kill('SIGKILL');
       throw new Error(`temporal server start-dev did not come up on ${address}`);

@@ -19,7 +19,11 @@ export interface StartOptions {
   workflowId?: string;
 }
 
-export async function startExtraction(client: Client, request: ExtractionRequest, options: StartOptions): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
+export async function startExtraction(
+  client: Client,
+  request: ExtractionRequest,
+  options: StartOptions,
+): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
   const input = parseExtractionInput(request);
   const label = runLabel(input);
   const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}`;

@@ -70,7 +70,9 @@ export function outputFileMode(env: NodeJS.ProcessEnv = process.env): number {
 export function maxConcurrentActivities(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1 || n > 1000) {
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES must be an integer from 1 to 1000', { field: 'PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES' });
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES must be an integer from 1 to 1000', {
+      field: 'PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES',
+    });
   }
   return n;
 }

@@ -38,7 +38,9 @@ async function replacingBatches<T>(store: OutputStore, prefix: string, write: ()
   try {
     return await write();
   } catch (err) {
-    await store.removeStartingWith(`${prefix}-batch-`).catch((cleanupErr: unknown) => addNote(err, `batch file removal failed: ${(cleanupErr as { code?: string }).code ?? 'Error'}`));
+    await store
+      .removeStartingWith(`${prefix}-batch-`)
+      .catch((cleanupErr: unknown) => addNote(err, `batch file removal failed: ${(cleanupErr as { code?: string }).code ?? 'Error'}`));
     throw err;
   }
 }
@@ -68,7 +70,8 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
         const bounds = boundsOf(req.input);
         const snapshotId = req.snapshotId;
         // Keyset batches import the exported snapshot on each try; a source without one (MySQL) has no batched path.
-        if (snapshotId === null) throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source (an exported snapshot)', { field: 'maxFileBytes' });
+        if (snapshotId === null)
+          throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source (an exported snapshot)', { field: 'maxFileBytes' });
         const store = stores.of(req.name);
         const progress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
@@ -76,8 +79,18 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
           return await replacingBatches(store, req.name, async () => {
             const client = await openSession(sourceUrl(req.input.source), 'partition');
             try {
-              const request = { ...req, snapshotId, snapshotDigest: req.snapshotDigest ?? undefined, format: req.input, lockTimeoutMs: req.input.timeouts.lockTimeoutMs };
-              const { result: files, backendPid, snapshotText } = await readPartition(client, request, async (table) => {
+              const request = {
+                ...req,
+                snapshotId,
+                snapshotDigest: req.snapshotDigest ?? undefined,
+                format: req.input,
+                lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
+              };
+              const {
+                result: files,
+                backendPid,
+                snapshotText,
+              } = await readPartition(client, request, async (table) => {
                 const written: BatchFile[] = [];
                 for await (const f of copyBatchFiles(client, table, req.range, {
                   format: req.input,
@@ -110,7 +123,8 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
         const { input, name } = parseNamed(raw);
         const bounds = boundsOf(input);
         const url = sourceUrl(input.source);
-        if (sourceKindOf(url) !== 'postgresql') throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source', { field: 'maxFileBytes' });
+        if (sourceKindOf(url) !== 'postgresql')
+          throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source', { field: 'maxFileBytes' });
         const store = stores.of(name);
         const progress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);

@@ -28,7 +28,9 @@ export interface DataPackageRequest {
 const name63 = z.string().min(1).max(63);
 const metadataSchema = z.strictObject({
   files: z.array(z.string().min(1).max(4096)).min(1).max(10_000),
-  columns: z.array(z.strictObject({ name: name63, pgType: z.string().min(1).max(1000), notNull: z.boolean(), enumLabels: z.array(z.string()).nullable() })).min(1),
+  columns: z
+    .array(z.strictObject({ name: name63, pgType: z.string().min(1).max(1000), notNull: z.boolean(), enumLabels: z.array(z.string()).nullable() }))
+    .min(1),
   primaryKey: z.array(name63),
 });
 

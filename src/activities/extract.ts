@@ -90,7 +90,18 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
             countExtracted(copy, 'whole_copy');
             const { location, etag, rows, bytes, sha256, sessionId, snapshotDigest } = copy;
             return {
-              file: { path: location, name: store.evidenceName(location), etag, partition: 0, range: { kind: 'all' }, rows, bytes, sha256, backendPid: sessionId, snapshotDigest },
+              file: {
+                path: location,
+                name: store.evidenceName(location),
+                etag,
+                partition: 0,
+                range: { kind: 'all' },
+                rows,
+                bytes,
+                sha256,
+                backendPid: sessionId,
+                snapshotDigest,
+              },
               receipt,
               snapshotDigest,
               columns: table.columns,

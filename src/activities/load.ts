@@ -30,7 +30,9 @@ export interface LoadTargetRequest {
 
 const requestSchema = z.strictObject({
   target: z.strictObject({ name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/), table: z.string().min(1).max(300), mode: z.enum(['append', 'replace']) }),
-  files: z.array(z.strictObject({ path: z.string().min(1).max(4096), rows: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) })).max(10_000),
+  files: z
+    .array(z.strictObject({ path: z.string().min(1).max(4096), rows: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) }))
+    .max(10_000),
   format: z.strictObject({ format: z.enum(['csv', 'binary']), header: z.boolean(), gzip: z.boolean() }),
   operationId: z.string().min(1).max(300),
 });
@@ -59,17 +61,33 @@ export interface LoadInternalRequest {
   operationId: string;
 }
 
-export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetUrl: (name: string) => string; sourceUrl: (name: string) => string; stores: OutputStores }) {
+export function createLoadActivities({
+  targetUrl,
+  sourceUrl,
+  stores,
+}: {
+  targetUrl: (name: string) => string;
+  sourceUrl: (name: string) => string;
+  stores: OutputStores;
+}) {
   return {
     /** Internal query: source and target are one database (see {@link loadBySelect}). */
     async loadInternal(raw: LoadInternalRequest): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
       return withFailures(async () => {
         const { input, operationId } = parseNamed(raw);
-        if (!input.target || input.target.via !== 'internal') throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
+        if (!input.target || input.target.via !== 'internal')
+          throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
         const { mode, name } = input.target;
         const destination = parseTableName(input.target.table, 'target.table');
-        return reporting(operationId, (report) => ({ report, receipt: null }), async () =>
-          loadBySelect(targetUrl(name), { sourceUrl: sourceUrl(input.source), source: tableRequestOf(input), destination, mode, operationId }, Context.current().cancellationSignal),
+        return reporting(
+          operationId,
+          (report) => ({ report, receipt: null }),
+          async () =>
+            loadBySelect(
+              targetUrl(name),
+              { sourceUrl: sourceUrl(input.source), source: tableRequestOf(input), destination, mode, operationId },
+              Context.current().cancellationSignal,
+            ),
         );
       });
     },
@@ -83,7 +101,8 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
     async loadStream(raw: LoadInternalRequest): Promise<StreamLoadReport> {
       return withFailures(async () => {
         const { input, operationId } = parseNamed(raw);
-        if (!input.target || input.target.via !== 'stream') throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
+        if (!input.target || input.target.via !== 'stream')
+          throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
         const { mode, name } = input.target;
         const destination = parseTableName(input.target.table, 'target.table');
         const load = {
@@ -96,8 +115,10 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
           mode,
           operationId,
         };
-        return reporting(operationId, (report): StreamLoadReport => ({ report, receipt: null, snapshotDigest: null }), async (progress) =>
-          loadByStream(targetUrl(name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes)),
+        return reporting(
+          operationId,
+          (report): StreamLoadReport => ({ report, receipt: null, snapshotDigest: null }),
+          async (progress) => loadByStream(targetUrl(name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes)),
         );
       });
     },
@@ -110,14 +131,21 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {
       return withFailures(async () => {
         const parsed = requestSchema.safeParse(raw);
-        if (!parsed.success) throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, { field: parsed.error.issues[0]?.path.join('.') });
+        if (!parsed.success)
+          throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, {
+            field: parsed.error.issues[0]?.path.join('.'),
+          });
         const req = parsed.data;
-        return reporting(req.operationId, (report) => report, async (progress) => {
-          const destination = parseTableName(req.target.table, 'target.table');
-          const files = req.files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
-          const load = { files, format: req.format, destination, mode: req.target.mode, operationId: req.operationId };
-          return loadFiles(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
-        });
+        return reporting(
+          req.operationId,
+          (report) => report,
+          async (progress) => {
+            const destination = parseTableName(req.target.table, 'target.table');
+            const files = req.files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
+            const load = { files, format: req.format, destination, mode: req.target.mode, operationId: req.operationId };
+            return loadFiles(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
+          },
+        );
       });
     },
   };

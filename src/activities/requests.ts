@@ -44,7 +44,11 @@ const partitionRequestSchema = z.strictObject({
   // Null for a source without a native snapshot (MySQL).
   snapshotId: z.string().refine(isSnapshotId, 'a pg_export_snapshot() id').nullable(),
   // Optional: copyPartition calls of workflows started on older code lack them.
-  snapshotDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest').nullable().optional(),
+  snapshotDigest: z
+    .string()
+    .regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest')
+    .nullable()
+    .optional(),
   source: sourceIdentitySchema.optional(),
   table: z.strictObject({ schema: z.string().min(1).max(63), table: z.string().min(1).max(63), columns: z.array(z.string().min(1).max(63)).min(1) }),
   key: keySchema.nullable(),
@@ -143,7 +147,9 @@ export function parsePartitionRequest(raw: unknown): PartitionActivityRequest {
 export function parseReleaseRequest(raw: unknown): ReleaseOutputsRequest {
   const path = z.string().min(1).max(4096);
   const folders = z.array(path).max(100);
-  const parsed = z.strictObject({ paths: z.array(path).max(10_000), sweepFolders: folders, discardFolders: folders, prefixes: z.array(path).max(256).optional() }).safeParse(raw);
+  const parsed = z
+    .strictObject({ paths: z.array(path).max(10_000), sweepFolders: folders, discardFolders: folders, prefixes: z.array(path).max(256).optional() })
+    .safeParse(raw);
   if (!parsed.success) throw invalid(parsed.error);
   return parsed.data;
 }

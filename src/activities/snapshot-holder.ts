@@ -88,7 +88,9 @@ async function openAndPlan(url: string, attemptKey: string, input: ExtractionInp
   const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs };
   if (isTableSet(input)) {
     if (sourceKindOf(url) !== 'postgresql') {
-      throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, 'many tables at one snapshot need a PostgreSQL source (exported snapshots)', { field: 'source' });
+      throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, 'many tables at one snapshot need a PostgreSQL source (exported snapshots)', {
+        field: 'source',
+      });
     }
     const read = await openPostgresTableSet(url, tableSelectionOf(input), options);
     return { read, view: setPlanView(attemptKey, read.plan) };
@@ -155,7 +157,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
           const opened = await openAndPlan(url, attemptKey, input);
           held.read = opened.read;
           held.plan.resolve(opened.view);
-          for (let done = false; !done; ) {
+          for (let done = false; !done;) {
             done = await Promise.race([
               held.finished.promise.then(() => true),
               ctx.cancelled.then(() => true),

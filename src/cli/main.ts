@@ -86,7 +86,7 @@ program
   .description('start an extraction workflow')
   .option('--table <schema.table>', 'table to export (or --tables, or --schema)')
   .option('--tables <s.a,s.b>', 'several tables (views too) exported at one snapshot', listArg, undefined)
-  .option('--schema <name>', "every ordinary and partitioned table of a schema, at one snapshot")
+  .option('--schema <name>', 'every ordinary and partitioned table of a schema, at one snapshot')
   .option('--include <glob>', 'with --schema: only tables whose name matches (* and ?; repeatable)', repeatArg, undefined)
   .option('--exclude <glob>', 'with --schema: skip tables whose name matches (repeatable)', repeatArg, undefined)
   .option('--max-in-flight <N>', 'with --tables/--schema: partitions copied at once over the whole run (default 8)', Number)
@@ -101,7 +101,10 @@ program
   .option('--row-group-rows <N>', 'rows per Parquet row group (default 122880)', countArg)
   .option('--max-file-bytes <size>', 'batched files: each partition writes a sequence of files of at most this size as stored (e.g. 256MB, 1GiB)')
   .option('--max-file-rows <N>', 'batched files: at most N rows per file', Number)
-  .option('--out <dir|s3://bucket/prefix>', "parent of the run's folder: under the worker output root (PG_EXTRACT_OUT_DIR), or in a bucket (the worker's AWS_* settings)")
+  .option(
+    '--out <dir|s3://bucket/prefix>',
+    "parent of the run's folder: under the worker output root (PG_EXTRACT_OUT_DIR), or in a bucket (the worker's AWS_* settings)",
+  )
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
   .option('--mode <append|replace>', 'how --target loads', 'append')
@@ -134,7 +137,9 @@ program
       ...(opts.maxFileRows !== undefined ? { maxFileRows: opts.maxFileRows } : {}),
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
-      ...(opts.target !== undefined ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } } : {}),
+      ...(opts.target !== undefined
+        ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } }
+        : {}),
     };
     if (opts.via !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--via needs --target', { field: 'target.via' });
     // Validate before connecting: bad input has no side effect, not even a connection.

@@ -45,7 +45,10 @@ export function printManifest(m: Manifest): void {
   } else {
     console.log('  window   not observed by this run (the commit fence answered a retried load)');
   }
-  for (const f of m.files) console.log(`  ${f.table ? `${f.table} ` : ''}part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`);
+  for (const f of m.files)
+    console.log(
+      `  ${f.table ? `${f.table} ` : ''}part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`,
+    );
   if (m.dataPackage) console.log(`  package ${m.dataPackage.path} (types and CSV dialect; pg-extract reader ${m.workflowId} --engine duckdb)`);
   console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; awaiting the target commit (pg-extract commit ${m.workflowId} --outcome …)`);
 }

@@ -19,7 +19,8 @@ export const READER_ENGINES = ['duckdb'] as const;
 
 export function parseEngine(engine: string): (typeof READER_ENGINES)[number] {
   const known = READER_ENGINES.find((e) => e === engine);
-  if (!known) throw new PgExtractError(ErrorCode.INPUT_INVALID, `unknown engine ${JSON.stringify(engine)}; known: ${READER_ENGINES.join(', ')}`, { field: 'engine' });
+  if (!known)
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `unknown engine ${JSON.stringify(engine)}; known: ${READER_ENGINES.join(', ')}`, { field: 'engine' });
   return known;
 }
 
@@ -45,7 +46,8 @@ async function manifestWithFiles(client: Client, workflowId: string): Promise<Ma
 /** Reads the run's package from its store, after checking every file of the run is there with its receipted size. */
 async function storedPackage(stores: OutputStores, manifest: Manifest): Promise<{ pkg: DataPackage; folder: string }> {
   const receipt = manifest.dataPackage;
-  if (!receipt) throw new PgExtractError(ErrorCode.DATA_PACKAGE_ABSENT, `${manifest.workflowId} has no data package (no files, or started by an older version)`);
+  if (!receipt)
+    throw new PgExtractError(ErrorCode.DATA_PACKAGE_ABSENT, `${manifest.workflowId} has no data package (no files, or started by an older version)`);
   for (const { name, bytes } of [...manifest.files, receipt]) {
     await stores
       .of(name)

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 
 /** Own enumerable properties only: an inherited `outcome` is not a report, an own `__proto__` key is an extra key. */
-const ownProperties = (raw: unknown): unknown => (raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.fromEntries(Object.entries(raw)) : raw);
+const ownProperties = (raw: unknown): unknown =>
+  raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.fromEntries(Object.entries(raw)) : raw;
 
 export const commitReportSchema = z.preprocess(
   ownProperties,

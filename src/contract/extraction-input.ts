@@ -21,7 +21,11 @@ const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: 
   }
 };
 
-const tableName = z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v)));
+const tableName = z
+  .string()
+  .min(1)
+  .max(300)
+  .superRefine(identifierCheck((v) => parseTableName(v)));
 const globs = z.array(z.string().min(1).max(200)).min(1).max(100).optional();
 /** The most tables one run takes: each is a few hundred bytes of plan, batch result and receipt in the parent's history (2,000 measured: 5 MB, largest event 1.2 MB of the 2 MB limit). */
 export const MAX_TABLES = 2000;
@@ -46,118 +50,158 @@ const maxFileRowsSchema = z.union([z.number(), z.nan()]).superRefine((n, ctx) =>
 const millis = (max: number) => z.number().int().positive().max(max);
 const HOUR = 3_600_000;
 
-export const extractionInputSchema = z.strictObject({
-  /** A source name the worker resolves to a URL (`default` → PG_EXTRACT_SOURCE_URL). */
-  source: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a source name: letters, digits, underscores').default('default'),
-  /** `schema.table` or `table`: one table. Exactly one of `table`, `tables` and `schema` is given. */
-  table: tableName.optional(),
-  /** Several tables (views and materialized views too), exported at one snapshot. */
-  tables: z.array(tableName).min(1).max(MAX_TABLES).optional(),
-  /** Every ordinary and partitioned table of this schema, at one snapshot (narrowed by include/exclude). */
-  schema: z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'schema'))).optional(),
-  /** Glob patterns (`*`, `?`) on table names in `schema`: keep the tables any of them matches. */
-  include: globs,
-  /** Glob patterns on table names in `schema`: drop the tables any of them matches. */
-  exclude: globs,
-  /** A run's partitions in flight at once, over all its tables (runs of several tables). */
-  maxInFlight: z.number().int().min(1).max(256).default(8),
-  /** Columns to export (all when absent). */
-  columns: z.array(z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'columns')))).min(1).max(1600).optional(),
-  /** Split key (the single-column primary key when absent). */
-  key: z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'key'))).optional(),
-  partitions: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default('auto'),
-  format: z.enum(['csv', 'binary', 'parquet']).default('csv'),
-  header: z.boolean().default(true),
-  gzip: z.boolean().default(false),
-  /** Parquet's column compression (zstd when absent); the other formats take `gzip` instead. */
-  compression: z.enum(PARQUET_COMPRESSIONS).optional(),
-  /** Rows per Parquet row group (DEFAULT_ROW_GROUP_ROWS when absent): what a writer holds in memory at once. */
-  rowGroupRows: z.number().int().min(1).max(MAX_ROW_GROUP_ROWS).optional(),
-  /** Batched files: each partition (or the whole copy) writes a sequence of files of at most this many bytes (`256MB`, `1GiB` or a number). */
-  maxFileBytes: maxFileBytesSchema.optional(),
-  /** Batched files: at most this many rows per file. */
-  maxFileRows: maxFileRowsSchema.optional(),
-  /**
-   * Parent of the run's output folder (`<outDir>/<runId>/attempt-N`): a folder relative to the
-   * worker's output root (absolute paths must lie inside it), or `s3://bucket/prefix` — object
-   * storage every worker shares, with endpoint and credentials from the worker's AWS_* environment.
-   */
-  outDir: z
-    .string()
-    .min(1)
-    .max(1024)
-    .refine((v) => !v.includes('\0'), 'no NUL bytes')
-    .superRefine((v, ctx) => {
-      if (!isS3Url(v)) {
-        if (!isAbsolute(v) && normalize(v).startsWith('..')) ctx.addIssue({ code: 'custom', message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
-        return;
-      }
-      try {
-        parseS3Url(v);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
-      }
-    })
-    // One spelling of a location (no trailing slash), so the run's folder names are well formed.
-    .transform((v) => (isS3Url(v) ? formatS3Url(parseS3Url(v)) : v))
-    .optional(),
-  /**
-   * Load into a PostgreSQL target with the built-in loader (the worker resolves `name` from
-   * PG_EXTRACT_TARGET_<NAME>_URL) instead of waiting for an external target owner.
-   */
-  target: z
-    .strictObject({
-      name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a target name: letters, digits, underscores'),
-      table: z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))),
-      mode: z.enum(['append', 'replace']).default('append'),
-      /**
-       * `files`: extract to files, then COPY them in. `internal`: source and target are the same
-       * database, so one `INSERT INTO staging … SELECT` on the target session, no files.
-       * `stream`: each partition's COPY TO flows straight into a COPY FROM on the target, no files.
-       */
-      via: z.enum(['files', 'internal', 'stream']).default('files'),
-    })
-    .optional(),
-  /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
-  commitDeadlineMs: millis(30 * 24 * HOUR).default(24 * HOUR),
-  /** Fresh snapshots to try when the snapshot holder is lost. */
-  maxSnapshotAttempts: z.number().int().min(1).max(10).default(3),
-  partitionRetry: z
-    .strictObject({
-      maximumAttempts: z.number().int().min(1).max(100).default(5),
-      initialIntervalMs: millis(HOUR).default(1000),
-    })
-    .default({ maximumAttempts: 5, initialIntervalMs: 1000 }),
-  timeouts: z
-    .strictObject({
-      /** A holder that stops heartbeating this long is lost. */
-      holderHeartbeatMs: millis(HOUR).default(20_000),
-      /** A partition that stops heartbeating this long is retried elsewhere. */
-      partitionHeartbeatMs: millis(HOUR).default(20_000),
-      partitionStartToCloseMs: millis(48 * HOUR).default(12 * HOUR),
-      /** How long the coordinator and each partition wait for the table's ACCESS SHARE before failing with LOCK_TIMEOUT. */
-      lockTimeoutMs: millis(HOUR).default(DEFAULT_LOCK_TIMEOUT_MS),
-      /** A built-in load that stops heartbeating this long is retried elsewhere. */
-      loadHeartbeatMs: millis(HOUR).default(20_000),
-    })
-    .default({ holderHeartbeatMs: 20_000, partitionHeartbeatMs: 20_000, partitionStartToCloseMs: 12 * HOUR, lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS, loadHeartbeatMs: 20_000 }),
-})
+export const extractionInputSchema = z
+  .strictObject({
+    /** A source name the worker resolves to a URL (`default` → PG_EXTRACT_SOURCE_URL). */
+    source: z
+      .string()
+      .regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a source name: letters, digits, underscores')
+      .default('default'),
+    /** `schema.table` or `table`: one table. Exactly one of `table`, `tables` and `schema` is given. */
+    table: tableName.optional(),
+    /** Several tables (views and materialized views too), exported at one snapshot. */
+    tables: z.array(tableName).min(1).max(MAX_TABLES).optional(),
+    /** Every ordinary and partitioned table of this schema, at one snapshot (narrowed by include/exclude). */
+    schema: z
+      .string()
+      .max(130)
+      .superRefine(identifierCheck((v) => parseColumnName(v, 'schema')))
+      .optional(),
+    /** Glob patterns (`*`, `?`) on table names in `schema`: keep the tables any of them matches. */
+    include: globs,
+    /** Glob patterns on table names in `schema`: drop the tables any of them matches. */
+    exclude: globs,
+    /** A run's partitions in flight at once, over all its tables (runs of several tables). */
+    maxInFlight: z.number().int().min(1).max(256).default(8),
+    /** Columns to export (all when absent). */
+    columns: z
+      .array(
+        z
+          .string()
+          .max(130)
+          .superRefine(identifierCheck((v) => parseColumnName(v, 'columns'))),
+      )
+      .min(1)
+      .max(1600)
+      .optional(),
+    /** Split key (the single-column primary key when absent). */
+    key: z
+      .string()
+      .max(130)
+      .superRefine(identifierCheck((v) => parseColumnName(v, 'key')))
+      .optional(),
+    partitions: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default('auto'),
+    format: z.enum(['csv', 'binary', 'parquet']).default('csv'),
+    header: z.boolean().default(true),
+    gzip: z.boolean().default(false),
+    /** Parquet's column compression (zstd when absent); the other formats take `gzip` instead. */
+    compression: z.enum(PARQUET_COMPRESSIONS).optional(),
+    /** Rows per Parquet row group (DEFAULT_ROW_GROUP_ROWS when absent): what a writer holds in memory at once. */
+    rowGroupRows: z.number().int().min(1).max(MAX_ROW_GROUP_ROWS).optional(),
+    /** Batched files: each partition (or the whole copy) writes a sequence of files of at most this many bytes (`256MB`, `1GiB` or a number). */
+    maxFileBytes: maxFileBytesSchema.optional(),
+    /** Batched files: at most this many rows per file. */
+    maxFileRows: maxFileRowsSchema.optional(),
+    /**
+     * Parent of the run's output folder (`<outDir>/<runId>/attempt-N`): a folder relative to the
+     * worker's output root (absolute paths must lie inside it), or `s3://bucket/prefix` — object
+     * storage every worker shares, with endpoint and credentials from the worker's AWS_* environment.
+     */
+    outDir: z
+      .string()
+      .min(1)
+      .max(1024)
+      .refine((v) => !v.includes('\0'), 'no NUL bytes')
+      .superRefine((v, ctx) => {
+        if (!isS3Url(v)) {
+          if (!isAbsolute(v) && normalize(v).startsWith('..'))
+            ctx.addIssue({ code: 'custom', message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
+          return;
+        }
+        try {
+          parseS3Url(v);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
+        }
+      })
+      // One spelling of a location (no trailing slash), so the run's folder names are well formed.
+      .transform((v) => (isS3Url(v) ? formatS3Url(parseS3Url(v)) : v))
+      .optional(),
+    /**
+     * Load into a PostgreSQL target with the built-in loader (the worker resolves `name` from
+     * PG_EXTRACT_TARGET_<NAME>_URL) instead of waiting for an external target owner.
+     */
+    target: z
+      .strictObject({
+        name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a target name: letters, digits, underscores'),
+        table: z
+          .string()
+          .min(1)
+          .max(300)
+          .superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))),
+        mode: z.enum(['append', 'replace']).default('append'),
+        /**
+         * `files`: extract to files, then COPY them in. `internal`: source and target are the same
+         * database, so one `INSERT INTO staging … SELECT` on the target session, no files.
+         * `stream`: each partition's COPY TO flows straight into a COPY FROM on the target, no files.
+         */
+        via: z.enum(['files', 'internal', 'stream']).default('files'),
+      })
+      .optional(),
+    /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
+    commitDeadlineMs: millis(30 * 24 * HOUR).default(24 * HOUR),
+    /** Fresh snapshots to try when the snapshot holder is lost. */
+    maxSnapshotAttempts: z.number().int().min(1).max(10).default(3),
+    partitionRetry: z
+      .strictObject({
+        maximumAttempts: z.number().int().min(1).max(100).default(5),
+        initialIntervalMs: millis(HOUR).default(1000),
+      })
+      .default({ maximumAttempts: 5, initialIntervalMs: 1000 }),
+    timeouts: z
+      .strictObject({
+        /** A holder that stops heartbeating this long is lost. */
+        holderHeartbeatMs: millis(HOUR).default(20_000),
+        /** A partition that stops heartbeating this long is retried elsewhere. */
+        partitionHeartbeatMs: millis(HOUR).default(20_000),
+        partitionStartToCloseMs: millis(48 * HOUR).default(12 * HOUR),
+        /** How long the coordinator and each partition wait for the table's ACCESS SHARE before failing with LOCK_TIMEOUT. */
+        lockTimeoutMs: millis(HOUR).default(DEFAULT_LOCK_TIMEOUT_MS),
+        /** A built-in load that stops heartbeating this long is retried elsewhere. */
+        loadHeartbeatMs: millis(HOUR).default(20_000),
+      })
+      .default({
+        holderHeartbeatMs: 20_000,
+        partitionHeartbeatMs: 20_000,
+        partitionStartToCloseMs: 12 * HOUR,
+        lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS,
+        loadHeartbeatMs: 20_000,
+      }),
+  })
   .superRefine(formatOptionsCheck)
   .superRefine(checkSelection)
   .superRefine(checkStream);
 
 /** One way to name the tables; per-table choices (columns, key) only for one table; no table named twice. */
-function checkSelection(input: { table?: string; tables?: string[]; schema?: string; include?: string[]; exclude?: string[]; columns?: unknown; key?: unknown }, ctx: z.RefinementCtx): void {
+function checkSelection(
+  input: { table?: string; tables?: string[]; schema?: string; include?: string[]; exclude?: string[]; columns?: unknown; key?: unknown },
+  ctx: z.RefinementCtx,
+): void {
   const given = (['table', 'tables', 'schema'] as const).filter((k) => input[k] !== undefined);
   if (given.length !== 1) {
-    ctx.addIssue({ code: 'custom', path: [given[1] ?? 'table'], message: given.length ? `give one of table, tables, schema; got ${given.join(' and ')}` : 'give table, tables or schema' });
+    ctx.addIssue({
+      code: 'custom',
+      path: [given[1] ?? 'table'],
+      message: given.length ? `give one of table, tables, schema; got ${given.join(' and ')}` : 'give table, tables or schema',
+    });
     return;
   }
   for (const k of ['include', 'exclude'] as const) {
     if (input[k] !== undefined && input.schema === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} narrows a schema: give schema` });
   }
   for (const k of ['columns', 'key'] as const) {
-    if (input[k] !== undefined && input.table === undefined) ctx.addIssue({ code: 'custom', path: [k], message: `${k} applies to one table: each of several tables takes its primary key and all columns` });
+    if (input[k] !== undefined && input.table === undefined)
+      ctx.addIssue({ code: 'custom', path: [k], message: `${k} applies to one table: each of several tables takes its primary key and all columns` });
   }
   const seen = new Set<string>();
   for (const name of input.tables ?? []) {
@@ -202,9 +246,13 @@ export function parseExtractionInput(raw: unknown): ExtractionInput {
     const { target, maxFileBytes, maxFileRows, tables, schema } = parsed.data;
     if (maxFileBytes !== undefined || maxFileRows !== undefined) {
       const field = maxFileBytes !== undefined ? 'maxFileBytes' : 'maxFileRows';
-      if (target && target.via !== 'files') throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: bounds files, and --via ${target.via} writes none`, { field });
+      if (target && target.via !== 'files')
+        throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: bounds files, and --via ${target.via} writes none`, { field });
       // A set's partitions run in its copy-batch children, which write one file per range.
-      if (tables !== undefined || schema !== undefined) throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: batched files are for one table; a run of several tables writes one file per range`, { field });
+      if (tables !== undefined || schema !== undefined)
+        throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: batched files are for one table; a run of several tables writes one file per range`, {
+          field,
+        });
     }
     return parsed.data;
   }

@@ -36,7 +36,9 @@ function unquote(part: string): string {
 export function parseTableName(input: string, field = 'table'): { schema: string; table: string } {
   const m = typeof input === 'string' ? QUALIFIED.exec(input) : null;
   if (!m) {
-    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} must be schema.table or table, got ${JSON.stringify(String(input).slice(0, 80))}`, { field });
+    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} must be schema.table or table, got ${JSON.stringify(String(input).slice(0, 80))}`, {
+      field,
+    });
   }
   const [, first, second] = m;
   const names = second === undefined ? { schema: 'public', table: unquote(first!) } : { schema: unquote(first!), table: unquote(second) };

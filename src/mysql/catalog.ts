@@ -31,7 +31,8 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
     [request.schema, request.table],
   );
   const all = columns as ColumnRow[];
-  if (all.length === 0) throw new PgExtractError(ErrorCode.TABLE_NOT_FOUND, `table ${request.schema}.${request.table} does not exist on the MySQL source`, { field: 'table' });
+  if (all.length === 0)
+    throw new PgExtractError(ErrorCode.TABLE_NOT_FOUND, `table ${request.schema}.${request.table} does not exist on the MySQL source`, { field: 'table' });
   const byName = new Map(all.map((c) => [c.name, c]));
   const chosen = (request.columns ?? all.map((c) => c.name)).map((name) => {
     const column = byName.get(name);
@@ -49,7 +50,12 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
   return {
     schema: request.schema,
     table: request.table,
-    columns: chosen.map((c) => ({ name: c.name, pgType: pgTypeOfMysql({ dataType: c.data_type, columnType: c.column_type }), notNull: c.nullable === 'NO', enumLabels: null })),
+    columns: chosen.map((c) => ({
+      name: c.name,
+      pgType: pgTypeOfMysql({ dataType: c.data_type, columnType: c.column_type }),
+      notNull: c.nullable === 'NO',
+      enumLabels: null,
+    })),
     primaryKey,
     key: splitKey(request, byName, primaryKey, unique),
   };
@@ -61,7 +67,9 @@ function splitKey(request: TableRequest, byName: Map<string, ColumnRow>, primary
     const column = byName.get(request.key);
     if (!column) throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `key column ${JSON.stringify(request.key)} does not exist`, { field: 'key' });
     if (!INTEGER_TYPES.has(column.data_type)) {
-      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `a MySQL split key must be an integer column; ${request.key} is ${column.column_type}`, { field: 'key' });
+      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `a MySQL split key must be an integer column; ${request.key} is ${column.column_type}`, {
+        field: 'key',
+      });
     }
     return integer(column.name);
   }

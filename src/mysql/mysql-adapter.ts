@@ -37,7 +37,12 @@ export function mysqlAdapter(url: string): SourceAdapter {
         const { ranges, rowCount } = await planMysqlRanges(conn, table, options.partitions);
         const plan = { table, ranges, rowCount, coordinatorPid: null };
         const read = {
-          handle: { snapshotId: null, snapshotDigest: null, table: { schema: table.schema, table: table.table, columns: table.columns.map((c) => c.name) }, key: table.key },
+          handle: {
+            snapshotId: null,
+            snapshotDigest: null,
+            table: { schema: table.schema, table: table.table, columns: table.columns.map((c) => c.name) },
+            key: table.key,
+          },
           plan,
           receipt: () => authority.latest()!,
           probe: async () => undefined,

@@ -10,8 +10,22 @@ interface MysqlColumnType {
   columnType: string;
 }
 
-const SIGNED: Record<string, string> = { tinyint: 'smallint', smallint: 'smallint', mediumint: 'integer', int: 'integer', integer: 'integer', bigint: 'bigint' };
-const UNSIGNED: Record<string, string> = { tinyint: 'smallint', smallint: 'integer', mediumint: 'integer', int: 'bigint', integer: 'bigint', bigint: 'numeric(20,0)' };
+const SIGNED: Record<string, string> = {
+  tinyint: 'smallint',
+  smallint: 'smallint',
+  mediumint: 'integer',
+  int: 'integer',
+  integer: 'integer',
+  bigint: 'bigint',
+};
+const UNSIGNED: Record<string, string> = {
+  tinyint: 'smallint',
+  smallint: 'integer',
+  mediumint: 'integer',
+  int: 'bigint',
+  integer: 'bigint',
+  bigint: 'numeric(20,0)',
+};
 const BYTES = new Set(['binary', 'varbinary', 'tinyblob', 'blob', 'mediumblob', 'longblob']);
 
 export function pgTypeOfMysql({ dataType, columnType }: MysqlColumnType): string {

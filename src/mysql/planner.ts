@@ -14,10 +14,16 @@ const MAX_PARTITIONS = 16;
 
 const text = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
-export async function planMysqlRanges(conn: Connection, table: SourceTable, partitions: number | 'auto'): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
+export async function planMysqlRanges(
+  conn: Connection,
+  table: SourceTable,
+  partitions: number | 'auto',
+): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
   let rowCount: number | null = null;
   if (partitions === 'auto') {
-    const [rows] = await conn.promise().query('SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [table.schema, table.table]);
+    const [rows] = await conn
+      .promise()
+      .query('SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [table.schema, table.table]);
     rowCount = Number((rows as { n: unknown }[])[0]?.n ?? 0);
   }
   const wanted = partitions === 'auto' ? autoPartitionCount(rowCount!, { targetRows: TARGET_ROWS, max: MAX_PARTITIONS }) : partitions;
@@ -33,7 +39,9 @@ export async function planMysqlRanges(conn: Connection, table: SourceTable, part
   }
   const key = quoteIdent(table.key.name);
   const relation = quoteQualified(table.schema, table.table);
-  const [rows] = await conn.promise().query(`SELECT MIN(${key}) AS min, MAX(${key}) AS max, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls FROM ${relation}`);
+  const [rows] = await conn
+    .promise()
+    .query(`SELECT MIN(${key}) AS min, MAX(${key}) AS max, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls FROM ${relation}`);
   const b = (rows as { min: unknown; max: unknown; has_nulls: unknown }[])[0]!;
   return { ranges: planKeyRanges({ kind: 'integer', min: text(b.min), max: text(b.max), rowCount, hasNulls: Number(b.has_nulls) === 1 }, wanted), rowCount };
 }

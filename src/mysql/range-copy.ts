@@ -21,7 +21,8 @@ export function rangeSelect(handle: ReadHandle, range: PartitionRange): { sql: s
   const select = `SELECT ${handle.table.columns.map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
   if (range.kind === 'all') return { sql: select, values: [] };
   const key = handle.key === null ? null : quoteIdent(handle.key.name);
-  if (key === null || range.kind === 'pages') throw new PgExtractError(ErrorCode.INPUT_INVALID, `a MySQL range needs a split key (got ${range.kind})`, { field: 'range' });
+  if (key === null || range.kind === 'pages')
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `a MySQL range needs a split key (got ${range.kind})`, { field: 'range' });
   if (range.kind === 'nulls') return { sql: `${select} WHERE ${key} IS NULL`, values: [] };
   const conditions: string[] = [];
   const values: string[] = [];
@@ -39,9 +40,15 @@ export function rangeSelect(handle: ReadHandle, range: PartitionRange): { sql: s
 
 const utcNow = (): string => toUtcTimestamp(new Date(), 'now');
 
-export async function copyMysqlRange(conn: Connection, handle: ReadHandle, range: PartitionRange, sink: OutputSink, options: RangeCopyOptions): Promise<RangeCopy> {
+export async function copyMysqlRange(
+  conn: Connection,
+  handle: ReadHandle,
+  range: PartitionRange,
+  sink: OutputSink,
+  options: RangeCopyOptions,
+): Promise<RangeCopy> {
   if (options.format.format !== 'csv') {
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a MySQL source writes CSV only (binary is PostgreSQL COPY\'s own format)', { field: 'format' });
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, "a MySQL source writes CSV only (binary is PostgreSQL COPY's own format)", { field: 'format' });
   }
   const [[idRow]] = (await conn.promise().query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]];
   const { sql, values } = rangeSelect(handle, range);

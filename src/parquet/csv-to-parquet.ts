@@ -44,7 +44,10 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   const { csv, parquet, columns, format, scratch } = request;
   const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: false, gzip: false });
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
-  const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression, [`max_line_size = ${MAX_ROW_BYTES}`, `buffer_size = ${2 * MAX_ROW_BYTES}`]);
+  const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression, [
+    `max_line_size = ${MAX_ROW_BYTES}`,
+    `buffer_size = ${2 * MAX_ROW_BYTES}`,
+  ]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
   const codec = CODECS[format.compression ?? DEFAULT_PARQUET_COMPRESSION];
   const options = [
@@ -57,7 +60,12 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   ];
   // One thread per partition (the partitions are the parallelism) and a memory cap: DuckDB otherwise keeps up to
   // 80% of the machine's memory in buffers; with the cap a conversion holds about 100 MB whatever the table's size.
-  const instance = await DuckDBInstance.create(':memory:', { threads: '1', memory_limit: DUCKDB_MEMORY_LIMIT, temp_directory: scratch, preserve_insertion_order: 'true' });
+  const instance = await DuckDBInstance.create(':memory:', {
+    threads: '1',
+    memory_limit: DUCKDB_MEMORY_LIMIT,
+    temp_directory: scratch,
+    preserve_insertion_order: 'true',
+  });
   try {
     const connection = await instance.connect();
     // A cancelled activity stops the conversion instead of waiting for it (the caller then reports the cancellation).

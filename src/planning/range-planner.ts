@@ -89,7 +89,11 @@ const CODECS: Record<KeyKind, OrdinalCodec<any>> = {
   integer: bigintCodec(parseInteger, String),
   uuid: bigintCodec(
     (t) => (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(t) ? BigInt(`0x${t.replace(/-/g, '')}`) : undefined),
-    (v) => v.toString(16).padStart(32, '0').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'),
+    (v) =>
+      v
+        .toString(16)
+        .padStart(32, '0')
+        .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5'),
   ),
   date: bigintCodec(
     (t) => (/^\d{4}-\d{2}-\d{2}$/.test(t) && !Number.isNaN(Date.parse(`${t}T00:00:00Z`)) ? BigInt(Date.parse(`${t}T00:00:00Z`) / DAY_MS) : undefined),

@@ -6,13 +6,7 @@
  * exhaustion; the transaction stays open until the terminal outcome, or until {@link endRead}.
  */
 import type { Client } from 'pg';
-import {
-  ClockAuthority,
-  ExtractionLifecycleAuthority,
-  type FileEvidence,
-  TerminalAuthority,
-  type TerminalOutcome,
-} from '../lifecycle';
+import { ClockAuthority, ExtractionLifecycleAuthority, type FileEvidence, TerminalAuthority, type TerminalOutcome } from '../lifecycle';
 import type { FileBounds } from '../contract/file-bounds';
 import type { OutputSink } from '../storage/output-sink';
 import { type BatchFile, copyBatchFiles } from './batch-files';

@@ -98,7 +98,8 @@ export async function resolveTable(client: ClientBase, request: TableRequest): P
   const byName = new Map(cols.rows.map((c) => [c.name, c]));
   const columns = (request.columns ?? cols.rows.map((c) => c.name)).map((name) => {
     const column = byName.get(name);
-    if (!column) throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `column ${name} does not exist in ${request.schema}.${request.table}`, { field: 'columns' });
+    if (!column)
+      throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `column ${name} does not exist in ${request.schema}.${request.table}`, { field: 'columns' });
     return column;
   });
   let keyName = request.key;
@@ -116,11 +117,14 @@ export async function resolveTable(client: ClientBase, request: TableRequest): P
   let key: SplitKey | null = null;
   if (keyName !== undefined) {
     const column = byName.get(keyName);
-    if (!column) throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `key column ${keyName} does not exist in ${request.schema}.${request.table}`, { field: 'key' });
+    if (!column)
+      throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `key column ${keyName} does not exist in ${request.schema}.${request.table}`, { field: 'key' });
     const kind = KEY_KINDS[column.type];
     if (!kind) {
       if (request.key !== undefined) {
-        throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `key ${keyName} has type ${column.type}; supported: ${Object.keys(KEY_KINDS).join(', ')}`, { field: 'key' });
+        throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `key ${keyName} has type ${column.type}; supported: ${Object.keys(KEY_KINDS).join(', ')}`, {
+          field: 'key',
+        });
       }
     } else {
       key = { name: column.name, ...kind };

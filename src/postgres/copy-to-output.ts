@@ -42,7 +42,12 @@ export interface CopyToOutputOptions {
  * returns. If writing fails or is aborted mid-COPY, the session is still in COPY mode and can run
  * nothing else (not even ROLLBACK), so it is closed here; the server then rolls the transaction back.
  */
-export async function copyToOutput(client: Client, copySql: string, sink: OutputSink, options: CopyToOutputOptions): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
+export async function copyToOutput(
+  client: Client,
+  copySql: string,
+  sink: OutputSink,
+  options: CopyToOutputOptions,
+): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
   const source = client.query(new CopyOutStream(copySql));
   // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
   // destroys the stream (also an 'error') and leaves the protocol mid-COPY.

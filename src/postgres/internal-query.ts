@@ -27,7 +27,11 @@ export interface InternalQueryOptions {
   validate?: (staging: StagingTable) => Promise<void>;
 }
 
-export async function insertSelectIntoStaging(target: ClientBase, source: ResolvedTable, options: InternalQueryOptions = {}): Promise<ExtractResult<StagingTable>> {
+export async function insertSelectIntoStaging(
+  target: ClientBase,
+  source: ResolvedTable,
+  options: InternalQueryOptions = {},
+): Promise<ExtractResult<StagingTable>> {
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
   const schema = options.schema ?? source.schema;
   const name = `pg_extract_stg_${randomBytes(6).toString('hex')}`;

@@ -62,7 +62,11 @@ export async function copyPartition(
  * Imports the snapshot on `client`, proves it is the planned one on the planned cluster and
  * database, re-resolves the table, runs `read` and commits; rolls back on any failure.
  */
-export async function readPartition<T>(client: Client, request: PartitionRequest, read: (table: ResolvedTable) => Promise<T>): Promise<PartitionRead & { result: T }> {
+export async function readPartition<T>(
+  client: Client,
+  request: PartitionRequest,
+  read: (table: ResolvedTable) => Promise<T>,
+): Promise<PartitionRead & { result: T }> {
   const literal = snapshotIdLiteral(request.snapshotId);
   const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');

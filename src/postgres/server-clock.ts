@@ -24,7 +24,10 @@ export async function serverNow(client: ClientBase): Promise<string> {
  * takes the snapshot: the window starts at that statement (statement_timestamp) and the snapshot
  * is recorded as read during it (clock_timestamp), with the digest of pg_current_snapshot().
  */
-export async function beginRepeatableRead(client: ClientBase, authority: ExtractionLifecycleAuthority): Promise<{ backendPid: number; snapshotDigest: string }> {
+export async function beginRepeatableRead(
+  client: ClientBase,
+  authority: ExtractionLifecycleAuthority,
+): Promise<{ backendPid: number; snapshotDigest: string }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   const first = await client.query<{ snapshot: string; started: string; snapshot_at: string; pid: number }>(
     `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started,

@@ -7,13 +7,7 @@
  */
 import type { ClientBase } from 'pg';
 import { addNote } from '../errors';
-import {
-  ClockAuthority,
-  ExtractionLifecycleAuthority,
-  type Evidence,
-  type ExtractionLifecycleReceipt,
-  SnapshotAuthority,
-} from '../lifecycle';
+import { ClockAuthority, ExtractionLifecycleAuthority, type Evidence, type ExtractionLifecycleReceipt, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
@@ -107,23 +101,28 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator<SnapshotSetPlan>> {
     let locked: { schema: string; table: string } = 'tables' in selection ? selection.tables[0]! : { schema: selection.schema, table: '*' };
-    return SnapshotCoordinator.exporting(client, locking, () => locked, async (snapshot) => {
-      const tables = await resolveTableSet(client, selection);
-      for (const table of tables) {
-        locked = table;
-        await lockAccessShare(client, table);
-      }
-      const sizes = await tableSizes(client, tables);
-      const max = planning.partitions === 'auto' ? 16 : planning.partitions;
-      const plans: TablePlan[] = [];
-      for (const [i, table] of tables.entries()) {
-        const n = partitionsBySize(sizes[i]!, max);
-        // One file needs no bounds: small tables cost no planning query at all.
-        const ranges: PartitionRange[] = n === 1 ? [{ kind: 'all' }] : (await planRanges(client, table, { partitions: n })).ranges;
-        plans.push({ table, bytes: sizes[i]!, ranges });
-      }
-      return { ...snapshot, tables: biggestFirst(plans) };
-    });
+    return SnapshotCoordinator.exporting(
+      client,
+      locking,
+      () => locked,
+      async (snapshot) => {
+        const tables = await resolveTableSet(client, selection);
+        for (const table of tables) {
+          locked = table;
+          await lockAccessShare(client, table);
+        }
+        const sizes = await tableSizes(client, tables);
+        const max = planning.partitions === 'auto' ? 16 : planning.partitions;
+        const plans: TablePlan[] = [];
+        for (const [i, table] of tables.entries()) {
+          const n = partitionsBySize(sizes[i]!, max);
+          // One file needs no bounds: small tables cost no planning query at all.
+          const ranges: PartitionRange[] = n === 1 ? [{ kind: 'all' }] : (await planRanges(client, table, { partitions: n })).ranges;
+          plans.push({ table, bytes: sizes[i]!, ranges });
+        }
+        return { ...snapshot, tables: biggestFirst(plans) };
+      },
+    );
   }
 
   /** BEGIN, export the snapshot, record it on the authority, then `prepare` the plan inside it; ROLLBACK on any failure. */
@@ -178,7 +177,11 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
 }
 
 /** The ranges of one table: key ranges (balanced by sampled quantiles), else ctid page ranges. */
-export async function planRanges(client: ClientBase, table: ResolvedTable, planning: PlanningOptions): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
+export async function planRanges(
+  client: ClientBase,
+  table: ResolvedTable,
+  planning: PlanningOptions,
+): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
   const relation = quoteQualified(table.schema, table.table);
   const auto = planning.partitions === 'auto';
   const wanted = (rows: number | null): number =>
@@ -216,7 +219,9 @@ const COUNT_UP_TO_PAGES = 1280;
 const ESTIMATE_SAMPLE_PAGES = 300;
 
 async function heapPages(client: ClientBase, relation: string): Promise<number> {
-  const r = await client.query<{ pages: string }>(`SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages`);
+  const r = await client.query<{ pages: string }>(
+    `SELECT (pg_relation_size(${quoteLiteral(relation)}::regclass) / current_setting('block_size')::int)::text AS pages`,
+  );
   return Number(r.rows[0]!.pages);
 }
 
@@ -229,7 +234,9 @@ async function heapPages(client: ClientBase, relation: string): Promise<number> 
  */
 async function plannedRows(client: ClientBase, relation: string, relkind: string): Promise<number> {
   const leaves =
-    relkind === 'p' ? `SELECT relid FROM pg_partition_tree(${quoteLiteral(relation)}::regclass) WHERE isleaf` : `SELECT ${quoteLiteral(relation)}::regclass AS relid`;
+    relkind === 'p'
+      ? `SELECT relid FROM pg_partition_tree(${quoteLiteral(relation)}::regclass) WHERE isleaf`
+      : `SELECT ${quoteLiteral(relation)}::regclass AS relid`;
   const stats = await client.query<{ schema: string; name: string; reltuples: number; relpages: number; pages: string }>(
     `SELECT n.nspname AS schema, c.relname AS name, c.reltuples::float8 AS reltuples, c.relpages,
             (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages

@@ -175,7 +175,14 @@ async function streamRanges(sessions: StreamSessions, request: StreamRequest, st
 }
 
 /** One range: a source session importing the snapshot, COPY TO piped into COPY FROM on a target session; both counts must agree. */
-async function streamRange(sessions: StreamSessions, request: StreamRequest, i: number, staging: string, signal: AbortSignal, onBytes: (n: number) => void): Promise<RowEvidence> {
+async function streamRange(
+  sessions: StreamSessions,
+  request: StreamRequest,
+  i: number,
+  staging: string,
+  signal: AbortSignal,
+  onBytes: (n: number) => void,
+): Promise<RowEvidence> {
   const { plan } = request;
   const format: ExportFormat = { format: request.format, header: false, gzip: false };
   const name = `${plan.table.schema}.${plan.table.table}/part-${String(i).padStart(4, '0')}`;
@@ -198,9 +205,12 @@ async function streamRange(sessions: StreamSessions, request: StreamRequest, i: 
       { onBytes, signal },
     );
     if (copied.rows !== sink.rows) {
-      throw Object.assign(new PgExtractError(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${name}: the source sent ${copied.rows} rows, the target took ${sink.rows}`), {
-        disposition: FailureDisposition.cleanupSafe,
-      });
+      throw Object.assign(
+        new PgExtractError(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${name}: the source sent ${copied.rows} rows, the target took ${sink.rows}`),
+        {
+          disposition: FailureDisposition.cleanupSafe,
+        },
+      );
     }
     // Nothing is stored, so there are no bytes or checksum to prove later: the rows are the evidence.
     return { name, rows: copied.rows, bytes: null, sha256: null };

@@ -13,7 +13,8 @@ import { quoteQualified } from './sql';
 
 /** lock_timeout for the rest of the current transaction. */
 export async function setLockTimeout(client: ClientBase, ms: number): Promise<void> {
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new PgExtractError(ErrorCode.INPUT_INVALID, `lock timeout must be a positive integer of ms, got ${ms}`, { field: 'timeouts.lockTimeoutMs' });
+  if (!Number.isSafeInteger(ms) || ms <= 0)
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `lock timeout must be a positive integer of ms, got ${ms}`, { field: 'timeouts.lockTimeoutMs' });
   await client.query(`SET LOCAL lock_timeout = ${ms}`);
 }
 

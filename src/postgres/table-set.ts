@@ -34,7 +34,10 @@ export async function resolveTableSet(client: ClientBase, selection: TableSelect
   return resolved;
 }
 
-async function schemaTables(client: ClientBase, selection: { schema: string; include?: string[]; exclude?: string[] }): Promise<{ schema: string; table: string }[]> {
+async function schemaTables(
+  client: ClientBase,
+  selection: { schema: string; include?: string[]; exclude?: string[] },
+): Promise<{ schema: string; table: string }[]> {
   // Leaf partitions are read through their parent; relispartition keeps them from being read twice.
   const r = await client.query<{ name: string }>(
     `SELECT c.relname AS name
@@ -44,11 +47,13 @@ async function schemaTables(client: ClientBase, selection: { schema: string; inc
     [selection.schema],
   );
   const all = r.rows.map((row) => row.name);
-  if (all.length === 0) throw new PgExtractError(ErrorCode.SCHEMA_EMPTY, `schema ${selection.schema} has no tables (or does not exist, or is not readable)`, { field: 'schema' });
+  if (all.length === 0)
+    throw new PgExtractError(ErrorCode.SCHEMA_EMPTY, `schema ${selection.schema} has no tables (or does not exist, or is not readable)`, { field: 'schema' });
   const matchers = (field: 'include' | 'exclude') =>
     (selection[field] ?? []).map((pattern) => {
       const matches = globMatcher(pattern);
-      if (!all.some(matches)) throw new PgExtractError(ErrorCode.PATTERN_UNMATCHED, `${field} pattern ${JSON.stringify(pattern)} matches no table in ${selection.schema}`, { field });
+      if (!all.some(matches))
+        throw new PgExtractError(ErrorCode.PATTERN_UNMATCHED, `${field} pattern ${JSON.stringify(pattern)} matches no table in ${selection.schema}`, { field });
       return matches;
     });
   const include = matchers('include');
@@ -56,7 +61,11 @@ async function schemaTables(client: ClientBase, selection: { schema: string; inc
   const kept = all.filter((name) => (include.length === 0 || include.some((m) => m(name))) && !exclude.some((m) => m(name)));
   if (kept.length === 0) throw new PgExtractError(ErrorCode.SCHEMA_EMPTY, `include and exclude leave no table of ${selection.schema}`, { field: 'exclude' });
   if (kept.length > MAX_TABLES) {
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, `${selection.schema} has ${kept.length} tables; one run takes at most ${MAX_TABLES} (narrow it with include/exclude)`, { field: 'schema' });
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `${selection.schema} has ${kept.length} tables; one run takes at most ${MAX_TABLES} (narrow it with include/exclude)`,
+      { field: 'schema' },
+    );
   }
   return kept.map((table) => ({ schema: selection.schema, table }));
 }

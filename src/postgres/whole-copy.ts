@@ -39,13 +39,22 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
     const written = await exportToOutput(client, selectSql(table), sourceColumns(table), options.format, output, options);
     committed = true;
     const completedAt = await serverNow(client);
-    const file: WholeCopyFile = { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, backendPid, snapshotDigest };
+    const file: WholeCopyFile = {
+      location: written.location,
+      etag: written.etag,
+      rows: written.rowCount(),
+      bytes: written.bytes,
+      sha256: written.sha256,
+      backendPid,
+      snapshotDigest,
+    };
     authority.complete([{ name: options.name, rows: file.rows, bytes: file.bytes, sha256: file.sha256 }], completedAt);
     await client.query('COMMIT');
     return new ExtractResult(file, authority);
   } catch (err) {
     await client.query('ROLLBACK').catch((rollbackErr: unknown) => addNote(err, `rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
-    if (committed) await output.discard().catch((discardErr: unknown) => addNote(err, `output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    if (committed)
+      await output.discard().catch((discardErr: unknown) => addNote(err, `output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
     throw err;
   }
 }

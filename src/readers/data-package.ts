@@ -116,7 +116,7 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
       profile: 'data-resource',
       format: 'parquet',
       mediatype: 'application/vnd.apache.parquet',
-      description: 'Parquet files, one per partition; each holds the columns\' names and PostgreSQL types in its key-value metadata (pg_extract.columns)',
+      description: "Parquet files, one per partition; each holds the columns' names and PostgreSQL types in its key-value metadata (pg_extract.columns)",
     };
   }
   if (format.format === 'binary') {

@@ -94,7 +94,12 @@ export function duckdbStatement(resource: DataPackageResource, locations: string
 }
 
 /** The same select without its `;`, with the select-list entries `expression` makes (the Parquet writer's differ). */
-export function duckdbSelect(resource: DataPackageResource, locations: string[], expression: (field: TableSchemaField) => string, readOptions: string[] = []): string {
+export function duckdbSelect(
+  resource: DataPackageResource,
+  locations: string[],
+  expression: (field: TableSchemaField) => string,
+  readOptions: string[] = [],
+): string {
   const dialect = resource.dialect;
   if (resource.format !== 'csv' || !dialect) {
     throw new PgExtractError(ErrorCode.READER_FORMAT_UNSUPPORTED, `${resource.pgTable} was written as ${resource.format}: DuckDB reads the CSV runs only`);

@@ -47,7 +47,13 @@ export function postgresAdapter(url: string): SourceAdapter {
           key: plan.table.key,
         },
         plan: {
-          table: { schema: plan.table.schema, table: plan.table.table, columns: sourceColumns(plan.table), primaryKey: plan.table.primaryKey, key: plan.table.key },
+          table: {
+            schema: plan.table.schema,
+            table: plan.table.table,
+            columns: sourceColumns(plan.table),
+            primaryKey: plan.table.primaryKey,
+            key: plan.table.key,
+          },
           ranges: plan.ranges,
           rowCount: plan.rowCount,
           coordinatorPid: plan.coordinatorPid,
@@ -57,7 +63,8 @@ export function postgresAdapter(url: string): SourceAdapter {
     },
 
     async copyRange(handle, range, sink, options) {
-      if (handle.snapshotId === null) throw new PgExtractError(ErrorCode.SNAPSHOT_ID_INVALID, 'a PostgreSQL range needs the exported snapshot id', { field: 'snapshotId' });
+      if (handle.snapshotId === null)
+        throw new PgExtractError(ErrorCode.SNAPSHOT_ID_INVALID, 'a PostgreSQL range needs the exported snapshot id', { field: 'snapshotId' });
       const client = await openSession(url, 'partition');
       try {
         const file = await copyPartition(

@@ -73,14 +73,17 @@ export class DurableFileSink extends Writable {
     // Close only after a background fdatasync on this descriptor has returned.
     (this.backgroundSync ?? Promise.resolve())
       .then(() => handle?.close())
-      .then(() => callback(error), (closeError: Error) => callback(error ?? closeError));
+      .then(
+        () => callback(error),
+        (closeError: Error) => callback(error ?? closeError),
+      );
   }
 
   private async writeAll(buffers: Buffer[]): Promise<void> {
     if (this.backgroundSyncError) throw this.backgroundSyncError;
     let total = 0;
     for (const b of buffers) total += b.length;
-    for (let done = 0; done < total; ) {
+    for (let done = 0; done < total;) {
       // A regular file takes all of it unless the disk fills; then write the rest, which fails with ENOSPC.
       const pending = done === 0 ? buffers : [Buffer.concat(buffers).subarray(done)];
       done += (await this.handle!.writev(pending)).bytesWritten;

@@ -34,7 +34,13 @@ export class LocalStore implements OutputStore {
     const path = await checkOutputFile(this.root, name);
     // The workflow prepared the folder on some worker's disk; not finding it here means this
     // worker does not share that disk, and its file would be one no reader of the manifest sees.
-    if (!(await stat(dirname(path)).then((s) => s.isDirectory(), () => false))) throw notVisible(name, 'its folder was not prepared on this worker\'s disk');
+    if (
+      !(await stat(dirname(path)).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ))
+    )
+      throw notVisible(name, "its folder was not prepared on this worker's disk");
     return new LocalFileSink(path, this.fileMode);
   }
 
@@ -74,7 +80,8 @@ export class LocalStore implements OutputStore {
       (s) => s.size,
       () => null,
     );
-    if (size !== bytes) throw notVisible(name, size === null ? 'it is not visible on the worker assembling the manifest' : `it is ${size} bytes there, not ${bytes}`);
+    if (size !== bytes)
+      throw notVisible(name, size === null ? 'it is not visible on the worker assembling the manifest' : `it is ${size} bytes there, not ${bytes}`);
   }
 }
 

@@ -23,7 +23,9 @@ function inside(root: string, path: string): boolean {
 }
 
 function escapes(name: string): PgExtractError {
-  return new PgExtractError(ErrorCode.OUTPUT_PATH_ESCAPES_ROOT, `output path ${JSON.stringify(name.slice(0, 200))} leaves the output root`, { field: 'outDir' });
+  return new PgExtractError(ErrorCode.OUTPUT_PATH_ESCAPES_ROOT, `output path ${JSON.stringify(name.slice(0, 200))} leaves the output root`, {
+    field: 'outDir',
+  });
 }
 
 /** The absolute path of `name` under `root`, lexically checked (no file system access). */

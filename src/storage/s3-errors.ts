@@ -37,5 +37,7 @@ export function s3Failure(err: unknown, what: string): PgExtractError {
   if (err instanceof PgExtractError) return err;
   const e = (err ?? {}) as SdkError & { message?: string };
   const detail = e.name && e.name !== 'Error' ? e.name : (e.code ?? 'error');
-  return new PgExtractError(s3ErrorCode(err), `${what}: ${detail}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}`, { cause: err });
+  return new PgExtractError(s3ErrorCode(err), `${what}: ${detail}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}`, {
+    cause: err,
+  });
 }

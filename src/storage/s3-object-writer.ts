@@ -85,7 +85,7 @@ class MultipartStream extends Writable {
   }
 
   private async take(chunk: Buffer): Promise<void> {
-    for (let at = 0; at < chunk.length; ) {
+    for (let at = 0; at < chunk.length;) {
       this.part ??= Buffer.allocUnsafe(this.partSize);
       const n = chunk.copy(this.part, this.filled, at, Math.min(chunk.length, at + this.partSize - this.filled));
       this.hash.update(chunk.subarray(at, at + n));
@@ -107,7 +107,8 @@ class MultipartStream extends Writable {
 
   private async uploadPart(): Promise<void> {
     const { Bucket, Key } = { Bucket: this.object.bucket, Key: this.object.key };
-    this.uploadId ??= (await this.send(new CreateMultipartUploadCommand({ Bucket, Key, ChecksumAlgorithm: 'SHA256' }), 'starting the upload of')).UploadId ?? null;
+    this.uploadId ??=
+      (await this.send(new CreateMultipartUploadCommand({ Bucket, Key, ChecksumAlgorithm: 'SHA256' }), 'starting the upload of')).UploadId ?? null;
     const { body, checksum } = this.closePart();
     const PartNumber = this.parts.length + 1;
     const sent = await this.send(

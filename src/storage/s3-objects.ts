@@ -20,7 +20,8 @@ import { type S3Location, formatS3Url } from '../contract/s3-url';
 export async function checkBucket(client: S3Client, location: S3Location): Promise<void> {
   await client.send(new HeadBucketCommand({ Bucket: location.bucket })).catch((err: unknown) => {
     // HeadBucket answers without a body, so a missing bucket is a bare 404.
-    if (statusOf(err) === 404) throw new PgExtractError(ErrorCode.S3_BUCKET_NOT_FOUND, `bucket ${location.bucket} does not exist`, { field: 'outDir', cause: err });
+    if (statusOf(err) === 404)
+      throw new PgExtractError(ErrorCode.S3_BUCKET_NOT_FOUND, `bucket ${location.bucket} does not exist`, { field: 'outDir', cause: err });
     throw s3Failure(err, `bucket ${location.bucket}`);
   });
 }
@@ -28,7 +29,7 @@ export async function checkBucket(client: S3Client, location: S3Location): Promi
 /** Keys of the objects under `prefix` (a folder: `prefix/…`, unless `keyPrefix` says otherwise). */
 export async function listObjects(client: S3Client, prefix: S3Location, keyPrefix = `${prefix.key}/`): Promise<string[]> {
   const keys: string[] = [];
-  for (let token: string | undefined; ; ) {
+  for (let token: string | undefined; ;) {
     const page = await client
       .send(new ListObjectsV2Command({ Bucket: prefix.bucket, Prefix: keyPrefix, ContinuationToken: token }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `listing ${formatS3Url(prefix)}`)));
@@ -41,7 +42,7 @@ export async function listObjects(client: S3Client, prefix: S3Location, keyPrefi
 /** Aborts every incomplete multipart upload under `prefix` (or whose key starts with `keyPrefix`); returns how many it aborted. */
 export async function abortUploads(client: S3Client, prefix: S3Location, keyPrefix = `${prefix.key}/`): Promise<number> {
   let aborted = 0;
-  for (let keyMarker: string | undefined, uploadIdMarker: string | undefined; ; ) {
+  for (let keyMarker: string | undefined, uploadIdMarker: string | undefined; ;) {
     const page = await client
       .send(new ListMultipartUploadsCommand({ Bucket: prefix.bucket, Prefix: keyPrefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `listing uploads under ${formatS3Url(prefix)}`)));

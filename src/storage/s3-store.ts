@@ -87,6 +87,7 @@ export class S3Store implements OutputStore {
         (head) => head.ContentLength ?? null,
         (err: unknown) => (statusOf(err) === 404 ? null : Promise.reject(s3Failure(err, `checking ${name}`))),
       );
-    if (size !== bytes) throw new PgExtractError(ErrorCode.OUTPUT_NOT_VISIBLE, `${name} is ${size === null ? 'missing' : `${size} bytes, not ${bytes}`}`, { field: 'outDir' });
+    if (size !== bytes)
+      throw new PgExtractError(ErrorCode.OUTPUT_NOT_VISIBLE, `${name} is ${size === null ? 'missing' : `${size} bytes, not ${bytes}`}`, { field: 'outDir' });
   }
 }

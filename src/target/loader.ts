@@ -156,7 +156,13 @@ class Hasher extends Transform {
 }
 
 /** Copies one file into `staging`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
-async function copyFileInto(client: Client, staging: string, file: LoadFile, format: ExportFormat, onChunk: (bytes: number) => void): Promise<{ rows: number; sha256: string }> {
+async function copyFileInto(
+  client: Client,
+  staging: string,
+  file: LoadFile,
+  format: ExportFormat,
+  onChunk: (bytes: number) => void,
+): Promise<{ rows: number; sha256: string }> {
   // Opened before the COPY starts: a file that cannot be opened must not leave the session mid-COPY.
   const bytes = await file.open();
   const sink = client.query(copyFrom(copyInSql(staging, format)));
@@ -173,32 +179,43 @@ async function copyFileInto(client: Client, staging: string, file: LoadFile, for
 export async function loadIntoTarget(client: Client, request: LoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
   const target = quoteQualified(request.schema, request.table);
   const staging = quoteQualified(request.schema, `pg_extract_stg_${createHash('sha256').update(request.operationId).digest('hex').slice(0, 12)}`);
-  return fencedTransaction(client, request.operationId, intentDigest(request), `${request.schema}.${request.table}`, async () => {
-    await client.query('SAVEPOINT pg_extract_staging');
-    const { result: rows } = await ownedStagingHandle({
-      // Created inside the load's transaction: dropping is rolling back to before it, which works
-      // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
-      // transaction, so WAL for it would protect nothing (the load measured 1.45× → 1.3× pgcopydb).
-      create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
-      drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
-      materialize: async () => {
-        let total = 0;
-        let bytes = 0;
-        for (const file of request.files) {
-          signal?.throwIfAborted();
-          const loaded = await copyFileInto(client, staging, file, request.format, (n) => onBytes?.((bytes += n)));
-          if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
-            throw failure(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`, FailureDisposition.cleanupSafe);
+  return fencedTransaction(
+    client,
+    request.operationId,
+    intentDigest(request),
+    `${request.schema}.${request.table}`,
+    async () => {
+      await client.query('SAVEPOINT pg_extract_staging');
+      const { result: rows } = await ownedStagingHandle({
+        // Created inside the load's transaction: dropping is rolling back to before it, which works
+        // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
+        // transaction, so WAL for it would protect nothing (the load measured 1.45× → 1.3× pgcopydb).
+        create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
+        drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
+        materialize: async () => {
+          let total = 0;
+          let bytes = 0;
+          for (const file of request.files) {
+            signal?.throwIfAborted();
+            const loaded = await copyFileInto(client, staging, file, request.format, (n) => onBytes?.((bytes += n)));
+            if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
+              throw failure(
+                ErrorCode.TARGET_CHECKSUM_MISMATCH,
+                `${file.path} does not match its manifest entry (rows or sha256)`,
+                FailureDisposition.cleanupSafe,
+              );
+            }
+            total += loaded.rows;
           }
-          total += loaded.rows;
-        }
-        signal?.throwIfAborted();
-        await moveIntoTarget(client, staging, target, request.mode);
-        return total;
-      },
-    });
-    return rows;
-  }, signal);
+          signal?.throwIfAborted();
+          await moveIntoTarget(client, staging, target, request.mode);
+          return total;
+        },
+      });
+      return rows;
+    },
+    signal,
+  );
 }
 
 /** Staging → target in the caller's transaction: `replace` empties the target first. */
@@ -228,7 +245,7 @@ export async function reconcileCommit(
   let client: Client | undefined;
   try {
     client = await open();
-    for (const until = Date.now() + waitMs; ; ) {
+    for (const until = Date.now() + waitMs; ;) {
       const r = await client.query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [commit.xid]);
       const status = r.rows[0]?.status ?? null;
       if (status === 'committed') return 'committed';

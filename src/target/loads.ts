@@ -17,7 +17,16 @@ import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { digestSourceToken } from '../postgres/source-token';
 import { quoteQualified } from '../postgres/sql';
 import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from '../postgres/stream-load';
-import { CommitUnacknowledged, type LoadRequest, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from './loader';
+import {
+  CommitUnacknowledged,
+  type LoadRequest,
+  type LoadResult,
+  fencedTransaction,
+  intentDigest,
+  loadIntoTarget,
+  moveIntoTarget,
+  reconcileCommit,
+} from './loader';
 import { assertSameDatabase, onTargetSession } from './session';
 
 /** Runs a fenced load and turns its end into the target owner's report (see the file comment). */
@@ -61,7 +70,11 @@ export interface InternalLoad {
  * fence. The receipt is that statement's window; it is null when the fence answered a retry (no
  * read happened).
  */
-export async function loadBySelect(url: string, { sourceUrl, source, destination, mode, operationId }: InternalLoad, signal: AbortSignal): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
+export async function loadBySelect(
+  url: string,
+  { sourceUrl, source, destination, mode, operationId }: InternalLoad,
+  signal: AbortSignal,
+): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
   return onTargetSession(url, signal, async (client) => {
     await assertSameDatabase(sourceUrl, client);
     const from = await resolveTable(client, source);
@@ -127,7 +140,9 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
       const sessions = { source: () => openSession(load.sourceUrl, 'stream'), target: () => openSession(url, 'target'), close: closeSession };
       let evidence = null as RowEvidence[] | null;
       const onStreamed = (streamed: RowEvidence[]): void => void (evidence = streamed);
-      const result = await report(operationId, url, streamIntentDigest(request), () => streamIntoTarget(client, sessions, request, { signal, onBytes, onStreamed }));
+      const result = await report(operationId, url, streamIntentDigest(request), () =>
+        streamIntoTarget(client, sessions, request, { signal, onBytes, onStreamed }),
+      );
       clearInterval(probing);
       const end = result.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK';
       const receipt = evidence ? await coordinator.complete(evidence, end) : (await coordinator.abort(), null);

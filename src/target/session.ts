@@ -43,9 +43,11 @@ async function cancelStatement(url: string, pid: number): Promise<void> {
 export async function assertSameDatabase(sourceUrl: string, target: Client): Promise<void> {
   // A source of another kind (MySQL) is never the target database, and no PostgreSQL session can open on it.
   if (sourceKindOf(sourceUrl) !== 'postgresql') {
-    throw new PgExtractError(ErrorCode.TARGET_NOT_SAME_DATABASE, 'target.via internal needs a PostgreSQL source that is the target database', { field: 'target.via' });
+    throw new PgExtractError(ErrorCode.TARGET_NOT_SAME_DATABASE, 'target.via internal needs a PostgreSQL source that is the target database', {
+      field: 'target.via',
+    });
   }
-  const identity = 'SELECT system_identifier::text || \'/\' || current_database() AS id FROM pg_control_system()';
+  const identity = "SELECT system_identifier::text || '/' || current_database() AS id FROM pg_control_system()";
   const source = await openSession(sourceUrl, 'probe');
   try {
     const [a, b] = await Promise.all([source.query<{ id: string }>(identity), target.query<{ id: string }>(identity)]);

@@ -60,7 +60,11 @@ export interface ExtractionWorker {
 export async function createExtractionWorker(options: ExtractionWorkerOptions): Promise<ExtractionWorker> {
   const holderTaskQueue = `${options.taskQueue}/holder/${randomUUID()}`;
   const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
-  const stores = new OutputStores({ outputRoot: options.outputRoot, fileMode: options.fileMode ?? DEFAULT_FILE_MODE, ...(options.s3Client ? { s3Client: options.s3Client } : {}) });
+  const stores = new OutputStores({
+    outputRoot: options.outputRoot,
+    fileMode: options.fileMode ?? DEFAULT_FILE_MODE,
+    ...(options.s3Client ? { s3Client: options.s3Client } : {}),
+  });
   const main = await Worker.create({
     ...common,
     taskQueue: options.taskQueue,

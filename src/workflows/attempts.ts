@@ -151,7 +151,11 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     await quick.prepareOutputFolder(scope.folder);
     const batched = fileBoundsOf(input) !== null;
     const names = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
-    events.planned({ partitions: plan.ranges.length, names, ...(batched ? { prefixes: plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`) } : {}) });
+    events.planned({
+      partitions: plan.ranges.length,
+      names,
+      ...(batched ? { prefixes: plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`) } : {}),
+    });
     const extract = extractActivities(input);
     partitions = plan.ranges.map((range, partition) =>
       partitionScope.run(async () => {
@@ -217,7 +221,9 @@ export async function withDataPackage(input: ExtractionInput, scope: AttemptScop
   const dataPackage = await quick.writeDataPackage({
     input,
     name,
-    files: manifest.files.map((f) => (f.batch === undefined ? fileName(scope, f.partition, input) : batchFileName(partitionPrefix(scope, f.partition), f.batch, input))),
+    files: manifest.files.map((f) =>
+      f.batch === undefined ? fileName(scope, f.partition, input) : batchFileName(partitionPrefix(scope, f.partition), f.batch, input),
+    ),
     columns: manifest.columns,
     primaryKey: manifest.primaryKey,
   });

@@ -66,7 +66,9 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
       input,
       operationId,
       (loader) =>
-        via === 'stream' ? loader.loadStream({ input, operationId }) : loader.loadInternal({ input, operationId }).then((loaded) => ({ ...loaded, snapshotDigest: null })),
+        via === 'stream'
+          ? loader.loadStream({ input, operationId })
+          : loader.loadInternal({ input, operationId }).then((loaded) => ({ ...loaded, snapshotDigest: null })),
       (report) => ({ report, receipt: null, snapshotDigest: null }),
     );
     const manifest: Manifest = {
@@ -100,7 +102,16 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
     format: { format: input.format, header: input.header, gzip: input.gzip },
     operationId,
   };
-  return { manifest, attempts, report: await runLoad(input, operationId, (loader) => loader.loadTarget(request), (report) => report) };
+  return {
+    manifest,
+    attempts,
+    report: await runLoad(
+      input,
+      operationId,
+      (loader) => loader.loadTarget(request),
+      (report) => report,
+    ),
+  };
 }
 
 async function extractWithFreshSnapshots(

@@ -14,7 +14,16 @@ import { decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
-  const status: ExtractionStatus = { phase: 'planning', table: runLabel(input), attempt: 0, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0, outcome: null };
+  const status: ExtractionStatus = {
+    phase: 'planning',
+    table: runLabel(input),
+    attempt: 0,
+    partitionsDone: 0,
+    partitionsTotal: 0,
+    rows: 0,
+    bytes: 0,
+    outcome: null,
+  };
   const state: RunState = { status, manifest: null, commit: null, terminalReceipt: null };
   setRunHandlers(state);
   const attemptFolder = attemptFolders(input);
@@ -35,5 +44,12 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   // A set's files[] (hundreds of bytes per file) would push the result past Temporal's 2 MB payload limit at
   // a few thousand files; its receipt's evidence still names every file with rows, bytes and sha256.
   const result = isTableSet(input) ? { ...manifest, files: [], filesInResult: false as const } : manifest;
-  return { manifest: result, extractionReceipt: manifest.extractionReceipt, terminalReceipt: receipt, attempts, operationId: state.commit?.operationId ?? null, load };
+  return {
+    manifest: result,
+    extractionReceipt: manifest.extractionReceipt,
+    terminalReceipt: receipt,
+    attempts,
+    operationId: state.commit?.operationId ?? null,
+    load,
+  };
 }

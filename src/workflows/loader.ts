@@ -15,7 +15,10 @@ export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
 
 // The fence makes a retried load a no-op once one attempt committed, so retrying is safe. Its list of
 // non-retryable codes is the one runs under older code were scheduled with, kept as it was.
-const legacyLoader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
+const legacyLoader = proxyActivities<MainActivities>({
+  startToCloseTimeout: '12 hours',
+  retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] },
+});
 
 function reportingLoader(input: ExtractionInput): typeof legacyLoader {
   return proxyActivities<MainActivities>({

@@ -58,9 +58,15 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
     const plan = await Promise.race([holder.control.awaitSnapshotSetPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
     planReceived = true;
     await quick.prepareOutputFolder(scope.folder);
-    const name = fileNamer(scope, input, plan.tables.map((t) => t.table));
+    const name = fileNamer(
+      scope,
+      input,
+      plan.tables.map((t) => t.table),
+    );
     // Biggest table first, its ranges in order: the plan's order is the order partitions start.
-    const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) => ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })));
+    const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) =>
+      ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })),
+    );
     events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
     const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
     const base = withoutTables(input);
@@ -71,7 +77,15 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
       for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
         const done = await executeChild(copyBatchWorkflow, {
           workflowId: `${attemptKey}/batch-${batch}`,
-          args: [{ input: base, snapshotId: plan.snapshotId, snapshotDigest: plan.snapshotDigest, source: plan.source, items: items.slice(from, from + BATCH_ITEMS) }],
+          args: [
+            {
+              input: base,
+              snapshotId: plan.snapshotId,
+              snapshotDigest: plan.snapshotDigest,
+              source: plan.source,
+              items: items.slice(from, from + BATCH_ITEMS),
+            },
+          ],
         });
         for (const file of done) {
           const left = remaining.get(file.table!)! - 1;

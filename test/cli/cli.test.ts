@@ -29,7 +29,13 @@ describe('pg-extract CLI (live)', function () {
       for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
       assert.deepEqual(doc.totals.rows, 5_000);
       assert.deepEqual(doc.tables, [{ table, rows: 5_000, bytes: doc.totals.bytes, files: 3 }], 'a one-table run lists its table too');
-      assert.deepEqual(await filesDigest(table, doc.files.map((f: { path: string }) => f.path)), expected);
+      assert.deepEqual(
+        await filesDigest(
+          table,
+          doc.files.map((f: { path: string }) => f.path),
+        ),
+        expected,
+      );
       assert.equal(doc.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
 
       const status = await cli(['status', doc.workflowId, '--json'], env);
@@ -38,7 +44,15 @@ describe('pg-extract CLI (live)', function () {
       const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
       assert.equal(committed.code, 0, committed.stderr);
       const receipt = JSON.parse(committed.stdout);
-      assert.deepEqual(Object.keys(receipt).sort(), ['cleanupAttempted', 'cleanupErrorCode', 'cleanupSucceeded', 'decidedAt', 'filesDeleted', 'filesRetained', 'outcome']);
+      assert.deepEqual(Object.keys(receipt).sort(), [
+        'cleanupAttempted',
+        'cleanupErrorCode',
+        'cleanupSucceeded',
+        'decidedAt',
+        'filesDeleted',
+        'filesRetained',
+        'outcome',
+      ]);
       assert.equal(receipt.outcome, 'success');
       for (const f of doc.files) await assert.rejects(access(f.path));
 
@@ -57,7 +71,9 @@ describe('pg-extract CLI (live)', function () {
       assert.match(plain.stderr, /3\/3 partitions, 5000 rows$/m);
       assert.match(plain.stdout, /total 5000 rows/);
       // `script` gives the CLI a pseudo-terminal, as a person's shell would.
-      const command = [process.execPath, CLI, 'start', '--table', table, '--partitions', '3', '--wait', '--commit-deadline', '5'].map((a) => `'${a}'`).join(' ');
+      const command = [process.execPath, CLI, 'start', '--table', table, '--partitions', '3', '--wait', '--commit-deadline', '5']
+        .map((a) => `'${a}'`)
+        .join(' ');
       const tty = await run('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...env }, timeout: 60_000 });
       assert.match(tty.stdout, /\r\[#{20}\] \w+ 3\/3 partitions, 5,000 rows, [\d.]+ MB, [\d.]+ MB\/s/);
     });
@@ -117,7 +133,10 @@ describe('pg-extract CLI (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
-        const started = await cli(['start', '--table', table, '--target', 'same', '--target-table', 'clivia.copy', '--via', 'internal', '--wait', '--json'], env);
+        const started = await cli(
+          ['start', '--table', table, '--target', 'same', '--target-table', 'clivia.copy', '--via', 'internal', '--wait', '--json'],
+          env,
+        );
         assert.equal(started.code, 0, started.stderr);
         const doc = JSON.parse(started.stdout);
         assert.deepEqual(doc.files, [], 'no files');
@@ -135,7 +154,10 @@ describe('pg-extract CLI (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
-        const started = await cli(['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'clistrm.copy', '--via', 'stream', '--wait', '--json'], env);
+        const started = await cli(
+          ['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'clistrm.copy', '--via', 'stream', '--wait', '--json'],
+          env,
+        );
         assert.equal(started.code, 0, started.stderr);
         const doc = JSON.parse(started.stdout);
         assert.deepEqual(doc.files, [], 'no files');

@@ -19,7 +19,11 @@ function printed(err: unknown): { exit: number; lines: string[] } {
 
 describe('CLI errors', () => {
   it('a lost snapshot exits 1: it is not bad input, though retrying the same step cannot help', () => {
-    const failed = new WorkflowFailedError('run failed', ApplicationFailure.nonRetryable('the snapshot holder was lost', ErrorCode.SNAPSHOT_LOST), 'NON_RETRYABLE_FAILURE');
+    const failed = new WorkflowFailedError(
+      'run failed',
+      ApplicationFailure.nonRetryable('the snapshot holder was lost', ErrorCode.SNAPSHOT_LOST),
+      'NON_RETRYABLE_FAILURE',
+    );
     const { exit, lines } = printed(failed);
     assert.deepEqual(lines, ['error SNAPSHOT_LOST: the snapshot holder was lost']);
     assert.equal(exit, 1);

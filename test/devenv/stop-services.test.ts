@@ -21,7 +21,10 @@ const STOP_SERVICES = join(ROOT, '.ci', 'stop-services');
 
 function running(pid: number): boolean {
   try {
-    return !execFileSync('ps', ['-o', 'stat=', '-p', String(pid)]).toString().trim().startsWith('Z');
+    return !execFileSync('ps', ['-o', 'stat=', '-p', String(pid)])
+      .toString()
+      .trim()
+      .startsWith('Z');
   } catch {
     return false;
   }
@@ -29,9 +32,13 @@ function running(pid: number): boolean {
 
 /** `pids` and all their descendants. */
 function processTree(pids: number[]): number[] {
-  const rows = execFileSync('ps', ['-A', '-o', 'pid=,ppid=']).toString().trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number));
+  const rows = execFileSync('ps', ['-A', '-o', 'pid=,ppid='])
+    .toString()
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number));
   const tree = new Set(pids);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, ppid] of rows) if (tree.has(ppid!) && !tree.has(pid!)) grew = Boolean(tree.add(pid!));
   }
@@ -60,7 +67,10 @@ describe('stopping the services a run started (live)', function () {
   beforeEach(() => {
     decoys = OLD_PATTERNS.map((argv0) => spawn('sleep', ['600'], { argv0, stdio: 'ignore' }));
     for (const [i, pattern] of OLD_PATTERNS.entries()) {
-      assert.ok(execFileSync('pgrep', ['-f', pattern]).toString().split('\n').includes(String(decoys[i]!.pid)), `the old trap's pattern '${pattern}' matches the decoy`);
+      assert.ok(
+        execFileSync('pgrep', ['-f', pattern]).toString().split('\n').includes(String(decoys[i]!.pid)),
+        `the old trap's pattern '${pattern}' matches the decoy`,
+      );
     }
   });
   afterEach(() => {
@@ -93,7 +103,10 @@ describe('stopping the services a run started (live)', function () {
     if (dataDir) rmSync(join(dataDir, '..'), { recursive: true, force: true });
     assert.deepEqual(tree.filter(running), [], 'no process of the services is left');
     assert.deepEqual(readdirSync(dir), [], 'the records are gone');
-    assert.ok(decoys.every((d) => running(d.pid!)), 'the decoys survive');
+    assert.ok(
+      decoys.every((d) => running(d.pid!)),
+      'the decoys survive',
+    );
   });
 
   it('a clean stop forgets its records and leaves none of its processes', async () => {
@@ -104,6 +117,9 @@ describe('stopping the services a run started (live)', function () {
     assert.equal(await exited, 0);
     assert.deepEqual(readdirSync(dir), [], 'the records are gone');
     assert.deepEqual(tree.filter(running), [], 'no process of the services is left');
-    assert.ok(decoys.every((d) => running(d.pid!)), 'the decoys survive');
+    assert.ok(
+      decoys.every((d) => running(d.pid!)),
+      'the decoys survive',
+    );
   });
 });

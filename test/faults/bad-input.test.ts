@@ -53,7 +53,12 @@ describe('bad input (live)', function () {
       ['a commit deadline of zero', { table: 'a.b', commitDeadlineMs: 0 }, ErrorCode.INPUT_INVALID, 'commitDeadlineMs'],
       ['eleven snapshot attempts', { table: 'a.b', maxSnapshotAttempts: 11 }, ErrorCode.INPUT_INVALID, 'maxSnapshotAttempts'],
       ['an output folder escaping with ..', { table: 'a.b', outDir: 'a/../../b' }, ErrorCode.OUTPUT_PATH_ESCAPES_ROOT, 'outDir'],
-      ['gzip for a stream, which stores nothing', { table: 'a.b', gzip: true, target: { name: 't', table: 'a.c', via: 'stream' } }, ErrorCode.INPUT_INVALID, 'target.via'],
+      [
+        'gzip for a stream, which stores nothing',
+        { table: 'a.b', gzip: true, target: { name: 't', table: 'a.c', via: 'stream' } },
+        ErrorCode.INPUT_INVALID,
+        'target.via',
+      ],
     ];
     for (const [what, request, code, field] of cases) {
       it(`${what} → ${code} (${field})`, async () => {
@@ -73,7 +78,13 @@ describe('bad input (live)', function () {
     // Expected failures would each print a stack at WARN; errors still show.
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
     const urls = (name: string): string => sourceUrl(name, { PG_EXTRACT_SOURCE_URL: live().pg.url });
-    const activities = () => createActivities({ stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }), sourceUrl: urls, targetUrl: (name) => targetUrl(name, {}), holderTaskQueue: 'q' });
+    const activities = () =>
+      createActivities({
+        stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }),
+        sourceUrl: urls,
+        targetUrl: (name) => targetUrl(name, {}),
+        holderTaskQueue: 'q',
+      });
     const partition = (patch: Record<string, unknown>) => ({
       input: valid(),
       snapshotId: '00000003-0000001B-1',
@@ -85,20 +96,77 @@ describe('bad input (live)', function () {
       ...patch,
     });
     const cases: [string, () => Promise<unknown>, string][] = [
-      ['a hostile snapshot id', () => env.run(activities().copyPartition, partition({ snapshotId: "x'; DROP TABLE badin.t; --" }) as never), ErrorCode.SNAPSHOT_ID_INVALID],
+      [
+        'a hostile snapshot id',
+        () => env.run(activities().copyPartition, partition({ snapshotId: "x'; DROP TABLE badin.t; --" }) as never),
+        ErrorCode.SNAPSHOT_ID_INVALID,
+      ],
       ['an absolute file name', () => env.run(activities().copyPartition, partition({ name: '/etc/cron.d/x' }) as never), ErrorCode.INPUT_INVALID],
-      ['a file name escaping the root', () => env.run(activities().copyPartition, partition({ name: '../../x.csv' }) as never), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
-      ['an unknown range kind', () => env.run(activities().copyPartition, partition({ range: { kind: 'sql', where: '1=1' } }) as never), ErrorCode.INPUT_INVALID],
-      ['a key cast to an injected type', () => env.run(activities().copyPartition, partition({ key: { name: 'id', kind: 'integer', sqlType: 'int8; DROP' } }) as never), ErrorCode.INPUT_INVALID],
-      ['an injected table in the input', () => env.run(activities().copyPartition, partition({ input: { ...valid(), table: 'x;y' } }) as never), ErrorCode.IDENTIFIER_INVALID],
-      ['an unknown source', () => env.run(activities().wholeCopy, { input: { ...valid(), source: 'nope' }, name: 'w/x.csv' } as never), ErrorCode.SOURCE_UNKNOWN],
-      ['an unknown table', () => env.run(activities().wholeCopy, { input: { ...valid(), table: 'badin.missing' }, name: 'w/x.csv' } as never), ErrorCode.TABLE_NOT_FOUND],
-      ['an unknown column', () => env.run(activities().wholeCopy, { input: { ...valid(), columns: ['nope'] }, name: 'w/x.csv' } as never), ErrorCode.COLUMN_NOT_FOUND],
-      ['a key of an unsupported type', () => env.run(createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: urls, stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }) }).holdSnapshot, { attemptKey: 'k', input: { ...valid(), key: 'doc' } } as never), ErrorCode.KEY_TYPE_UNSUPPORTED],
-      ['a release outside the root', () => env.run(activities().releaseOutputs, { paths: ['/etc/hostname'], sweepFolders: [], discardFolders: [] }), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
-      ['a discard of the root itself above it', () => env.run(activities().releaseOutputs, { paths: [], sweepFolders: [], discardFolders: ['..'] }), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
-      ['an output folder through a symlink that leaves the root', () => env.run(activities().prepareOutputFolder, 'escape/inside'), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
-      ['a file through a symlink that leaves the root', () => env.run(activities().copyPartition, partition({ name: 'escape/part.csv' }) as never), ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
+      [
+        'a file name escaping the root',
+        () => env.run(activities().copyPartition, partition({ name: '../../x.csv' }) as never),
+        ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
+      ],
+      [
+        'an unknown range kind',
+        () => env.run(activities().copyPartition, partition({ range: { kind: 'sql', where: '1=1' } }) as never),
+        ErrorCode.INPUT_INVALID,
+      ],
+      [
+        'a key cast to an injected type',
+        () => env.run(activities().copyPartition, partition({ key: { name: 'id', kind: 'integer', sqlType: 'int8; DROP' } }) as never),
+        ErrorCode.INPUT_INVALID,
+      ],
+      [
+        'an injected table in the input',
+        () => env.run(activities().copyPartition, partition({ input: { ...valid(), table: 'x;y' } }) as never),
+        ErrorCode.IDENTIFIER_INVALID,
+      ],
+      [
+        'an unknown source',
+        () => env.run(activities().wholeCopy, { input: { ...valid(), source: 'nope' }, name: 'w/x.csv' } as never),
+        ErrorCode.SOURCE_UNKNOWN,
+      ],
+      [
+        'an unknown table',
+        () => env.run(activities().wholeCopy, { input: { ...valid(), table: 'badin.missing' }, name: 'w/x.csv' } as never),
+        ErrorCode.TABLE_NOT_FOUND,
+      ],
+      [
+        'an unknown column',
+        () => env.run(activities().wholeCopy, { input: { ...valid(), columns: ['nope'] }, name: 'w/x.csv' } as never),
+        ErrorCode.COLUMN_NOT_FOUND,
+      ],
+      [
+        'a key of an unsupported type',
+        () =>
+          env.run(
+            createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: urls, stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }) })
+              .holdSnapshot,
+            { attemptKey: 'k', input: { ...valid(), key: 'doc' } } as never,
+          ),
+        ErrorCode.KEY_TYPE_UNSUPPORTED,
+      ],
+      [
+        'a release outside the root',
+        () => env.run(activities().releaseOutputs, { paths: ['/etc/hostname'], sweepFolders: [], discardFolders: [] }),
+        ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
+      ],
+      [
+        'a discard of the root itself above it',
+        () => env.run(activities().releaseOutputs, { paths: [], sweepFolders: [], discardFolders: ['..'] }),
+        ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
+      ],
+      [
+        'an output folder through a symlink that leaves the root',
+        () => env.run(activities().prepareOutputFolder, 'escape/inside'),
+        ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
+      ],
+      [
+        'a file through a symlink that leaves the root',
+        () => env.run(activities().copyPartition, partition({ name: 'escape/part.csv' }) as never),
+        ErrorCode.OUTPUT_PATH_ESCAPES_ROOT,
+      ],
     ];
     for (const [what, call, code] of cases) {
       it(`${what} → ${code}`, async () => {

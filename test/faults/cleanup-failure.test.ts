@@ -18,7 +18,11 @@ import { seedMixedTable, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
-const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
+const exists = (p: string): Promise<boolean> =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 describe('cleanup failure (live)', function () {
   this.timeout(60_000);
@@ -53,8 +57,17 @@ describe('cleanup failure (live)', function () {
     assert.equal(receipt.cleanupSucceeded, false);
     assert.equal(receipt.cleanupErrorCode, 'EISDIR');
     assert.deepEqual(receipt.filesRetained, [stubborn]);
-    assert.deepEqual([...receipt.filesDeleted].sort(), runOutputs(manifest).filter((p) => p !== stubborn).sort());
-    assert.deepEqual((await readdir(dirname(stubborn))).filter((n) => !n.startsWith('.')), [basename(stubborn)], 'what the receipt calls retained is still there');
+    assert.deepEqual(
+      [...receipt.filesDeleted].sort(),
+      runOutputs(manifest)
+        .filter((p) => p !== stubborn)
+        .sort(),
+    );
+    assert.deepEqual(
+      (await readdir(dirname(stubborn))).filter((n) => !n.startsWith('.')),
+      [basename(stubborn)],
+      'what the receipt calls retained is still there',
+    );
   });
 
   it('a normal release → cleanupSucceeded true, every file deleted', async () => {

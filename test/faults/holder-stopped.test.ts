@@ -19,13 +19,17 @@ const MARGIN_MS = 10_000;
 /** The coordinator backend once its snapshot exists (it holds back the xmin horizon). */
 async function coordinatorWithSnapshot(): Promise<number> {
   const coordinator = async (): Promise<number | undefined> =>
-    (await admin().query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND backend_xmin IS NOT NULL`)).rows[0]?.pid;
+    (await admin().query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND backend_xmin IS NOT NULL`))
+      .rows[0]?.pid;
   return eventually(coordinator, 'a coordinator snapshot appeared', { intervalMs: 5 });
 }
 
 /** The backend's state while it still holds a snapshot (pins xmin), else null (gone, or its transaction ended). */
 async function pinning(pid: number): Promise<string | null> {
-  const r = await admin().query<{ state: string }>(`SELECT state || ': ' || left(query, 80) AS state FROM pg_stat_activity WHERE pid = $1 AND backend_xmin IS NOT NULL`, [pid]);
+  const r = await admin().query<{ state: string }>(
+    `SELECT state || ': ' || left(query, 80) AS state FROM pg_stat_activity WHERE pid = $1 AND backend_xmin IS NOT NULL`,
+    [pid],
+  );
   return r.rows[0]?.state ?? null;
 }
 
@@ -50,7 +54,10 @@ describe('worker holding the snapshot is stopped (live)', function () {
       worker.child.kill('SIGSTOP');
       const stoppedAt = Date.now();
       // Waits at most the idle timeout plus a margin; the assertion below says what was left.
-      await eventually(async () => (await pinning(pid)) === null, 'the backend ended', { timeoutMs: HOLDER_IDLE_TIMEOUT_MS + MARGIN_MS, intervalMs: 250 }).catch(() => undefined);
+      await eventually(async () => (await pinning(pid)) === null, 'the backend ended', {
+        timeoutMs: HOLDER_IDLE_TIMEOUT_MS + MARGIN_MS,
+        intervalMs: 250,
+      }).catch(() => undefined);
       const elapsed = Date.now() - stoppedAt;
       const state = await pinning(pid);
       assert.equal(state, null, `the coordinator backend ${pid} still pins the snapshot ${elapsed} ms after its worker stopped (${state})`);

@@ -85,10 +85,18 @@ describe('hostile commit reports (live)', function () {
             numRuns: 150,
             endOnFailure: true,
             // The reported wedge first: inherited property names as outcome.
-            examples: [[{ via: 'update', report: { outcome: 'constructor' } }], [{ via: 'signal', report: { outcome: 'toString' } }], [{ via: 'signal', report: { outcome: '__proto__' } }]],
+            examples: [
+              [{ via: 'update', report: { outcome: 'constructor' } }],
+              [{ via: 'signal', report: { outcome: 'toString' } }],
+              [{ via: 'signal', report: { outcome: '__proto__' } }],
+            ],
           },
         );
-        const receipt = await within(30_000, handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed', operationId: 'op-after-fuzz' }] }), 'the valid update');
+        const receipt = await within(
+          30_000,
+          handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed', operationId: 'op-after-fuzz' }] }),
+          'the valid update',
+        );
         assert.equal(receipt.outcome, 'abort');
         assert.equal(receipt.cleanupSucceeded, true);
         const result = (await handle.result()) as ExtractionResult;
@@ -98,7 +106,10 @@ describe('hostile commit reports (live)', function () {
       } finally {
         const events = (await handle.fetchHistory()).events ?? [];
         if ((await handle.describe()).status.name === 'RUNNING') await handle.terminate('wedged by a hostile report');
-        assert.deepEqual(events.filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes?.failure?.message), []);
+        assert.deepEqual(
+          events.filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes?.failure?.message),
+          [],
+        );
       }
     });
   });

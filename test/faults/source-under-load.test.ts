@@ -47,7 +47,11 @@ describe('source under stress (live)', function () {
         async ({ taskQueue }) => {
           // One activity at a time: the coordinator sits idle in its transaction for seconds (96
           // partitions of about 25 ms each; 48 came to under 1.2 s once files got faster to write).
-          const handle = await startExtraction(live().temporal.client, { table: 'public.t', partitions: 96, gzip: true, outDir: 'idle-timeout' }, { taskQueue });
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table: 'public.t', partitions: 96, gzip: true, outDir: 'idle-timeout' },
+            { taskQueue },
+          );
           let longestIdleMs = 0;
           let watching = true;
           const watcher = (async () => {
@@ -66,7 +70,11 @@ describe('source under stress (live)', function () {
           assert.ok(longestIdleMs > 1200, `the coordinator sat idle in its transaction past the 1 s timeout (${longestIdleMs} ms)`);
           await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
           const result = (await handle.result()) as ExtractionResult;
-          assert.deepEqual(result.attempts.map((a) => a.result), ['completed'], 'the first snapshot survived');
+          assert.deepEqual(
+            result.attempts.map((a) => a.result),
+            ['completed'],
+            'the first snapshot survived',
+          );
           assert.equal(manifest.totals.rows, 100_000);
         },
         { sourceUrl: url, maxConcurrentActivities: 1 },
@@ -107,7 +115,10 @@ describe('source under stress (live)', function () {
         const rate = Math.round((log.length * 200 * 1000) / (Date.now() - startedAt));
 
         // The exported v values: the largest batch seen is the instant of the snapshot.
-        const exported = await filesDigest('busy.t', manifest.files.map((f) => f.path));
+        const exported = await filesDigest(
+          'busy.t',
+          manifest.files.map((f) => f.path),
+        );
         const seen = await loadMaxBatch(manifest.files.map((f) => f.path));
         assert.ok(seen > 0 && seen < log.length, `snapshot inside the write stream (batch ${seen} of ${log.length}, ${rate} row updates/s)`);
         const state = new Map<number, number>();

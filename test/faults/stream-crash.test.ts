@@ -23,7 +23,9 @@ describe('worker process killed mid-stream (live)', function () {
   it('SIGKILL while the partitions stream → the target holds nothing, the retried load loads the exact rows once', async () => {
     const table = await seedMixedTable('strmcrash', 150_000);
     const expected = await tableDigest(`SELECT * FROM ${table}`);
-    await recreateTarget(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
+    await recreateTarget(
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`,
+    );
     const env = { PG_EXTRACT_TARGET_WAREHOUSE_URL: targetUrl() };
     const taskQueue = `strmcrash-${randomUUID()}`;
     const first = await spawnWorker(taskQueue, env);
@@ -45,7 +47,10 @@ describe('worker process killed mid-stream (live)', function () {
     assert.equal(result.terminalReceipt.outcome, 'success');
     const { events } = await handle.fetchHistory();
     const attempts = events!.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.attempt] : []));
-    assert.ok(attempts.some((n) => n! >= 2), 'the load ran again after the kill');
+    assert.ok(
+      attempts.some((n) => n! >= 2),
+      'the load ran again after the kill',
+    );
     assert.deepEqual(await onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]), expected, 'exact rows, loaded once');
     assert.equal(await orphanStagingTables(), 0, 'no staging table left');
     second.child.kill('SIGTERM');

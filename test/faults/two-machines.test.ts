@@ -67,9 +67,15 @@ describe('two workers that share no disk (live)', function () {
     assert.equal(await victim.exited, null, 'killed by the signal');
 
     const manifest = await waitForManifest(handle);
-    const local = await download(manifest.files.map((f) => f.path), await mkdtemp(join(live().scratch, 'two-')));
+    const local = await download(
+      manifest.files.map((f) => f.path),
+      await mkdtemp(join(live().scratch, 'two-')),
+    );
     assert.deepEqual(await filesDigest(table, local), expected, 'exact rows and checksum');
-    assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot');
+    assert.ok(
+      manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest),
+      'one snapshot',
+    );
     const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     assert.equal(receipt.cleanupSucceeded, true, JSON.stringify(receipt));
     const result = (await handle.result()) as ExtractionResult;
@@ -91,6 +97,10 @@ describe('two workers that share no disk (live)', function () {
     // committed there stays (its receipt said FILES_NOT_VISIBLE), but only inside this run's folder.
     const runFolder = join(handle.workflowId, handle.firstExecutionRunId);
     const left = (await Promise.all(roots.map((root) => readdir(root, { recursive: true })))).flat();
-    assert.deepEqual(left.filter((e) => !runFolder.startsWith(e) && !e.startsWith(`${runFolder}/`)), [], 'nothing outside the run folder');
+    assert.deepEqual(
+      left.filter((e) => !runFolder.startsWith(e) && !e.startsWith(`${runFolder}/`)),
+      [],
+      'nothing outside the run folder',
+    );
   });
 });

@@ -69,8 +69,18 @@ describe('worker process killed mid-extraction (live)', function () {
       workers.push(second);
 
       const manifest = await waitForManifest(handle);
-      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows and checksum');
-      assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot');
+      assert.deepEqual(
+        await filesDigest(
+          table,
+          manifest.files.map((f) => f.path),
+        ),
+        expected,
+        'exact rows and checksum',
+      );
+      assert.ok(
+        manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest),
+        'one snapshot',
+      );
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       const result = (await handle.result()) as ExtractionResult;
       assert.equal(result.terminalReceipt.cleanupSucceeded, true);
@@ -103,7 +113,7 @@ describe('worker process killed mid-extraction (live)', function () {
       { taskQueue },
     );
     const written = async () => (await readdir(out, { recursive: true }).catch(() => [] as string[])).filter((e) => /-batch-\d{5}\.csv$/.test(e));
-    for (const until = Date.now() + 30_000; (await written()).length < 3; ) {
+    for (const until = Date.now() + 30_000; (await written()).length < 3;) {
       assert.ok(Date.now() < until, 'batch files appear');
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -114,14 +124,24 @@ describe('worker process killed mid-extraction (live)', function () {
 
     const manifest = await waitForManifest(handle);
     assert.ok(manifest.files.every((f) => f.rows <= 1_500));
-    assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows and checksum');
+    assert.deepEqual(
+      await filesDigest(
+        table,
+        manifest.files.map((f) => f.path),
+      ),
+      expected,
+      'exact rows and checksum',
+    );
     const listed = [...manifest.files.map((f) => f.path), manifest.dataPackage!.path].map((p) => p.slice(out.length + 1)).sort();
     const present = (await readdir(out, { recursive: true })).filter((e) => !(e.endsWith('.pg-extract-run') || /^[^/]+(\/attempt-\d+)?$/.test(e)));
     assert.deepEqual(present.sort(), listed, 'the folder holds exactly the listed files: no file of the killed try, no temp file, no discarded folder');
     await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     const result = (await handle.result()) as ExtractionResult;
     assert.equal(result.terminalReceipt.cleanupSucceeded, true);
-    assert.ok(result.attempts.every((a) => a.cleanupErrorCode === null), 'every discarded attempt was cleaned');
+    assert.ok(
+      result.attempts.every((a) => a.cleanupErrorCode === null),
+      'every discarded attempt was cleaned',
+    );
     assert.deepEqual(await readdir(out).catch(() => []), [], 'nothing left after success');
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);

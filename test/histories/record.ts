@@ -157,7 +157,11 @@ describe('record workflow histories', function () {
       CREATE TABLE hist.slow (id bigint, name hist.slow_text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
     await withWorker(
       async ({ taskQueue }) => {
-        const handle = await run(taskQueue, 'load-cancelled', { partitions: 2, target: { name: 'local', table: 'hist.slow' }, timeouts: { loadHeartbeatMs: 2000 } });
+        const handle = await run(taskQueue, 'load-cancelled', {
+          partitions: 2,
+          target: { name: 'local', table: 'hist.slow' },
+          timeouts: { loadHeartbeatMs: 2000 },
+        });
         const copying = `SELECT 1 FROM pg_stat_activity WHERE application_name = 'pg-extract/target' AND query LIKE 'COPY%'`;
         while ((await admin().query(copying)).rowCount === 0) await new Promise((r) => setTimeout(r, 20));
         await handle.cancel();

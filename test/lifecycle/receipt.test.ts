@@ -56,7 +56,11 @@ describe('ExtractionLifecycleReceipt', () => {
       { ...base, extractionCompletedAt: '2026-01-01T00:00:01Z', snapshotAcquiredAt: '2026-01-01T00:00:02Z', snapshotAuthority: 'a' },
       ErrorCode.RECEIPT_SNAPSHOT_AFTER_COMPLETION,
     ],
-    ['a snapshot authority without a snapshot', { ...base, snapshotAuthority: 'postgresql.repeatable_read' }, ErrorCode.RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT],
+    [
+      'a snapshot authority without a snapshot',
+      { ...base, snapshotAuthority: 'postgresql.repeatable_read' },
+      ErrorCode.RECEIPT_SNAPSHOT_AUTHORITY_WITHOUT_SNAPSHOT,
+    ],
     ['a snapshot without an authority', { ...base, snapshotAcquiredAt: '2026-01-01T00:00:01Z' }, ErrorCode.RECEIPT_SNAPSHOT_WITHOUT_AUTHORITY],
     [
       'an empty source token',

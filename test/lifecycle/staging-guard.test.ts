@@ -26,10 +26,7 @@ describe('ownedStagingHandle', () => {
     it(`drops the table when ${step} fails, and rethrows that very error`, async () => {
       const h = harness();
       const primary = new Error(`${step} failed`);
-      await assert.rejects(
-        ownedStagingHandle({ ...h, materialize: async () => Promise.reject(primary) }),
-        (err) => err === primary,
-      );
+      await assert.rejects(ownedStagingHandle({ ...h, materialize: async () => Promise.reject(primary) }), (err) => err === primary);
       assert.deepEqual(h.events, ['create', 'drop stg_1']);
     });
   }

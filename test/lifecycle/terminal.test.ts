@@ -5,13 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { ErrorCode } from '../../src/errors';
-import {
-  ArtifactView,
-  TERMINAL_OUTCOMES,
-  TerminalAuthority,
-  type TerminalOutcome,
-  outcomeForFailure,
-} from '../../src/lifecycle';
+import { ArtifactView, TERMINAL_OUTCOMES, TerminalAuthority, type TerminalOutcome, outcomeForFailure } from '../../src/lifecycle';
 import { FileReleaseAuthority } from '../../src/storage/file-release';
 
 async function exists(path: string): Promise<boolean> {

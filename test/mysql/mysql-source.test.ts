@@ -68,7 +68,10 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
   afterEach(async () => assert.deepEqual(await settleReader(), { sessions: 0, transactions: 0 }, 'no session of the reader is left'));
 
   it('exports a table through the CLI: key-range partitions, PostgreSQL-dialect CSV, truthful receipts, one terminal outcome', async () => {
-    const started = await cli(['start', '--source', 'shop', '--table', `${(await mysqlService()).database}.orders`, '--partitions', '3', '--wait', '--json'], env);
+    const started = await cli(
+      ['start', '--source', 'shop', '--table', `${(await mysqlService()).database}.orders`, '--partitions', '3', '--wait', '--json'],
+      env,
+    );
     assert.equal(started.code, 0, started.stderr + worker.output());
     const doc = JSON.parse(started.stdout);
     assert.equal(doc.files.length, 3);
@@ -176,6 +179,7 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
   it('the worker log never shows a source password', async () => {
     const password = decodeURIComponent(new URL((await mysqlService()).url).password);
     assert.ok(worker.output().length > 0);
-    for (const secret of [password, 'secret']) assert.ok(!worker.output().includes(secret), `the worker printed ${secret === 'secret' ? 'the oracle URL' : 'the MySQL'} password`);
+    for (const secret of [password, 'secret'])
+      assert.ok(!worker.output().includes(secret), `the worker printed ${secret === 'secret' ? 'the oracle URL' : 'the MySQL'} password`);
   });
 });

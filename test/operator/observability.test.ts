@@ -45,9 +45,15 @@ describe('observability (live)', function () {
       assert.equal(sample(metrics, 'pg_extract_attempts', { result: 'completed' }), 1);
       assert.ok(metrics.includes('temporal_'), 'the Temporal worker metrics are on the same endpoint');
 
-      const lines = worker.output().split('\n').filter((l) => l.trim());
+      const lines = worker
+        .output()
+        .split('\n')
+        .filter((l) => l.trim());
       const records = lines.map((l) => JSON.parse(l) as { level: number; msg: string; service: string });
-      assert.ok(records.length > 0 && records.every((r) => typeof r.level === 'number' && typeof r.msg === 'string' && r.service === 'pg-extract'), 'every line is a pino record');
+      assert.ok(
+        records.length > 0 && records.every((r) => typeof r.level === 'number' && typeof r.msg === 'string' && r.service === 'pg-extract'),
+        'every line is a pino record',
+      );
       assert.ok(records.some((r) => r.msg.startsWith('pg-extract worker on')));
     } finally {
       worker.child.kill('SIGTERM');

@@ -15,7 +15,16 @@ import { withWorker } from '../support/worker';
 import { eventually } from '../support/eventually';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+];
 
 describe('Temporal Web UI (live, headless Chromium)', function () {
   this.timeout(120_000);
@@ -45,7 +54,17 @@ describe('Temporal Web UI (live, headless Chromium)', function () {
         }
         // User metadata: the summary and the current-details table (Markdown, rendered in frames).
         await page.getByText('User Metadata', { exact: true }).first().click();
-        const framesText = async (): Promise<string> => (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
+        const framesText = async (): Promise<string> =>
+          (
+            await Promise.all(
+              page.frames().map((f) =>
+                f
+                  .locator('body')
+                  .innerText()
+                  .catch(() => ''),
+              ),
+            )
+          ).join('\n');
         let text = '';
         const shown = async (): Promise<boolean> => {
           text = await framesText();

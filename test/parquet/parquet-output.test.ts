@@ -36,35 +36,101 @@ const COLUMNS: [string, string, string[], (c: string) => string][] = [
   ['i4', 'integer', ['-2147483648', '2147483647', '0', 'NULL', '1', '2', '3', '4'], (c) => `${c}::text`],
   ['i8', 'bigint', ['-9223372036854775808', '9223372036854775807', '0', 'NULL', '1', '2', '3', '4'], (c) => `${c}::text`],
   ['f4', 'real', [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'-0'`, `'3.4028235e38'`, `'1.4e-45'`, `'0.1'`, 'NULL'], (c) => `encode(float4send(${c}), 'hex')`],
-  ['f8', 'double precision', [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'-0'`, `'1.2345678901234567'`, `'5e-324'`, `'1.7976931348623157e308'`, 'NULL'], (c) => `encode(float8send(${c}), 'hex')`],
+  [
+    'f8',
+    'double precision',
+    [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'-0'`, `'1.2345678901234567'`, `'5e-324'`, `'1.7976931348623157e308'`, 'NULL'],
+    (c) => `encode(float8send(${c}), 'hex')`,
+  ],
   ['n10', 'numeric(10,2)', [`'12345678.91'`, `'-0.01'`, '0', 'NULL', '1', `'1.5'`, `'-99999999.99'`, '2'], (c) => `${c}::text`],
   ['n38', 'numeric(38,2)', [`'123456789012345678901234567890123456.78'`, `'-0.01'`, '0', 'NULL', '1', '2', '3', '4'], (c) => `${c}::text`],
-  ['n', 'numeric', [`'123456789012345678901234567890.123456789'`, `'NaN'`, `'Infinity'`, `'-Infinity'`, 'NULL', `'1e-30'`, '0', `'-1.50'`], (c) => `${c}::text`],
+  [
+    'n',
+    'numeric',
+    [`'123456789012345678901234567890.123456789'`, `'NaN'`, `'Infinity'`, `'-Infinity'`, 'NULL', `'1e-30'`, '0', `'-1.50'`],
+    (c) => `${c}::text`,
+  ],
   ['n45', 'numeric(45,5)', [`'1234567890123456789012345678901234567890.12345'`, '0', 'NULL', '1', '2', '3', '4', '5'], (c) => `${c}::text`],
   ['b', 'boolean', ['true', 'false', 'NULL', 'true', 'false', 'true', 'true', 'false'], (c) => `${c}::text`],
   ['t', 'text', ['NULL', `''`, `'NULL'`, `E'\\\\N'`, `E'two\\nlines, "quoted", with, commas'`, `'ü€😀'`, `' '`, `'x'`], (c) => c],
   ['vc', 'varchar(10)', [`'a'`, 'NULL', `''`, `'b'`, `'c'`, `'d'`, `'e'`, `'f'`], (c) => c],
   ['ch', 'char(5)', [`'ab'`, 'NULL', `''`, `'abcde'`, `'c'`, `'d'`, `'e'`, `'f'`], (c) => `${c}::text || repeat(' ', 5 - length(${c}::text))`],
   ['by', 'bytea', [`'\\x00ff'`, `'\\x'`, 'NULL', `'\\x5c4e2c220a'`, `'\\x00'`, `'\\x01'`, `'\\x02'`, `'\\x03'`], (c) => `encode(${c}, 'hex')`],
-  ['u', 'uuid', [`'00000000-0000-0000-0000-000000000001'`, 'NULL', `'ffffffff-ffff-ffff-ffff-ffffffffffff'`, `'6ba7b810-9dad-11d1-80b4-00c04fd430c8'`, 'NULL', 'NULL', 'NULL', 'NULL'], (c) => `replace(${c}::text, '-', '')`],
-  ['d', 'date', [`'0044-03-15 BC'`, `'4713-01-01 BC'`, `'2026-12-03'`, 'NULL', `'5874897-12-31'`, `'1970-01-01'`, `'1969-12-31'`, `'0001-01-01'`], (c) => `(${c} - '1970-01-01'::date)::text`],
+  [
+    'u',
+    'uuid',
+    [
+      `'00000000-0000-0000-0000-000000000001'`,
+      'NULL',
+      `'ffffffff-ffff-ffff-ffff-ffffffffffff'`,
+      `'6ba7b810-9dad-11d1-80b4-00c04fd430c8'`,
+      'NULL',
+      'NULL',
+      'NULL',
+      'NULL',
+    ],
+    (c) => `replace(${c}::text, '-', '')`,
+  ],
+  [
+    'd',
+    'date',
+    [`'0044-03-15 BC'`, `'4713-01-01 BC'`, `'2026-12-03'`, 'NULL', `'5874897-12-31'`, `'1970-01-01'`, `'1969-12-31'`, `'0001-01-01'`],
+    (c) => `(${c} - '1970-01-01'::date)::text`,
+  ],
   [
     'ts',
     'timestamp',
-    [`'0044-03-15 12:34:56.789 BC'`, `'2026-12-03 10:00:00.123456'`, 'NULL', `'1999-12-31 23:59:59'`, `'294000-01-01 00:00:00'`, `'4713-01-01 00:00:00 BC'`, `'1970-01-01'`, `'1969-12-31 23:59:59.999999'`],
+    [
+      `'0044-03-15 12:34:56.789 BC'`,
+      `'2026-12-03 10:00:00.123456'`,
+      'NULL',
+      `'1999-12-31 23:59:59'`,
+      `'294000-01-01 00:00:00'`,
+      `'4713-01-01 00:00:00 BC'`,
+      `'1970-01-01'`,
+      `'1969-12-31 23:59:59.999999'`,
+    ],
     (c) => `(extract(epoch FROM ${c}) * 1000000)::bigint::text`,
   ],
   [
     'tz',
     'timestamptz',
-    [`'0044-03-15 12:34:56.789+00 BC'`, `'2026-12-03 10:00:00.123456+02'`, 'NULL', `'1999-12-31 23:59:59+00'`, `'2000-06-01 12:00:00-07:30'`, `'1970-01-01 00:00:00+00'`, 'NULL', 'NULL'],
+    [
+      `'0044-03-15 12:34:56.789+00 BC'`,
+      `'2026-12-03 10:00:00.123456+02'`,
+      'NULL',
+      `'1999-12-31 23:59:59+00'`,
+      `'2000-06-01 12:00:00-07:30'`,
+      `'1970-01-01 00:00:00+00'`,
+      'NULL',
+      'NULL',
+    ],
     (c) => `(extract(epoch FROM ${c}) * 1000000)::bigint::text`,
   ],
-  ['iv', 'interval', [`'1 year 2 mons 3 days 04:05:06.789'`, `'-1 days +02:00:00'`, `'00:00:00'`, 'NULL', `'-2 years -03:00:00.000001'`, `'1 mon -1 days'`, `'1 day'`, `'2 days'`], (c) => `${c}::text`],
+  [
+    'iv',
+    'interval',
+    [
+      `'1 year 2 mons 3 days 04:05:06.789'`,
+      `'-1 days +02:00:00'`,
+      `'00:00:00'`,
+      'NULL',
+      `'-2 years -03:00:00.000001'`,
+      `'1 mon -1 days'`,
+      `'1 day'`,
+      `'2 days'`,
+    ],
+    (c) => `${c}::text`,
+  ],
   ['js', 'json', [`'{"a": [1, 2]}'`, `'"x"'`, `'null'`, 'NULL', `'1'`, `'[]'`, `'{"b":true}'`, `'2.50'`], (c) => `${c}::text`],
   ['jb', 'jsonb', [`'{"a": [1, 2]}'`, `'"x,y"'`, `'null'`, 'NULL', `'1'`, `'{}'`, `'{"b":true}'`, `'2.50'`], (c) => `${c}::text`],
   ['ia', 'int[]', [`'{1,2,NULL}'`, `'{}'`, 'NULL', `'{-1}'`, `'{1}'`, `'{2,3}'`, `'{4}'`, `'{5}'`], arrayOf('$::text')],
-  ['fa', 'float8[]', [`'{NaN,-0,Infinity,-Infinity,0.1}'`, `'{}'`, 'NULL', `'{NULL}'`, `'{1}'`, `'{2}'`, `'{3}'`, `'{4}'`], arrayOf(`encode(float8send($), 'hex')`)],
+  [
+    'fa',
+    'float8[]',
+    [`'{NaN,-0,Infinity,-Infinity,0.1}'`, `'{}'`, 'NULL', `'{NULL}'`, `'{1}'`, `'{2}'`, `'{3}'`, `'{4}'`],
+    arrayOf(`encode(float8send($), 'hex')`),
+  ],
   ['na', 'numeric(10,2)[]', [`'{1.5,-0.01,NULL}'`, `'{}'`, 'NULL', `'{0}'`, `'{1}'`, `'{2}'`, `'{3}'`, `'{4}'`], arrayOf('$::text')],
   [
     'ta',
@@ -92,7 +158,9 @@ interface ParquetRead {
 }
 
 async function pyarrowRead(paths: string[]): Promise<ParquetRead[]> {
-  const { stdout } = await run(join(projectRoot(), '.venv', 'bin', 'python'), [join(projectRoot(), 'test', 'parquet', 'read-parquet.py'), ...paths], { maxBuffer: 64 << 20 });
+  const { stdout } = await run(join(projectRoot(), '.venv', 'bin', 'python'), [join(projectRoot(), 'test', 'parquet', 'read-parquet.py'), ...paths], {
+    maxBuffer: 64 << 20,
+  });
   return JSON.parse(stdout) as ParquetRead[];
 }
 
@@ -115,7 +183,9 @@ describe('Parquet output (live, read back by pyarrow)', function () {
   });
 
   before(async () => {
-    await admin().query(`DROP SCHEMA IF EXISTS pq CASCADE; CREATE SCHEMA pq; CREATE TYPE pq.mood AS ENUM ('sad', 'ok', 'happy'); CREATE DOMAIN pq.posint AS int CHECK (VALUE > 0)`);
+    await admin().query(
+      `DROP SCHEMA IF EXISTS pq CASCADE; CREATE SCHEMA pq; CREATE TYPE pq.mood AS ENUM ('sad', 'ok', 'happy'); CREATE DOMAIN pq.posint AS int CHECK (VALUE > 0)`,
+    );
     await admin().query(`CREATE TABLE pq.t (id bigint PRIMARY KEY, ${COLUMNS.map(([name, type]) => `"${name}" ${type}`).join(', ')})`);
     for (let row = 0; row < ROWS; row++) {
       await admin().query(`INSERT INTO pq.t VALUES (${row + 1}, ${COLUMNS.map(([, , values]) => values[row]).join(', ')})`);
@@ -127,15 +197,26 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     await withWorker(async ({ client, taskQueue }) => {
       const handle = await startExtraction(client, { table: 'pq.t', partitions: 2, format: 'parquet' }, { taskQueue });
       const manifest = await waitForManifest(handle);
-      assert.deepEqual(manifest.files.map((f) => f.path.split('/').pop()), ['part-0000.parquet', 'part-0001.parquet']);
+      assert.deepEqual(
+        manifest.files.map((f) => f.path.split('/').pop()),
+        ['part-0000.parquet', 'part-0001.parquet'],
+      );
       for (const f of manifest.files) {
         const body = await readFile(f.path);
         assert.equal(f.bytes, body.length, 'bytes of the file as stored');
         assert.equal(f.sha256, createHash('sha256').update(body).digest('hex'), 'sha256 of the file as stored');
       }
       const read = await pyarrowRead(manifest.files.map((f) => f.path));
-      assert.deepEqual(read.map((r) => r.rows.length), manifest.files.map((f) => f.rows), 'receipted rows');
-      assert.deepEqual(read.flatMap((r) => r.rows), await expectedRows('pq.t'), 'every value exactly');
+      assert.deepEqual(
+        read.map((r) => r.rows.length),
+        manifest.files.map((f) => f.rows),
+        'receipted rows',
+      );
+      assert.deepEqual(
+        read.flatMap((r) => r.rows),
+        await expectedRows('pq.t'),
+        'every value exactly',
+      );
 
       const [first] = read;
       assert.deepEqual(first!.names, ['id', ...COLUMNS.map(([name]) => name)]);
@@ -143,7 +224,11 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       const types = await admin().query<{ name: string; type: string }>(
         `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'pq.t'::regclass AND attnum > 0 ORDER BY attnum`,
       );
-      assert.deepEqual(JSON.parse(first!.kv['pg_extract.columns']!), types.rows.map((r) => ({ name: r.name, pgType: r.type })), 'names and PostgreSQL types in the metadata');
+      assert.deepEqual(
+        JSON.parse(first!.kv['pg_extract.columns']!),
+        types.rows.map((r) => ({ name: r.name, pgType: r.type })),
+        'names and PostgreSQL types in the metadata',
+      );
       const column = (path: string) => first!.columns.find((c) => c.path === path)!;
       assert.deepEqual(column('u'), { path: 'u', physical: 'FIXED_LEN_BYTE_ARRAY', logical: 'UUID', length: 16 });
       assert.match(column('n10').logical, /^Decimal\(precision=10, scale=2\)$/);
@@ -155,17 +240,30 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       assert.match(column('ts').logical, /^Timestamp\(isAdjustedToUTC=false, timeUnit=microseconds/);
       assert.match(column('tz').logical, /^Timestamp\(isAdjustedToUTC=true, timeUnit=microseconds/);
       assert.deepEqual([column('d').physical, column('d').logical], ['INT32', 'Date']);
-      assert.deepEqual([column('ia.list.element').physical, column('fa.list.element').physical, column('ta.list.element').logical], ['INT32', 'DOUBLE', 'String']);
+      assert.deepEqual(
+        [column('ia.list.element').physical, column('fa.list.element').physical, column('ta.list.element').logical],
+        ['INT32', 'DOUBLE', 'String'],
+      );
       assert.match(column('na.list.element').logical, /^Decimal\(precision=10, scale=2\)$/);
       assert.deepEqual([column('e').logical, column('da').logical, column('inet').logical, column('dom').logical], ['String', 'String', 'String', 'String']);
 
       const pkg = JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage;
       const [resource] = pkg.resources;
-      assert.deepEqual([resource!.format, resource!.mediatype, resource!.path], ['parquet', 'application/vnd.apache.parquet', ['part-0000.parquet', 'part-0001.parquet']]);
+      assert.deepEqual(
+        [resource!.format, resource!.mediatype, resource!.path],
+        ['parquet', 'application/vnd.apache.parquet', ['part-0000.parquet', 'part-0001.parquet']],
+      );
       const field = (name: string) => resource!.schema.fields.find((f) => f.name === name)!;
       assert.deepEqual(
         ['u', 'n10', 'n', 'ia', 'da', 'tz'].map((n) => [field(n).pgType, field(n).parquetType]),
-        [['uuid', 'UUID'], ['numeric(10,2)', 'DECIMAL(10,2)'], ['numeric', 'STRING'], ['integer[]', 'LIST<INT32>'], ['date[]', 'STRING'], ['timestamp with time zone', 'TIMESTAMP(MICROS, UTC)']],
+        [
+          ['uuid', 'UUID'],
+          ['numeric(10,2)', 'DECIMAL(10,2)'],
+          ['numeric', 'STRING'],
+          ['integer[]', 'LIST<INT32>'],
+          ['date[]', 'STRING'],
+          ['timestamp with time zone', 'TIMESTAMP(MICROS, UTC)'],
+        ],
       );
 
       // `pg-extract reader` prints a DuckDB statement over the run's files.
@@ -174,8 +272,13 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       assert.equal(printed.code, 0, printed.stderr);
       const duck = await (await DuckDBInstance.create(':memory:')).connect();
       const described = await duck.runAndReadAll(`DESCRIBE ${printed.stdout.trim().replace(/;$/, '')}`);
-      const duckTypes = Object.fromEntries((described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => [r.column_name, r.column_type]));
-      assert.deepEqual([duckTypes.u, duckTypes.n10, duckTypes.tz, duckTypes.ia, duckTypes.js], ['UUID', 'DECIMAL(10,2)', 'TIMESTAMP WITH TIME ZONE', 'INTEGER[]', 'JSON']);
+      const duckTypes = Object.fromEntries(
+        (described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => [r.column_name, r.column_type]),
+      );
+      assert.deepEqual(
+        [duckTypes.u, duckTypes.n10, duckTypes.tz, duckTypes.ia, duckTypes.js],
+        ['UUID', 'DECIMAL(10,2)', 'TIMESTAMP WITH TIME ZONE', 'INTEGER[]', 'JSON'],
+      );
       const counted = await duck.runAndReadAll(`SELECT count(*)::INTEGER FROM (${printed.stdout.trim().replace(/;$/, '')})`);
       assert.deepEqual(counted.getRowsJson(), [[ROWS]]);
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
@@ -187,7 +290,11 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     await s3.createBucket('pgx-parquet');
     await withWorker(
       async ({ client, taskQueue }) => {
-        const handle = await startExtraction(client, { table: 'pq.t', partitions: 1, format: 'parquet', compression: 'snappy', outDir: 's3://pgx-parquet/runs' }, { taskQueue });
+        const handle = await startExtraction(
+          client,
+          { table: 'pq.t', partitions: 1, format: 'parquet', compression: 'snappy', outDir: 's3://pgx-parquet/runs' },
+          { taskQueue },
+        );
         const manifest = await waitForManifest(handle);
         assert.equal(manifest.files.length, 1);
         assert.match(manifest.files[0]!.path, /^s3:\/\/pgx-parquet\/runs\/.*\/part-0000\.parquet$/);
@@ -212,7 +319,9 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     ['a two-dimensional array', 'int[]', `'{{1,2},{3,4}}'`],
   ] as const) {
     it(`${what} fails the run with PARQUET_VALUE_UNREPRESENTABLE; no file is left`, async () => {
-      await admin().query(`DROP TABLE IF EXISTS pq.bad; CREATE TABLE pq.bad (id int PRIMARY KEY, v ${type}); INSERT INTO pq.bad VALUES (1, NULL), (2, ${value})`);
+      await admin().query(
+        `DROP TABLE IF EXISTS pq.bad; CREATE TABLE pq.bad (id int PRIMARY KEY, v ${type}); INSERT INTO pq.bad VALUES (1, NULL), (2, ${value})`,
+      );
       await withWorker(async ({ client, taskQueue }) => {
         const out = `bad-${type.replace(/\W/g, '')}`;
         const handle = await startExtraction(client, { table: 'pq.bad', partitions: 1, format: 'parquet', outDir: out }, { taskQueue });
@@ -224,7 +333,11 @@ describe('Parquet output (live, read back by pyarrow)', function () {
           return true;
         });
         const left = await readdir(join(live().outRoot, out), { recursive: true }).catch(() => []);
-        assert.deepEqual(left.filter((n) => String(n).endsWith('.parquet') || /\.tmp-/.test(String(n))), [], 'no file or temp file');
+        assert.deepEqual(
+          left.filter((n) => String(n).endsWith('.parquet') || /\.tmp-/.test(String(n))),
+          [],
+          'no file or temp file',
+        );
       });
     });
   }
@@ -242,14 +355,21 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       await handle.cancel();
       await assert.rejects(handle.result(), WorkflowFailedError);
       const left = await readdir(join(live().outRoot, 'cancel-parquet'), { recursive: true }).catch(() => []);
-      assert.deepEqual(left.filter((n) => /\.parquet|\.tmp-/.test(String(n))), [], 'no file or temp file');
+      assert.deepEqual(
+        left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
+        [],
+        'no file or temp file',
+      );
     });
   });
 
   it('from the CLI: start --format parquet --compression none --row-group-rows 100000 --wait --json', async () => {
     await withWorker(async ({ taskQueue }) => {
       const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
-      const started = await cli(['start', '--table', 'pq.big', '--partitions', '1', '--format', 'parquet', '--compression', 'none', '--row-group-rows', '100000', '--wait', '--json'], env);
+      const started = await cli(
+        ['start', '--table', 'pq.big', '--partitions', '1', '--format', 'parquet', '--compression', 'none', '--row-group-rows', '100000', '--wait', '--json'],
+        env,
+      );
       assert.equal(started.code, 0, started.stderr);
       const printed = JSON.parse(started.stdout) as { workflowId: string; files: { path: string; rows: number }[] };
       assert.match(printed.files[0]!.path, /part-0000\.parquet$/);

@@ -19,7 +19,10 @@ describe('range planner', () => {
   it('integer keys: n ranges with strictly increasing cuts inside (MIN, MAX]', () => {
     const r = keyRanges('integer', '1', '1000', 4);
     assertChain(r, 4);
-    assert.deepEqual(r.slice(1).map((x) => x.lower), ['251', '501', '751']);
+    assert.deepEqual(
+      r.slice(1).map((x) => x.lower),
+      ['251', '501', '751'],
+    );
   });
 
   it('property: for any integer bounds and n, ranges chain, cuts increase and lie inside (MIN, MAX]', () => {
@@ -40,21 +43,39 @@ describe('range planner', () => {
   it('a key range narrower than n gives fewer, non-empty ranges', () => {
     const r = keyRanges('integer', '5', '6', 8);
     assertChain(r, 8);
-    assert.deepEqual(r.map((x) => x.lower), [null, '6']);
+    assert.deepEqual(
+      r.map((x) => x.lower),
+      [null, '6'],
+    );
   });
 
   it('date, timestamp, timestamptz, numeric and uuid keys split in their own units', () => {
-    assert.deepEqual(keyRanges('date', '2026-01-01', '2026-01-04', 2).map((x) => x.upper), ['2026-01-03', null]);
-    assert.deepEqual(keyRanges('timestamp', '2026-01-01 00:00:00', '2026-01-01 00:00:01', 2).map((x) => x.upper), ['2026-01-01 00:00:00.500000', null]);
-    assert.deepEqual(keyRanges('timestamptz', '2026-01-01 00:00:00+00', '2026-01-01 00:00:00.000003+00', 2).map((x) => x.upper), ['2026-01-01 00:00:00.000002+00', null]);
-    assert.deepEqual(keyRanges('numeric', '0.5', '10.5', 2).map((x) => x.upper), ['5.5', null]);
+    assert.deepEqual(
+      keyRanges('date', '2026-01-01', '2026-01-04', 2).map((x) => x.upper),
+      ['2026-01-03', null],
+    );
+    assert.deepEqual(
+      keyRanges('timestamp', '2026-01-01 00:00:00', '2026-01-01 00:00:01', 2).map((x) => x.upper),
+      ['2026-01-01 00:00:00.500000', null],
+    );
+    assert.deepEqual(
+      keyRanges('timestamptz', '2026-01-01 00:00:00+00', '2026-01-01 00:00:00.000003+00', 2).map((x) => x.upper),
+      ['2026-01-01 00:00:00.000002+00', null],
+    );
+    assert.deepEqual(
+      keyRanges('numeric', '0.5', '10.5', 2).map((x) => x.upper),
+      ['5.5', null],
+    );
     const u = keyRanges('uuid', '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', 2);
     assert.equal(u[0]!.upper, '80000000-0000-0000-0000-000000000000');
   });
 
   it('quantiles replace the uniform split, so a skewed key gets balanced ranges', () => {
     const r = keyRanges('integer', '1', '1000000', 4, ['10', '20', '30']);
-    assert.deepEqual(r.map((x) => x.lower), [null, '10', '20', '30']);
+    assert.deepEqual(
+      r.map((x) => x.lower),
+      [null, '10', '20', '30'],
+    );
   });
 
   it('text keys: cuts only from quantiles (in the server collation order), repeats and MIN dropped, never interpolated', () => {

@@ -46,7 +46,9 @@ describe('CopyOutStream (live PostgreSQL)', () => {
   before(async () => {
     await seedMixedTable('cos', 30_000);
     // Rows far larger than a socket read and than the 1 MiB block.
-    await admin().query(`DROP TABLE IF EXISTS cos.wide; CREATE TABLE cos.wide AS SELECT g AS id, repeat(md5(g::text), 40000 * g) AS v FROM generate_series(1, 3) g`);
+    await admin().query(
+      `DROP TABLE IF EXISTS cos.wide; CREATE TABLE cos.wide AS SELECT g AS id, repeat(md5(g::text), 40000 * g) AS v FROM generate_series(1, 3) g`,
+    );
   });
 
   for (const [format, sql] of [
@@ -123,7 +125,10 @@ describe('CopyOutStream (live PostgreSQL)', () => {
         const foreign = Buffer.alloc(1 << 20, 7);
         ours.recycle(foreign);
         assert.deepEqual(await drain(ours), expected);
-        assert.ok(foreign.every((b) => b === 7), 'the foreign buffer is untouched');
+        assert.ok(
+          foreign.every((b) => b === 7),
+          'the foreign buffer is untouched',
+        );
       });
     });
   });
@@ -139,7 +144,10 @@ describe('CopyOutStream (live PostgreSQL)', () => {
 
   it('reports a server error before the COPY starts and leaves the session usable', async () => {
     await withClient(async (client) => {
-      await assert.rejects(drain(client.query(new CopyOutStream('COPY (SELECT * FROM cos.missing) TO STDOUT'))), (err) => err instanceof DatabaseError && err.code === '42P01');
+      await assert.rejects(
+        drain(client.query(new CopyOutStream('COPY (SELECT * FROM cos.missing) TO STDOUT'))),
+        (err) => err instanceof DatabaseError && err.code === '42P01',
+      );
       assert.equal((await client.query('SELECT 7 AS n')).rows[0].n, 7);
     });
   });
@@ -154,7 +162,9 @@ describe('CopyOutStream (live PostgreSQL)', () => {
 
   it('passes over notices sent between rows', async () => {
     await withClient(async (client) => {
-      await client.query(`CREATE OR REPLACE FUNCTION pg_temp.noisy(g int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF g % 1000 = 0 THEN RAISE NOTICE 'row %', g; END IF; RETURN g; END $$`);
+      await client.query(
+        `CREATE OR REPLACE FUNCTION pg_temp.noisy(g int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF g % 1000 = 0 THEN RAISE NOTICE 'row %', g; END IF; RETURN g; END $$`,
+      );
       const notices: string[] = [];
       client.on('notice', (n) => notices.push(n.message ?? ''));
       const sql = 'COPY (SELECT pg_temp.noisy(g) FROM generate_series(1, 5000) g) TO STDOUT';
@@ -175,7 +185,8 @@ describe('CopyOutStream (live PostgreSQL)', () => {
   it('decodes a response split at every byte offset', async () => {
     // A COPY response as the server frames it: CopyOutResponse, rows with a notice between them,
     // CopyDone, then what pg must get back: CommandComplete and ReadyForQuery.
-    const message = (code: string, body: Buffer) => Buffer.concat([Buffer.from(code), Buffer.from([0, 0, 0, 0].map((_, i) => ((body.length + 4) >>> (24 - 8 * i)) & 0xff)), body]);
+    const message = (code: string, body: Buffer) =>
+      Buffer.concat([Buffer.from(code), Buffer.from([0, 0, 0, 0].map((_, i) => ((body.length + 4) >>> (24 - 8 * i)) & 0xff)), body]);
     const rows = Array.from({ length: 40 }, (_, g) => Buffer.from(`${g}\t${'x'.repeat(g % 7)}\n`));
     const tail = Buffer.concat([message('C', Buffer.from('COPY 40\0')), message('Z', Buffer.from('I'))]);
     const response = Buffer.concat([

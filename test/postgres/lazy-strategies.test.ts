@@ -26,7 +26,10 @@ async function sessionState(client: Client): Promise<{ state: string; inTransact
 
 async function seed(schema: string, rows: number, nullEvery = 0): Promise<void> {
   await admin().query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.t (id int, v text)`);
-  await admin().query(`INSERT INTO ${schema}.t SELECT CASE WHEN $2 > 0 AND g % $2 = 0 THEN NULL ELSE g END, 'v' || g FROM generate_series(1, $1::int) g`, [rows, nullEvery]);
+  await admin().query(`INSERT INTO ${schema}.t SELECT CASE WHEN $2 > 0 AND g % $2 = 0 THEN NULL ELSE g END, 'v' || g FROM generate_series(1, $1::int) g`, [
+    rows,
+    nullEvery,
+  ]);
   await admin().query(`CREATE UNIQUE INDEX ON ${schema}.t (id)`);
 }
 
@@ -91,7 +94,10 @@ describe('lazy strategies (live PostgreSQL)', () => {
     it('is pending until first consumption; completes only after the terminal empty batch; NULL keys once', async () => {
       await seed('bc', 10_000, 97);
       const folder = await mkdtemp(join(live().outRoot, 'bc-'));
-      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bc', table: 't' }), { ...batchOptions(folder, false), bounds: { maxRows: 3_000, maxBytes: null } });
+      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bc', table: 't' }), {
+        ...batchOptions(folder, false),
+        bounds: { maxRows: 3_000, maxBytes: null },
+      });
       assert.equal(copy.authority.state, 'pending');
       const batches: BatchFile[] = [];
       for await (const batch of copy) {
@@ -100,8 +106,14 @@ describe('lazy strategies (live PostgreSQL)', () => {
         assert.equal(copy.authority.state, 'reading', `batch ${batch.index}: complete only after the terminal empty batch`);
       }
       assert.equal(copy.authority.state, 'complete');
-      assert.ok(batches.every((b) => b.rows > 0 && b.rows <= 3_000), 'no empty file, none over the bound');
-      assert.deepEqual(await filesDigest('bc.t', copy.files, { format: 'csv', header: false }), await tableDigest(`SELECT * FROM bc.t WHERE id IS DISTINCT FROM 20000`));
+      assert.ok(
+        batches.every((b) => b.rows > 0 && b.rows <= 3_000),
+        'no empty file, none over the bound',
+      );
+      assert.deepEqual(
+        await filesDigest('bc.t', copy.files, { format: 'csv', header: false }),
+        await tableDigest(`SELECT * FROM bc.t WHERE id IS DISTINCT FROM 20000`),
+      );
       assert.equal((await sessionState(client)).inTransaction, true, 'open until the terminal outcome');
       const terminal = await copy.terminal.decide('abort');
       assert.equal(terminal.filesDeleted.length, copy.files.length);
@@ -112,10 +124,17 @@ describe('lazy strategies (live PostgreSQL)', () => {
       await admin().query(`DROP SCHEMA IF EXISTS bu CASCADE; CREATE SCHEMA bu; CREATE TABLE bu.t (id uuid PRIMARY KEY, v int)`);
       await admin().query(`INSERT INTO bu.t SELECT md5(g::text)::uuid, g FROM generate_series(1, 5000) g`);
       const folder = await mkdtemp(join(live().outRoot, 'bu-'));
-      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bu', table: 't' }), { ...batchOptions(folder, false), bounds: { maxRows: 1_500, maxBytes: null } });
+      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bu', table: 't' }), {
+        ...batchOptions(folder, false),
+        bounds: { maxRows: 1_500, maxBytes: null },
+      });
       const batches: BatchFile[] = [];
       for await (const b of copy) batches.push(b);
-      assert.deepEqual(batches.map((b) => b.rows), [1500, 1500, 1500, 500], 'four keyset batches; a primary key has no NULL batch, the terminal empty batch no file');
+      assert.deepEqual(
+        batches.map((b) => b.rows),
+        [1500, 1500, 1500, 500],
+        'four keyset batches; a primary key has no NULL batch, the terminal empty batch no file',
+      );
       assert.deepEqual(await filesDigest('bu.t', copy.files, { format: 'csv', header: false }), await tableDigest('SELECT * FROM bu.t'));
       await copy.terminal.decide('success');
     });
@@ -124,7 +143,10 @@ describe('lazy strategies (live PostgreSQL)', () => {
       await admin().query(`DROP SCHEMA IF EXISTS bp CASCADE; CREATE SCHEMA bp; CREATE TABLE bp.t (v text)`);
       await admin().query(`INSERT INTO bp.t SELECT repeat('y', 100) || g FROM generate_series(1, 4000) g`);
       const folder = await mkdtemp(join(live().outRoot, 'bp-'));
-      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bp', table: 't' }), { ...batchOptions(folder, true), bounds: { maxRows: 1_000, maxBytes: null } });
+      const copy = new BatchedCopy(client, await resolveTable(client, { schema: 'bp', table: 't' }), {
+        ...batchOptions(folder, true),
+        bounds: { maxRows: 1_000, maxBytes: null },
+      });
       const batches: BatchFile[] = [];
       for await (const b of copy) batches.push(b);
       assert.ok(batches.length > 3 && batches.every((b) => b.rows <= 1_000));

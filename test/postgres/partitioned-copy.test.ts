@@ -16,7 +16,12 @@ import { live } from '../support/services';
 const csv = { format: 'csv' as const, header: true, gzip: false };
 
 /** Exports a snapshot of schema.t (split by `key` when given), lets `between` run, copies every partition on its own session. */
-async function exportPartitions(schema: string, planning: PlanningOptions, between: (c: SnapshotCoordinator) => Promise<void> = async () => undefined, key?: string) {
+async function exportPartitions(
+  schema: string,
+  planning: PlanningOptions,
+  between: (c: SnapshotCoordinator) => Promise<void> = async () => undefined,
+  key?: string,
+) {
   const coordinatorClient = await openSession(live().pg.url, 'coordinator');
   const readers: Client[] = [];
   try {
@@ -30,7 +35,11 @@ async function exportPartitions(schema: string, planning: PlanningOptions, betwe
         const client = await openSession(live().pg.url, 'partition');
         readers.push(client);
         const columns = plan.table.columns.map((c) => c.name);
-        return copyPartition(client, { snapshotId: plan.snapshotId, table: { schema, table: 't', columns }, key: plan.table.key, range, format: csv }, new LocalFileSink(paths[i]!, 0o600));
+        return copyPartition(
+          client,
+          { snapshotId: plan.snapshotId, table: { schema, table: 't', columns }, key: plan.table.key, range, format: csv },
+          new LocalFileSink(paths[i]!, 0o600),
+        );
       }),
     );
     const receipt = await coordinator.complete(parts.map((p, i) => ({ name: `part-${i}`, rows: p.rows, bytes: p.bytes, sha256: p.sha256 })));
@@ -45,7 +54,10 @@ function assertBalanced(run: Awaited<ReturnType<typeof exportPartitions>>, count
   const rows = run.parts.map((p) => p.rows);
   const mean = rows.reduce((a, b) => a + b, 0) / rows.length;
   assert.equal(rows.length, count);
-  assert.ok(rows.every((r) => r <= 2 * mean && r >= mean / 2), `balanced: ${rows.join(', ')}`);
+  assert.ok(
+    rows.every((r) => r <= 2 * mean && r >= mean / 2),
+    `balanced: ${rows.join(', ')}`,
+  );
   assert.deepEqual(run.actual, run.expected);
 }
 
@@ -69,7 +81,10 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     const pids = run.parts.map((p) => p.backendPid);
     assert.equal(new Set(pids).size, 2, 'distinct partition sessions');
     assert.ok(!pids.includes(run.plan.coordinatorPid), 'no partition ran on the coordinator');
-    assert.ok(run.parts.every((p) => p.snapshotText === run.plan.snapshotText), 'every partition saw the coordinator snapshot');
+    assert.ok(
+      run.parts.every((p) => p.snapshotText === run.plan.snapshotText),
+      'every partition saw the coordinator snapshot',
+    );
     assert.equal(run.receipt.snapshotAuthority, 'postgresql.exported_snapshot');
     assert.ok(run.receipt.extractionCompletedAt !== null && run.receipt.sourceToken !== null);
     assert.equal((await admin().query('SELECT count(*)::int AS n FROM pw.t')).rows[0].n, 5);
@@ -84,7 +99,10 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     assert.equal(run.plan.rowCount, 4);
     assert.equal(run.parts.length, 2);
     assert.deepEqual(run.actual, original);
-    assert.equal(run.parts.reduce((n, p) => n + p.rows, 0), 4);
+    assert.equal(
+      run.parts.reduce((n, p) => n + p.rows, 0),
+      4,
+    );
   });
 
   it('NULL keys are exported exactly once, in their own partition', async () => {
@@ -132,7 +150,9 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
 
   for (const analyzed of [true, false]) {
     it(`auto partitioning plans a large table ${analyzed ? 'from its statistics' : 'from a page sample (no statistics yet)'}: no COUNT(*), a fraction of its rows read`, async () => {
-      await admin().query(`DROP SCHEMA IF EXISTS pfl CASCADE; CREATE SCHEMA pfl; CREATE TABLE pfl.t (id bigint PRIMARY KEY, pad text) WITH (autovacuum_enabled = false)`);
+      await admin().query(
+        `DROP SCHEMA IF EXISTS pfl CASCADE; CREATE SCHEMA pfl; CREATE TABLE pfl.t (id bigint PRIMARY KEY, pad text) WITH (autovacuum_enabled = false)`,
+      );
       await admin().query(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1, 1500000) g`);
       if (analyzed) await admin().query('ANALYZE pfl.t');
       const client = await openSession(live().pg.url, 'coordinator');
@@ -174,11 +194,17 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     assert.equal(differs.rows[0].differs, true, 'collation order differs from byte order in this data');
     const run = await exportPartitions('ptx', { partitions: 5 }, undefined, 'k');
     assert.equal(run.plan.table.key?.kind, 'text');
-    assert.deepEqual(run.plan.ranges.map((r) => r.kind), ['key', 'key', 'key', 'key', 'nulls']);
+    assert.deepEqual(
+      run.plan.ranges.map((r) => r.kind),
+      ['key', 'key', 'key', 'key', 'nulls'],
+    );
     assert.deepEqual(run.actual, run.expected, 'every row exactly once');
     assert.equal(run.parts.at(-1)!.rows, 160, 'the NULL partition');
     const keyed = run.parts.slice(0, -1).map((p) => p.rows);
-    assert.ok(keyed.every((r) => r >= 7840 / 4 / 2 && r <= (7840 / 4) * 2), `balanced: ${keyed.join(', ')}`);
+    assert.ok(
+      keyed.every((r) => r >= 7840 / 4 / 2 && r <= (7840 / 4) * 2),
+      `balanced: ${keyed.join(', ')}`,
+    );
     const empties = await admin().query(`SELECT count(*)::int AS n FROM ptx.t WHERE k = ''`);
     assert.equal(empties.rows[0].n, 160);
   });
@@ -191,7 +217,10 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       { kind: 'key', lower: null, upper: 'x' },
       { kind: 'key', lower: 'x', upper: null },
     ]);
-    assert.deepEqual(run.parts.map((p) => p.rows), [1000, 2000]);
+    assert.deepEqual(
+      run.parts.map((p) => p.rows),
+      [1000, 2000],
+    );
     assert.deepEqual(run.actual, run.expected);
   });
 
@@ -213,7 +242,17 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'pl', table: 't' }, { partitions: 2 });
       await c.abort();
       await assert.rejects(
-        copyPartition(reader, { snapshotId: c.plan.snapshotId, table: { schema: 'pl', table: 't', columns: ['id', 'v'] }, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv }, new LocalFileSink(join(live().outRoot, 'pl.csv'), 0o600)),
+        copyPartition(
+          reader,
+          {
+            snapshotId: c.plan.snapshotId,
+            table: { schema: 'pl', table: 't', columns: ['id', 'v'] },
+            key: c.plan.table.key,
+            range: c.plan.ranges[0]!,
+            format: csv,
+          },
+          new LocalFileSink(join(live().outRoot, 'pl.csv'), 0o600),
+        ),
         { code: ErrorCode.SNAPSHOT_LOST },
       );
     } finally {
@@ -226,7 +265,11 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       const calls: string[] = [];
       const fake = { query: async (sql: string) => void calls.push(sql) } as unknown as Client;
       await assert.rejects(
-        copyPartition(fake, { snapshotId: hostile, table: { schema: 'pl', table: 't', columns: ['id'] }, key: null, range: { kind: 'all' }, format: csv }, new LocalFileSink('/nonexistent/x', 0o600)),
+        copyPartition(
+          fake,
+          { snapshotId: hostile, table: { schema: 'pl', table: 't', columns: ['id'] }, key: null, range: { kind: 'all' }, format: csv },
+          new LocalFileSink('/nonexistent/x', 0o600),
+        ),
         { code: ErrorCode.SNAPSHOT_ID_INVALID },
       );
       assert.deepEqual(calls, []);

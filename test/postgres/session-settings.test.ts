@@ -47,7 +47,9 @@ async function hostileDatabase(database: string): Promise<void> {
 /** The rows as text, rendered in one transaction of a session that states every setting itself. */
 async function rowsText(database: string): Promise<string[]> {
   return on(database, async (c) => {
-    await c.query(`BEGIN; SET LOCAL DateStyle = 'ISO'; SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 3; SET LOCAL bytea_output = 'hex'; SET LOCAL TimeZone = 'UTC'`);
+    await c.query(
+      `BEGIN; SET LOCAL DateStyle = 'ISO'; SET LOCAL IntervalStyle = 'postgres'; SET LOCAL extra_float_digits = 3; SET LOCAL bytea_output = 'hex'; SET LOCAL TimeZone = 'UTC'`,
+    );
     const r = await c.query<{ row: string }>('SELECT t::text AS row FROM public.t ORDER BY d');
     await c.query('COMMIT');
     return r.rows.map((x) => x.row);
@@ -120,7 +122,11 @@ describe('session settings are pinned, whatever the databases default to (live)'
   it('the built-in loader round-trips them into a target with the same settings', async () => {
     const result = await withWorker(
       async ({ client, taskQueue }) => {
-        const handle = await startExtraction(client, { table: 'public.t', partitions: 3, target: { name: 'hostile', table: 'public.t', mode: 'append' } }, { taskQueue });
+        const handle = await startExtraction(
+          client,
+          { table: 'public.t', partitions: 3, target: { name: 'hostile', table: 'public.t', mode: 'append' } },
+          { taskQueue },
+        );
         return (await handle.result()) as ExtractionResult;
       },
       { sourceUrl: urlOf(SOURCE_DB), targets: { hostile: urlOf(TARGET_DB) } },

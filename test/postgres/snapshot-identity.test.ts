@@ -64,7 +64,7 @@ describe('a partition proves the snapshot it imported (live PostgreSQL)', () => 
     assert.deepEqual(coordinator.plan.source, { systemIdentifier: r.rows[0]!.system, databaseOid: Number(r.rows[0]!.db) });
   });
 
-  it('a partition with the plan\'s digest and identity copies its range', async () => {
+  it("a partition with the plan's digest and identity copies its range", async () => {
     const file = (await copy(request())) as { rows: number };
     assert.equal(file.rows, 49, 'ids 1..49, below the median cut');
   });

@@ -43,11 +43,14 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       const client = await openSession(live().pg.url, 'coordinator');
       try {
         const c = await SnapshotCoordinator.export(client, { schema: 'lk', table }, { partitions: 2 });
-        const held = await admin().query(
-          `SELECT mode FROM pg_locks WHERE pid = $1 AND locktype = 'relation' AND relation = $2::regclass AND granted`,
-          [c.plan.coordinatorPid, `lk.${table}`],
+        const held = await admin().query(`SELECT mode FROM pg_locks WHERE pid = $1 AND locktype = 'relation' AND relation = $2::regclass AND granted`, [
+          c.plan.coordinatorPid,
+          `lk.${table}`,
+        ]);
+        assert.deepEqual(
+          held.rows.map((r) => r.mode),
+          ['AccessShareLock'],
         );
-        assert.deepEqual(held.rows.map((r) => r.mode), ['AccessShareLock']);
         const truncator = await admin().connect();
         try {
           await truncator.query(`SET lock_timeout = '300ms'`);
@@ -108,14 +111,17 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       const table = { schema: 'lk', table: 'keyed', columns: ['id', 'v'] };
       const request = { snapshotId: c.plan.snapshotId, table, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv };
       const started = Date.now();
-      await assert.rejects(within(20_000, copyPartition(reader, { ...request, lockTimeoutMs: 500 }, new LocalFileSink(join(live().outRoot, 'lk-part.csv'), 0o600))), (err: Error & { code?: string }) => {
-        assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
-        assert.match(err.message, new RegExp(`pid ${pid}\\b`));
-        assert.match(err.message, /AccessExclusiveLock/);
-        assert.match(err.message, /TRUNCATE lk\.keyed/);
-        return true;
-      });
-      assert.ok(Date.now() - started < 5_000, 'within the partition lock timeout, not the TRUNCATE\'s');
+      await assert.rejects(
+        within(20_000, copyPartition(reader, { ...request, lockTimeoutMs: 500 }, new LocalFileSink(join(live().outRoot, 'lk-part.csv'), 0o600))),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
+          assert.match(err.message, new RegExp(`pid ${pid}\\b`));
+          assert.match(err.message, /AccessExclusiveLock/);
+          assert.match(err.message, /TRUNCATE lk\.keyed/);
+          return true;
+        },
+      );
+      assert.ok(Date.now() - started < 5_000, "within the partition lock timeout, not the TRUNCATE's");
       await c.abort();
       assert.equal(await truncating, 'truncated', 'the TRUNCATE ran once the export let go');
     } finally {
@@ -126,17 +132,21 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
     }
   });
 
-  it('a blocker\'s query is named without its string literals, folded and truncated', () => {
+  it("a blocker's query is named without its string literals, folded and truncated", () => {
     assert.equal(maskQuery(`ALTER ROLE app PASSWORD 'hunter2'`), `ALTER ROLE app PASSWORD '…'`);
     assert.equal(maskQuery(`SELECT $q$hunter2$q$,\n  'it''s', $$x$$`), `SELECT '…', '…', '…'`);
-    assert.equal(maskQuery(`UPDATE t SET secret = 'hunter2`), `UPDATE t SET secret = '…'`, 'a literal cut off by the server\'s truncation');
+    assert.equal(maskQuery(`UPDATE t SET secret = 'hunter2`), `UPDATE t SET secret = '…'`, "a literal cut off by the server's truncation");
     assert.equal(maskQuery('x'.repeat(500)).length, 120);
   });
 });
 
 /** Waits until backend `pid` waits for a lock. */
 async function waitUntilWaiting(pid: number): Promise<void> {
-  await eventually(async () => Boolean((await admin().query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [pid])).rowCount), `backend ${pid} waited for a lock`, {
-    timeoutMs: 5_000,
-  });
+  await eventually(
+    async () => Boolean((await admin().query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [pid])).rowCount),
+    `backend ${pid} waited for a lock`,
+    {
+      timeoutMs: 5_000,
+    },
+  );
 }

@@ -103,7 +103,12 @@ describe('whole COPY (live PostgreSQL)', () => {
     try {
       const table = await resolveTable(client, { schema: 'wca', table: 't' });
       await assert.rejects(
-        wholeCopy(client, table, new LocalFileSink(join(dir, 'x.csv'), 0o600), { format: csv, name: 'x.csv', signal: controller.signal, onBytes: () => controller.abort() }),
+        wholeCopy(client, table, new LocalFileSink(join(dir, 'x.csv'), 0o600), {
+          format: csv,
+          name: 'x.csv',
+          signal: controller.signal,
+          onBytes: () => controller.abort(),
+        }),
         { name: 'AbortError' },
       );
       assert.deepEqual(await readdir(dir), []);

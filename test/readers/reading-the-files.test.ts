@@ -23,15 +23,31 @@ import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
 const run = promisify(execFile);
-const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
+const exists = (p: string): Promise<boolean> =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 /** Column, PostgreSQL type, DuckDB type, the six rows' values as SQL, and DuckDB's text of what it read (null for NULL). */
 const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
-  ['t', 'text', 'VARCHAR', [`NULL`, `''`, `'NULL'`, `E'\\\\N'`, `'NaN'`, `E'two\\nlines, "quoted", with, commas'`], [null, '', 'NULL', '\\N', 'NaN', 'two\nlines, "quoted", with, commas']],
+  [
+    't',
+    'text',
+    'VARCHAR',
+    [`NULL`, `''`, `'NULL'`, `E'\\\\N'`, `'NaN'`, `E'two\\nlines, "quoted", with, commas'`],
+    [null, '', 'NULL', '\\N', 'NaN', 'two\nlines, "quoted", with, commas'],
+  ],
   ['Mixed Case', 'text NOT NULL', 'VARCHAR', [`''`, `' '`, `'""'`, `','`, `'x'`, `E'\\r\\n'`], ['', ' ', '""', ',', 'x', '\r\n']],
   ['vc', 'varchar(10)', 'VARCHAR', [`'a'`, `NULL`, `''`, `'b'`, `'c'`, `'d'`], ['a', null, '', 'b', 'c', 'd']],
   ['i2', 'smallint', 'SMALLINT', [`-32768`, `32767`, `0`, `NULL`, `1`, `2`], ['-32768', '32767', '0', null, '1', '2']],
-  ['i8', 'bigint', 'BIGINT', [`-9223372036854775808`, `9223372036854775807`, `0`, `NULL`, `1`, `2`], ['-9223372036854775808', '9223372036854775807', '0', null, '1', '2']],
+  [
+    'i8',
+    'bigint',
+    'BIGINT',
+    [`-9223372036854775808`, `9223372036854775807`, `0`, `NULL`, `1`, `2`],
+    ['-9223372036854775808', '9223372036854775807', '0', null, '1', '2'],
+  ],
   [
     'n',
     'numeric',
@@ -39,12 +55,36 @@ const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
     [`'123456789012345678901234567890.123456789'`, `'NaN'`, `'Infinity'`, `'-Infinity'`, `NULL`, `'1e-30'`],
     ['123456789012345678901234567890.123456789', 'NaN', 'Infinity', '-Infinity', null, '0.000000000000000000000000000001'],
   ],
-  ['n38', 'numeric(38,2)', 'DECIMAL(38,2)', [`'123456789012345678901234567890123456.78'`, `'-0.01'`, `0`, `NULL`, `1`, `'1.5'`], ['123456789012345678901234567890123456.78', '-0.01', '0.00', null, '1.00', '1.50']],
-  ['n45', 'numeric(45,5)', 'VARCHAR', [`'1234567890123456789012345678901234567890.12345'`, `0`, `NULL`, `1`, `2`, `3`], ['1234567890123456789012345678901234567890.12345', '0.00000', null, '1.00000', '2.00000', '3.00000']],
-  ['f8', 'double precision', 'DOUBLE', [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'1.2345678901234567'`, `NULL`, `'-0'`], ['nan', 'inf', '-inf', '1.2345678901234567', null, '-0.0']],
+  [
+    'n38',
+    'numeric(38,2)',
+    'DECIMAL(38,2)',
+    [`'123456789012345678901234567890123456.78'`, `'-0.01'`, `0`, `NULL`, `1`, `'1.5'`],
+    ['123456789012345678901234567890123456.78', '-0.01', '0.00', null, '1.00', '1.50'],
+  ],
+  [
+    'n45',
+    'numeric(45,5)',
+    'VARCHAR',
+    [`'1234567890123456789012345678901234567890.12345'`, `0`, `NULL`, `1`, `2`, `3`],
+    ['1234567890123456789012345678901234567890.12345', '0.00000', null, '1.00000', '2.00000', '3.00000'],
+  ],
+  [
+    'f8',
+    'double precision',
+    'DOUBLE',
+    [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'1.2345678901234567'`, `NULL`, `'-0'`],
+    ['nan', 'inf', '-inf', '1.2345678901234567', null, '-0.0'],
+  ],
   ['f4', 'real', 'FLOAT', [`'NaN'`, `'Infinity'`, `'-Infinity'`, `'3.4028235e38'`, `NULL`, `'0.1'`], ['nan', 'inf', '-inf', '3.4028235e+38', null, '0.1']],
   ['b', 'boolean', 'BOOLEAN', [`true`, `false`, `NULL`, `true`, `false`, `true`], ['true', 'false', null, 'true', 'false', 'true']],
-  ['d', 'date', 'DATE', [`'infinity'`, `'-infinity'`, `'0044-03-15 BC'`, `'2026-12-03'`, `NULL`, `'0001-01-01 BC'`], ['infinity', '-infinity', '0044-03-15 (BC)', '2026-12-03', null, '0001-01-01 (BC)']],
+  [
+    'd',
+    'date',
+    'DATE',
+    [`'infinity'`, `'-infinity'`, `'0044-03-15 BC'`, `'2026-12-03'`, `NULL`, `'0001-01-01 BC'`],
+    ['infinity', '-infinity', '0044-03-15 (BC)', '2026-12-03', null, '0001-01-01 (BC)'],
+  ],
   [
     'ts',
     'timestamp',
@@ -77,7 +117,13 @@ const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
     [`E'{"a,b",NULL,"NULL","x\\\\"y","{z}",""}'`, `'{}'`, `NULL`, `'{" a "}'`, `'{b}'`, `'{c}'`],
     [`['a,b', NULL, 'NULL', 'x"y', '{z}', '']`, '[]', null, `[' a ']`, '[b]', '[c]'],
   ],
-  ['u', 'uuid', 'UUID', [`'00000000-0000-0000-0000-000000000001'`, `NULL`, `'ffffffff-ffff-ffff-ffff-ffffffffffff'`, `NULL`, `NULL`, `NULL`], ['00000000-0000-0000-0000-000000000001', null, 'ffffffff-ffff-ffff-ffff-ffffffffffff', null, null, null]],
+  [
+    'u',
+    'uuid',
+    'UUID',
+    [`'00000000-0000-0000-0000-000000000001'`, `NULL`, `'ffffffff-ffff-ffff-ffff-ffffffffffff'`, `NULL`, `NULL`, `NULL`],
+    ['00000000-0000-0000-0000-000000000001', null, 'ffffffff-ffff-ffff-ffff-ffffffffffff', null, null, null],
+  ],
   ['e', 'dp.mood', "ENUM('sad', 'ok', 'happy')", [`'ok'`, `'happy'`, `NULL`, `'sad'`, `'ok'`, `'ok'`], ['ok', 'happy', null, 'sad', 'ok', 'ok']],
   ['other', 'inet', 'VARCHAR', [`'10.0.0.1/8'`, `NULL`, `'::1'`, `NULL`, `NULL`, `NULL`], ['10.0.0.1/8', null, '::1', null, null, null]],
 ];
@@ -88,7 +134,9 @@ async function duckdbRead(statement: string): Promise<{ types: Record<string, st
   const duck = await (await DuckDBInstance.create(':memory:')).connect();
   const query = statement.trim().replace(/;$/, '');
   const described = await duck.runAndReadAll(`DESCRIBE ${query}`);
-  const types = Object.fromEntries((described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => [r.column_name, r.column_type]));
+  const types = Object.fromEntries(
+    (described.getRowObjectsJson() as { column_name: string; column_type: string }[]).map((r) => [r.column_name, r.column_type]),
+  );
   const read = await duck.runAndReadAll(`SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (${query}) ORDER BY id`);
   return { types, rows: read.getRowsJson() as (string | null)[][] };
 }
@@ -145,14 +193,23 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       const types = await admin().query<{ name: string; type: string }>(
         `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'dp.t'::regclass AND attnum > 0 ORDER BY attnum`,
       );
-      assert.deepEqual(resource!.schema.fields.map((f) => [f.name, f.pgType]), types.rows.map((r) => [r.name, r.type]), 'the exact PostgreSQL types, in column order');
+      assert.deepEqual(
+        resource!.schema.fields.map((f) => [f.name, f.pgType]),
+        types.rows.map((r) => [r.name, r.type]),
+        'the exact PostgreSQL types, in column order',
+      );
       const field = (name: string) => resource!.schema.fields.find((f) => f.name === name)!;
       assert.deepEqual([field('id').type, field('id').constraints], ['integer', { required: true }]);
       assert.deepEqual([field('Mixed Case').constraints, field('Mixed Case').missingValues], [{ required: true }, []], "NOT NULL: an empty field is ''");
-      assert.deepEqual(['n', 'n38', 'f8', 'd', 'tz', 'b', 'u'].map((n) => field(n).type), ['string', 'number', 'string', 'string', 'string', 'boolean', 'string']);
+      assert.deepEqual(
+        ['n', 'n38', 'f8', 'd', 'tz', 'b', 'u'].map((n) => field(n).type),
+        ['string', 'number', 'string', 'string', 'string', 'boolean', 'string'],
+      );
       assert.deepEqual(field('e').constraints, { enum: ['sad', 'ok', 'happy'] });
 
-      const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', receipt.path]).catch((err: { stdout: string }) => err);
+      const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', receipt.path]).catch(
+        (err: { stdout: string }) => err,
+      );
       const report = JSON.parse(validated.stdout) as { valid: boolean; tasks: { stats: { rows: number } }[] };
       assert.equal(report.valid, true, validated.stdout);
       assert.equal(report.tasks[0]!.stats.rows, ROWS);
@@ -173,7 +230,10 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       const duckEpochs = await duck.runAndReadAll(
         `SELECT [epoch_us(CAST(d AS TIMESTAMP))::VARCHAR, epoch_us(ts)::VARCHAR, epoch_us(tz)::VARCHAR] FROM (${printed.stdout.trim().replace(/;$/, '')}) WHERE isfinite(d) ORDER BY id`,
       );
-      assert.deepEqual(duckEpochs.getRowsJson().map((r) => r[0]), epochs.rows.map((r) => r.e));
+      assert.deepEqual(
+        duckEpochs.getRowsJson().map((r) => r[0]),
+        epochs.rows.map((r) => r.e),
+      );
 
       // A file gone from a run that still holds them: the reader says so, and prints nothing.
       await unlink(manifest.files[1]!.path);

@@ -65,7 +65,9 @@ export function conformanceSuite(fixture: ConformanceFixture): void {
     async function copyAll(read: SourceRead, ranges = read.plan.ranges): Promise<{ copies: RangeCopy[]; evidence: FileEvidence[] }> {
       const folder = `run-${++run}`;
       await mkdir(join(root, folder));
-      const copies = await Promise.all(ranges.map(async (range, i) => adapter.copyRange(read.handle, range, await store.sink(`${folder}/part-${i}.csv`), { format: FORMAT })));
+      const copies = await Promise.all(
+        ranges.map(async (range, i) => adapter.copyRange(read.handle, range, await store.sink(`${folder}/part-${i}.csv`), { format: FORMAT })),
+      );
       const evidence = copies.map((c) => ({ name: store.evidenceName(c.location), rows: c.rows, bytes: c.bytes, sha256: c.sha256 }));
       return { copies, evidence };
     }
@@ -75,7 +77,10 @@ export function conformanceSuite(fixture: ConformanceFixture): void {
       try {
         assert.equal(read.plan.ranges.length, PARTITIONS);
         const { evidence } = await copyAll(read);
-        await assert.rejects(read.close('success', evidence.slice(1)), (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.EXTRACTION_INCOMPLETE);
+        await assert.rejects(
+          read.close('success', evidence.slice(1)),
+          (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.EXTRACTION_INCOMPLETE,
+        );
         assert.equal(read.receipt().extractionCompletedAt, null);
         const receipt = await read.close('success', evidence);
         assert.notEqual(receipt.extractionCompletedAt, null);

@@ -60,7 +60,10 @@ describe('DurableFileSink', () => {
     const path = join(dir, 'aborted.bin');
     const sink = new DurableFileSink(path, { syncEveryBytes: 1 << 10 });
     const source = new Readable({ read() {} });
-    const failed = pipeline(source, sink).then(() => null, (err: Error) => err);
+    const failed = pipeline(source, sink).then(
+      () => null,
+      (err: Error) => err,
+    );
     source.push(randomBytes(1 << 16));
     await new Promise((r) => setTimeout(r, 20));
     source.destroy(new Error('cancelled'));

@@ -21,7 +21,16 @@ function bytes(blocks: number): { stream: () => Readable; sha256: string; size: 
   const block = randomBytes(1 << 20);
   const hash = createHash('sha256');
   for (let i = 0; i < blocks; i++) hash.update(block);
-  return { stream: () => Readable.from((function* () { for (let i = 0; i < blocks; i++) yield block; })()), sha256: hash.digest('hex'), size: blocks << 20 };
+  return {
+    stream: () =>
+      Readable.from(
+        (function* () {
+          for (let i = 0; i < blocks; i++) yield block;
+        })(),
+      ),
+    sha256: hash.digest('hex'),
+    size: blocks << 20,
+  };
 }
 
 async function readBack(client: S3Client, key: string): Promise<string> {
@@ -44,7 +53,7 @@ describe('S3 objects (live SeaweedFS)', function () {
   });
 
   it('a 3-part object appears only when complete, with the sha256 and the server checksum of what was written', async () => {
-    const data = bytes(MIN_PART_SIZE / (1 << 20) * 2 + 3);
+    const data = bytes((MIN_PART_SIZE / (1 << 20)) * 2 + 3);
     const location = { bucket: BUCKET, key: 'big/part-0000.csv' };
     const writer = new S3ObjectWriter(client, location);
     let sawMidway = true;
@@ -63,7 +72,10 @@ describe('S3 objects (live SeaweedFS)', function () {
     const data = bytes(2);
     const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'mismatch/x.csv' });
     await pipeline(data.stream(), writer.open());
-    await assert.rejects(writer.commit({ bytes: data.size, sha256: createHash('sha256').update('other bytes').digest('hex') }), (err) => errorCodeOf(err) === 'S3_CHECKSUM_MISMATCH');
+    await assert.rejects(
+      writer.commit({ bytes: data.size, sha256: createHash('sha256').update('other bytes').digest('hex') }),
+      (err) => errorCodeOf(err) === 'S3_CHECKSUM_MISMATCH',
+    );
   });
 
   it('a discarded writer leaves neither an object nor an upload; a killed one is aborted by abortUploads', async () => {

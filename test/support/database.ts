@@ -45,10 +45,9 @@ export async function seedMixedTable(schema: string, rows: number): Promise<stri
 
 /** Sessions this product opened that are still connected. */
 export async function ourSessions(): Promise<{ pid: number; application_name: string; state: string | null }[]> {
-  const r = await admin().query(
-    `SELECT pid, application_name, state FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()`,
-    [`${APPLICATION_NAME}/%`],
-  );
+  const r = await admin().query(`SELECT pid, application_name, state FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()`, [
+    `${APPLICATION_NAME}/%`,
+  ]);
   return r.rows;
 }
 
@@ -83,7 +82,11 @@ export async function tableDigest(query: string, snapshotId?: string): Promise<{
  * Loads exported CSV/binary files into a scratch copy of `table` and digests it the same way as
  * {@link tableDigest}, so "the files hold exactly the snapshot's rows" is one comparison.
  */
-export async function filesDigest(table: string, files: string[], format: { format: 'csv' | 'binary'; header: boolean; gzip?: boolean } = { format: 'csv', header: true }): Promise<{ count: number; md5: string }> {
+export async function filesDigest(
+  table: string,
+  files: string[],
+  format: { format: 'csv' | 'binary'; header: boolean; gzip?: boolean } = { format: 'csv', header: true },
+): Promise<{ count: number; md5: string }> {
   const { createReadStream } = await import('node:fs');
   const { pipeline } = await import('node:stream/promises');
   const { createGunzip } = await import('node:zlib');

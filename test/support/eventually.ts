@@ -18,7 +18,7 @@ export async function eventually<T>(
   what: string | (() => string),
   { timeoutMs = 30_000, intervalMs = 50 }: EventuallyOptions = {},
 ): Promise<T> {
-  for (const until = Date.now() + timeoutMs; ; ) {
+  for (const until = Date.now() + timeoutMs; ;) {
     const value = await probe();
     if (value !== undefined && value !== null && value !== false) return value;
     if (Date.now() >= until) throw new Error(`never: ${typeof what === 'string' ? what : what()} (within ${timeoutMs} ms)`);

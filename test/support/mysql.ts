@@ -33,7 +33,7 @@ export async function readerActivity(): Promise<{ sessions: number; transactions
 
 /** Waits (briefly) until the reader has no session left; returns what is left. */
 export async function settleReader(timeoutMs = 5000): Promise<{ sessions: number; transactions: number }> {
-  for (const until = Date.now() + timeoutMs; ; ) {
+  for (const until = Date.now() + timeoutMs; ;) {
     const left = await readerActivity();
     if (left.sessions === 0 || Date.now() > until) return left;
     await new Promise((r) => setTimeout(r, 100));

@@ -41,7 +41,8 @@ export function live(): LiveServices {
  * @temporalio/testing's own download, which that package starts and stops itself.
  */
 async function startTemporal(uiPort: number): Promise<{ temporal: TestWorkflowEnvironment; temporalServer: DevServer | null }> {
-  if (process.env.TEMPORAL_ADDRESS) return { temporal: await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS }), temporalServer: null };
+  if (process.env.TEMPORAL_ADDRESS)
+    return { temporal: await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS }), temporalServer: null };
   const cli = findTemporalCli({ log: (line) => console.error(line) });
   try {
     if (!cli) {
@@ -74,12 +75,18 @@ export async function startServices(): Promise<LiveServices> {
   const started = await Promise.allSettled([
     startPostgres(),
     startTemporal(uiPort),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never }),
+    bundleWorkflowCode({
+      workflowsPath: require.resolve('../../src/workflows'),
+      logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never,
+    }),
   ]);
   const [pgStart, temporalStart, bundleStart] = started;
   if (pgStart.status === 'rejected' || temporalStart.status === 'rejected' || bundleStart.status === 'rejected') {
     // Stop what did start: no afterAll stops a run whose services never came up.
-    await Promise.allSettled([pgStart.status === 'fulfilled' && pgStart.value.stop(), temporalStart.status === 'fulfilled' && stopTemporal(temporalStart.value)]);
+    await Promise.allSettled([
+      pgStart.status === 'fulfilled' && pgStart.value.stop(),
+      temporalStart.status === 'fulfilled' && stopTemporal(temporalStart.value),
+    ]);
     throw started.find((s) => s.status === 'rejected')!.reason;
   }
   const [pg, { temporal, temporalServer }, bundle] = [pgStart.value, temporalStart.value, bundleStart.value];

@@ -28,7 +28,9 @@ async function historyOf(workflowId: string): Promise<{ events: number; bytes: n
 }
 
 /** The parent's history and each of its batch workflows' (children named `<attempt key>/batch-N`). */
-async function runHistories(handle: WorkflowHandle): Promise<{ parent: Awaited<ReturnType<typeof historyOf>>; batches: Awaited<ReturnType<typeof historyOf>>[] }> {
+async function runHistories(
+  handle: WorkflowHandle,
+): Promise<{ parent: Awaited<ReturnType<typeof historyOf>>; batches: Awaited<ReturnType<typeof historyOf>>[] }> {
   const parent = await historyOf(handle.workflowId);
   const { runId } = await handle.describe();
   const batches = [];
@@ -54,7 +56,11 @@ function report(what: string, h: Awaited<ReturnType<typeof runHistories>>): void
 /** Drops tscale a few hundred tables per transaction (one DROP SCHEMA CASCADE would take 8,000 locks). */
 async function dropScale(): Promise<void> {
   for (;;) {
-    const r = await admin().query(`SELECT string_agg(format('tscale.%I', relname), ', ') AS names FROM (SELECT relname FROM pg_class WHERE relnamespace = 'tscale'::regnamespace AND relkind = 'r' LIMIT 250) t`).catch(() => null);
+    const r = await admin()
+      .query(
+        `SELECT string_agg(format('tscale.%I', relname), ', ') AS names FROM (SELECT relname FROM pg_class WHERE relnamespace = 'tscale'::regnamespace AND relkind = 'r' LIMIT 250) t`,
+      )
+      .catch(() => null);
     if (!r?.rows[0]?.names) break;
     await admin().query(`DROP TABLE ${r.rows[0].names}`);
   }

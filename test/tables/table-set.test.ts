@@ -18,7 +18,10 @@ import { withWorker } from '../support/worker';
 
 /** Files of `table` in the manifest, digested the way tableDigest digests the table. */
 async function tableFilesDigest(manifest: Manifest, table: string): Promise<{ count: number; md5: string }> {
-  return filesDigest(table, manifest.files.filter((f) => f.table === table).map((f) => f.path));
+  return filesDigest(
+    table,
+    manifest.files.filter((f) => f.table === table).map((f) => f.path),
+  );
 }
 
 async function seedSet(): Promise<void> {
@@ -48,9 +51,16 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       const handle = await startExtraction(live().temporal.client, { schema: 'tset', exclude: ['tmp_*'] }, { taskQueue });
       const manifest = await waitForManifest(handle);
       const tables = ['tset.customers', 'tset.events', 'tset.notes', 'tset.orders'];
-      assert.deepEqual([...new Set(manifest.files.map((f) => f.table))].sort(), tables, 'views and excluded tables are not taken; leaf partitions only through their parent');
+      assert.deepEqual(
+        [...new Set(manifest.files.map((f) => f.table))].sort(),
+        tables,
+        'views and excluded tables are not taken; leaf partitions only through their parent',
+      );
       for (const table of tables) assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
-      assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot seen by every file');
+      assert.ok(
+        manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest),
+        'one snapshot seen by every file',
+      );
       assert.equal(manifest.extractionReceipt!.snapshotAuthority, 'postgresql.exported_snapshot');
       assert.equal(manifest.extractionReceipt!.evidence.length, manifest.files.length, 'one receipt names every file');
       assert.equal(manifest.files[0]!.table, 'tset.orders', 'the biggest table first');
@@ -82,8 +92,14 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         const manifest = await waitForManifest(handle);
         const big = manifest.files.filter((f) => f.table === 'tset.big');
         assert.ok(big.length >= 2, `big is split (${big.length} files)`);
-        assert.ok(big.every((f) => f.range.kind === 'key'), 'split on its primary key');
-        assert.deepEqual(manifest.files.filter((f) => f.table === 'tset.notes').map((f) => f.range), [{ kind: 'all' }]);
+        assert.ok(
+          big.every((f) => f.range.kind === 'key'),
+          'split on its primary key',
+        );
+        assert.deepEqual(
+          manifest.files.filter((f) => f.table === 'tset.notes').map((f) => f.range),
+          [{ kind: 'all' }],
+        );
         assert.equal(manifest.files[0]!.table, 'tset.big', 'the biggest first');
         assert.deepEqual(await tableFilesDigest(manifest, 'tset.big'), await tableDigest('SELECT * FROM tset.big'));
         const { runId } = await handle.describe();
@@ -113,12 +129,19 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         const killed = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
         assert.equal(killed.rowCount, 1);
         const manifest = await waitForManifest(handle);
-        for (const table of ['tset.customers', 'tset.orders']) assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
+        for (const table of ['tset.customers', 'tset.orders'])
+          assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
         await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
         const result = (await handle.result()) as ExtractionResult;
-        assert.deepEqual(result.attempts.map((a) => a.result), ['snapshot_lost', 'completed']);
+        assert.deepEqual(
+          result.attempts.map((a) => a.result),
+          ['snapshot_lost', 'completed'],
+        );
         assert.equal(manifest.attempt, 2);
-        assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest && f.name.includes('/attempt-2/')), 'one fresh snapshot, files of the last attempt only');
+        assert.ok(
+          manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest && f.name.includes('/attempt-2/')),
+          'one fresh snapshot, files of the last attempt only',
+        );
       },
       { maxConcurrentActivities: 1 },
     );

@@ -68,9 +68,24 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
     startExtraction(live().temporal.client, { table, partitions: 2, target: { ...target, mode: 'append' }, ...extra }, { taskQueue });
 
   const definite: [string, string, { name: string; table: string }, string][] = [
-    ['a value the target column rejects', `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name int, ${COLUMNS})`, { name: 'warehouse', table: 'dst.t' }, 'SQLSTATE_22P02'],
-    ['a GENERATED ALWAYS column', `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint GENERATED ALWAYS AS IDENTITY, name text, ${COLUMNS})`, { name: 'warehouse', table: 'dst.t' }, 'SQLSTATE_428C9'],
-    ['an unconfigured target name', `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name text, ${COLUMNS})`, { name: 'nowhere', table: 'dst.t' }, 'SOURCE_UNKNOWN'],
+    [
+      'a value the target column rejects',
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name int, ${COLUMNS})`,
+      { name: 'warehouse', table: 'dst.t' },
+      'SQLSTATE_22P02',
+    ],
+    [
+      'a GENERATED ALWAYS column',
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint GENERATED ALWAYS AS IDENTITY, name text, ${COLUMNS})`,
+      { name: 'warehouse', table: 'dst.t' },
+      'SQLSTATE_428C9',
+    ],
+    [
+      'an unconfigured target name',
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name text, ${COLUMNS})`,
+      { name: 'nowhere', table: 'dst.t' },
+      'SOURCE_UNKNOWN',
+    ],
   ];
   for (const [what, ddl, target, reason] of definite) {
     it(`${what} → abort with ${reason} after one attempt, files deleted, target untouched`, async () => {

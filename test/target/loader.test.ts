@@ -39,7 +39,9 @@ describe('built-in PostgreSQL target loader (live)', function () {
     expected = await tableDigest(`SELECT * FROM ${table}`);
   });
   beforeEach(async () => {
-    await recreateTarget(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
+    await recreateTarget(
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`,
+    );
   });
   afterEach(async () => {
     await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
@@ -50,7 +52,11 @@ describe('built-in PostgreSQL target loader (live)', function () {
   const run = (extra: Record<string, unknown> = {}, worker: { s3Env?: Record<string, string> } = {}) =>
     withWorker(
       async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', mode: 'append' }, ...extra }, { taskQueue });
+        const handle = await startExtraction(
+          live().temporal.client,
+          { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', mode: 'append' }, ...extra },
+          { taskQueue },
+        );
         const manifest = await waitForManifest(handle);
         return { result: (await handle.result()) as ExtractionResult, manifest };
       },
@@ -96,7 +102,10 @@ describe('built-in PostgreSQL target loader (live)', function () {
 
   it('the target unreachable after an ambiguous COMMIT → retain_commit_unknown, files kept, source sessions closed', async () => {
     await slowCommit();
-    const [{ result, manifest }] = await Promise.all([run(), terminateTargetAtCommit(async () => void (await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`)))]);
+    const [{ result, manifest }] = await Promise.all([
+      run(),
+      terminateTargetAtCommit(async () => void (await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`))),
+    ]);
     assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
     assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
     for (const f of manifest.files) await access(f.path);
@@ -116,7 +125,12 @@ describe('built-in PostgreSQL target loader (live)', function () {
         files.push({ path, rows: 2, sha256: createHash('sha256').update(body).digest('hex') });
       }
     });
-    const activity = () => createLoadActivities({ targetUrl: () => targetUrl(), sourceUrl: () => live().pg.url, stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }) }).loadTarget;
+    const activity = () =>
+      createLoadActivities({
+        targetUrl: () => targetUrl(),
+        sourceUrl: () => live().pg.url,
+        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+      }).loadTarget;
     const request = (patch: Record<string, unknown> = {}) => ({
       target: { name: 'warehouse', table: 'dst.u', mode: 'append' as const },
       files,
@@ -190,7 +204,11 @@ describe('built-in PostgreSQL target loader (live)', function () {
     it('refuses a target in another database: abort with TARGET_NOT_SAME_DATABASE', async () => {
       await withWorker(
         async ({ taskQueue }) => {
-          const handle = await startExtraction(live().temporal.client, { table, target: { name: 'warehouse', table: 'dst.t', via: 'internal' } }, { taskQueue });
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table, target: { name: 'warehouse', table: 'dst.t', via: 'internal' } },
+            { taskQueue },
+          );
           const result = (await handle.result()) as ExtractionResult;
           assert.deepEqual(result.load, { outcome: 'failed', reason: 'TARGET_NOT_SAME_DATABASE', rows: null });
           assert.equal(result.terminalReceipt.outcome, 'abort');

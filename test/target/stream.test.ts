@@ -25,7 +25,9 @@ describe('streaming PG → PG without files (live)', function () {
     expected = await tableDigest(`SELECT * FROM ${table}`);
   });
   beforeEach(async () => {
-    await recreateTarget(`CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
+    await recreateTarget(
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`,
+    );
   });
   afterEach(async () => {
     await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
@@ -34,10 +36,17 @@ describe('streaming PG → PG without files (live)', function () {
   });
 
   /** Starts a stream into dst.t; `during` runs alongside with the workflow handle. */
-  const stream = (during: (handle: Awaited<ReturnType<typeof startExtraction>>) => Promise<void> = async () => undefined, extra: Record<string, unknown> = {}) =>
+  const stream = (
+    during: (handle: Awaited<ReturnType<typeof startExtraction>>) => Promise<void> = async () => undefined,
+    extra: Record<string, unknown> = {},
+  ) =>
     withWorker(
       async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', via: 'stream' }, ...extra }, { taskQueue });
+        const handle = await startExtraction(
+          live().temporal.client,
+          { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', via: 'stream' }, ...extra },
+          { taskQueue },
+        );
         const [result] = await Promise.all([handle.result() as Promise<ExtractionResult>, during(handle)]);
         return result;
       },
@@ -58,8 +67,14 @@ describe('streaming PG → PG without files (live)', function () {
     assert.ok(r.extractionCompletedAt);
     assert.match(result.manifest.snapshotDigest!, /^sha256:[0-9a-f]{64}$/);
     assert.equal(r.evidence.length, 3, 'one entry per partition');
-    assert.equal(r.evidence.reduce((n, e) => n + e.rows, 0), 20_000);
-    assert.ok(r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${table}/part-`)), 'rows only: nothing stored to check bytes against');
+    assert.equal(
+      r.evidence.reduce((n, e) => n + e.rows, 0),
+      20_000,
+    );
+    assert.ok(
+      r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${table}/part-`)),
+      'rows only: nothing stored to check bytes against',
+    );
   });
 
   it("holds the source's snapshot transaction open until the target's COMMIT has landed", async () => {
@@ -92,9 +107,15 @@ describe('streaming PG → PG without files (live)', function () {
     });
     assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
     assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
-    assert.equal(result.extractionReceipt!.evidence.reduce((n, e) => n + e.rows, 0), 20_000, 'what was read is receipted');
+    assert.equal(
+      result.extractionReceipt!.evidence.reduce((n, e) => n + e.rows, 0),
+      20_000,
+      'what was read is receipted',
+    );
     assert.equal((await targetDigest()).count, 0, 'the terminated COMMIT did not land');
-    const open = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND state LIKE 'idle in transaction%'`);
+    const open = await admin().query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND state LIKE 'idle in transaction%'`,
+    );
     assert.equal(open.rows[0].n, 0, 'no source transaction left open');
   });
 });

@@ -50,10 +50,16 @@ export async function targetStatement(prefix: string, { pid, notPid }: { pid?: n
 export async function slowCommit(seconds = 30): Promise<void> {
   await onTarget(async (c) => {
     await c.query(`CREATE SCHEMA IF NOT EXISTS pgextract`);
-    await c.query(`CREATE TABLE IF NOT EXISTS pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`);
-    await c.query(`CREATE OR REPLACE FUNCTION public.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(${seconds}); RETURN NULL; END $$`);
+    await c.query(
+      `CREATE TABLE IF NOT EXISTS pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    await c.query(
+      `CREATE OR REPLACE FUNCTION public.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(${seconds}); RETURN NULL; END $$`,
+    );
     await c.query(`DROP TRIGGER IF EXISTS slow_commit ON pgextract.commit_fence`);
-    await c.query(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON pgextract.commit_fence DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.slow_commit()`);
+    await c.query(
+      `CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON pgextract.commit_fence DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.slow_commit()`,
+    );
   });
 }
 

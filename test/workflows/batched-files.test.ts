@@ -30,7 +30,11 @@ function assertOrdered(manifest: Manifest, ext: string): void {
     const previous = manifest.files[i - 1];
     assert.equal(f.batch, previous?.partition === f.partition ? previous.batch! + 1 : 0, 'batches numbered 0, 1, 2… per partition');
   }
-  assert.deepEqual(manifest.extractionReceipt!.evidence.map((e) => e.name), manifest.files.map((f) => f.name), 'each file receipted');
+  assert.deepEqual(
+    manifest.extractionReceipt!.evidence.map((e) => e.name),
+    manifest.files.map((f) => f.name),
+    'each file receipted',
+  );
 }
 
 describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
@@ -55,9 +59,23 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
         assert.equal((await stat(f.path)).size, f.bytes);
       }
       assertOrdered(manifest, '.csv.gz');
-      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path), { format: 'csv', header: true, gzip: true }), expected, 'exact rows');
+      assert.deepEqual(
+        await filesDigest(
+          table,
+          manifest.files.map((f) => f.path),
+          { format: 'csv', header: true, gzip: true },
+        ),
+        expected,
+        'exact rows',
+      );
       const folder = dirname(manifest.files[0]!.path);
-      assert.deepEqual((await readdir(folder)).filter((e) => !e.startsWith('.')).sort(), runOutputs(manifest).map((p) => basename(p)).sort(), 'only the listed files');
+      assert.deepEqual(
+        (await readdir(folder)).filter((e) => !e.startsWith('.')).sort(),
+        runOutputs(manifest)
+          .map((p) => basename(p))
+          .sort(),
+        'only the listed files',
+      );
       const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       assert.equal(receipt.cleanupSucceeded, true);
       assert.deepEqual(await readdir(join(live().outRoot, 'batched-bytes')).catch(() => []), [], 'nothing left after success');
@@ -69,10 +87,20 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       const handle = await startExtraction(client, { table, partitions: 1, maxFileRows: 7_000, outDir: 'batched-rows' }, { taskQueue });
       const manifest = await waitForManifest(handle);
       assert.equal(manifest.strategy, 'whole_copy');
-      assert.deepEqual(manifest.files.map((f) => f.rows), [7_000, 7_000, 6_000]);
+      assert.deepEqual(
+        manifest.files.map((f) => f.rows),
+        [7_000, 7_000, 6_000],
+      );
       assertOrdered(manifest, '.csv');
       assert.ok(manifest.extractionReceipt!.extractionCompletedAt, 'complete after the terminal empty batch');
-      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'each file has its header; exact rows');
+      assert.deepEqual(
+        await filesDigest(
+          table,
+          manifest.files.map((f) => f.path),
+        ),
+        expected,
+        'each file has its header; exact rows',
+      );
       const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
       assert.equal(receipt.outcome, 'abort');
       assert.equal(receipt.cleanupSucceeded, true);
@@ -89,7 +117,13 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       const over = manifest.files.filter((f) => f.bytes > 1024);
       assert.equal(over.length, 1, 'one file over the bound');
       assert.equal(over[0]!.rows, 1, 'holding the one wide row alone');
-      assert.deepEqual(await filesDigest('wide.t', manifest.files.map((f) => f.path)), wideExpected);
+      assert.deepEqual(
+        await filesDigest(
+          'wide.t',
+          manifest.files.map((f) => f.path),
+        ),
+        wideExpected,
+      );
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });
@@ -103,7 +137,7 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       );
       const out = join(live().outRoot, 'batched-retry');
       const batchFiles = async () => (await readdir(out, { recursive: true }).catch(() => [] as string[])).filter((e) => /-batch-\d{5}\.csv$/.test(e));
-      for (const until = Date.now() + 30_000; (await batchFiles()).length < 2; ) {
+      for (const until = Date.now() + 30_000; (await batchFiles()).length < 2;) {
         assert.ok(Date.now() < until, 'batch files appear');
         await new Promise((r) => setTimeout(r, 5));
       }
@@ -117,9 +151,22 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       const manifest = await waitForManifest(handle);
       assert.equal(manifest.attempt, 1, 'retried within the snapshot, not a fresh attempt');
       assertOrdered(manifest, '.csv');
-      assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows');
+      assert.deepEqual(
+        await filesDigest(
+          table,
+          manifest.files.map((f) => f.path),
+        ),
+        expected,
+        'exact rows',
+      );
       const folder = dirname(manifest.files[0]!.path);
-      assert.deepEqual((await readdir(folder)).filter((e) => !e.startsWith('.')).sort(), runOutputs(manifest).map((p) => basename(p)).sort(), 'only the listed files');
+      assert.deepEqual(
+        (await readdir(folder)).filter((e) => !e.startsWith('.')).sort(),
+        runOutputs(manifest)
+          .map((p) => basename(p))
+          .sort(),
+        'only the listed files',
+      );
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });
@@ -137,13 +184,21 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
         const manifest = await waitForManifest(handle);
         assert.ok(manifest.files.every((f) => f.rows <= 3_000 && f.bytes <= 1e6 && f.etag));
         assertOrdered(manifest, '.pgcopy');
-        const local = await download(manifest.files.map((f) => f.path), await mkdtemp(join(live().scratch, 'batched-')));
+        const local = await download(
+          manifest.files.map((f) => f.path),
+          await mkdtemp(join(live().scratch, 'batched-')),
+        );
         assert.deepEqual(await filesDigest(table, local, { format: 'binary', header: false }), expected, 'exact rows');
         const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] });
         assert.equal(receipt.outcome, 'retain_commit_unknown');
         const left = await bucketContents(BUCKET, 'runs/');
         assert.deepEqual(left.uploads, []);
-        assert.deepEqual(left.objects.sort(), runOutputs(manifest).map((p) => p.slice(`s3://${BUCKET}/`.length)).sort());
+        assert.deepEqual(
+          left.objects.sort(),
+          runOutputs(manifest)
+            .map((p) => p.slice(`s3://${BUCKET}/`.length))
+            .sort(),
+        );
       },
       { s3Env: (await s3Service()).env },
     );
@@ -152,7 +207,10 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
   it('pg-extract start --max-file-rows from the CLI writes bounded batch files', async () => {
     await withWorker(async ({ taskQueue }) => {
       const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
-      const started = await cli(['start', '--table', table, '--partitions', '2', '--max-file-rows', '4000', '--max-file-bytes', '1MiB', '--wait', '--json'], env);
+      const started = await cli(
+        ['start', '--table', table, '--partitions', '2', '--max-file-rows', '4000', '--max-file-bytes', '1MiB', '--wait', '--json'],
+        env,
+      );
       assert.equal(started.code, 0, started.stderr);
       const doc = JSON.parse(started.stdout);
       assert.ok(doc.files.length >= 6);
@@ -160,7 +218,13 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
         assert.match(f.path, /\/part-000[01]-batch-\d{5}\.csv$/);
         assert.ok(f.rows <= 4_000 && f.bytes <= 2 ** 20);
       }
-      assert.deepEqual(await filesDigest(table, doc.files.map((f: { path: string }) => f.path)), expected);
+      assert.deepEqual(
+        await filesDigest(
+          table,
+          doc.files.map((f: { path: string }) => f.path),
+        ),
+        expected,
+      );
       const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
       assert.equal(JSON.parse(committed.stdout).cleanupSucceeded, true);
     });

@@ -16,7 +16,11 @@ import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { eventually } from '../support/eventually';
 
-const exists = (p: string): Promise<boolean> => access(p).then(() => true, () => false);
+const exists = (p: string): Promise<boolean> =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 async function start(taskQueue: string, request: ExtractionRequest): Promise<WorkflowHandle> {
   return startExtraction(live().temporal.client, request, { taskQueue });
@@ -43,10 +47,20 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         const handle = await start(taskQueue, { table, partitions: 4 });
         const manifest = await waitForManifest(handle);
         assert.equal(manifest.files.length, 4);
-        assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path)), expected, 'exact rows and checksum');
+        assert.deepEqual(
+          await filesDigest(
+            table,
+            manifest.files.map((f) => f.path),
+          ),
+          expected,
+          'exact rows and checksum',
+        );
         assert.equal(new Set(manifest.files.map((f) => f.backendPid)).size, 4, 'four distinct sessions');
         assert.ok(!manifest.files.some((f) => f.backendPid === manifest.coordinatorPid));
-        assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot seen by all');
+        assert.ok(
+          manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest),
+          'one snapshot seen by all',
+        );
         assert.equal(manifest.extractionReceipt!.snapshotAuthority, 'postgresql.exported_snapshot');
         assert.equal((await handle.query(statusQuery)).phase, 'awaiting_commit');
         const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: report, operationId: 'op-1' }] });
@@ -66,7 +80,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   }
 
-  it('one partition runs the whole-COPY strategy: the transaction\'s own snapshot, one file', async () => {
+  it("one partition runs the whole-COPY strategy: the transaction's own snapshot, one file", async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 1, commitDeadlineMs: 60_000 });
       const manifest = await waitForManifest(handle);
@@ -78,13 +92,24 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
-  for (const [format, gzip] of [['binary', false], ['csv', true], ['binary', true]] as const) {
+  for (const [format, gzip] of [
+    ['binary', false],
+    ['csv', true],
+    ['binary', true],
+  ] as const) {
     it(`writes ${format}${gzip ? ' + gzip' : ''} files that load back to the exact rows`, async () => {
       await withWorker(async ({ taskQueue }) => {
         const handle = await start(taskQueue, { table, partitions: 2, format, gzip });
         const manifest = await waitForManifest(handle);
         assert.ok(manifest.files.every((f) => f.path.endsWith(`${format === 'binary' ? '.pgcopy' : '.csv'}${gzip ? '.gz' : ''}`)));
-        assert.deepEqual(await filesDigest(table, manifest.files.map((f) => f.path), { format, header: true, gzip }), expected);
+        assert.deepEqual(
+          await filesDigest(
+            table,
+            manifest.files.map((f) => f.path),
+            { format, header: true, gzip },
+          ),
+          expected,
+        );
         await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       });
     });
@@ -103,7 +128,8 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       assert.equal(d.typedSearchAttributes.get(SearchAttributes.rows), expected.count);
       assert.match((await d.staticSummary()) ?? '', new RegExp(`Extract ${table.replace('.', '\\.')}`));
       const listed = [];
-      for await (const w of live().temporal.client.workflow.list({ query: `PgExtractTable = '${table}' AND PgExtractOutcome = 'abort'` })) listed.push(w.workflowId);
+      for await (const w of live().temporal.client.workflow.list({ query: `PgExtractTable = '${table}' AND PgExtractOutcome = 'abort'` }))
+        listed.push(w.workflowId);
       assert.ok(listed.includes(handle.workflowId), 'searchable by table and outcome');
     });
   });

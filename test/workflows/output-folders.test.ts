@@ -21,7 +21,9 @@ import { withWorker } from '../support/worker';
 import { OutputStores } from '../../src/storage/output-stores';
 
 async function sha256(path: string): Promise<string> {
-  return createHash('sha256').update(await readFile(path)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 }
 
 /** Every file of `manifest` is on disk with the bytes its receipt names. */
@@ -54,8 +56,14 @@ describe('output folders (live)', function () {
       assert.equal(second.terminalReceipt.outcome, 'success');
       assert.equal(second.terminalReceipt.cleanupSucceeded, true);
       const firstPaths = new Set(first.manifest.files.map((f) => f.path));
-      assert.ok(second.manifest.files.every((f) => !firstPaths.has(f.path)), 'the runs wrote different files');
-      assert.ok(second.manifest.files.every((f) => f.name.startsWith('shared-out/')), '--out is the parent of each run folder');
+      assert.ok(
+        second.manifest.files.every((f) => !firstPaths.has(f.path)),
+        'the runs wrote different files',
+      );
+      assert.ok(
+        second.manifest.files.every((f) => f.name.startsWith('shared-out/')),
+        '--out is the parent of each run folder',
+      );
       await assertIntact(first.manifest, 'the retained run');
     });
   });
@@ -68,7 +76,10 @@ describe('output folders (live)', function () {
       const manifests = await Promise.all(handles.map((h) => waitForManifest(h)));
       const [colon, underscore] = manifests as [Manifest, Manifest];
       const colonPaths = new Set(colon.files.map((f) => f.path));
-      assert.ok(underscore.files.every((f) => !colonPaths.has(f.path)), 'no file is shared');
+      assert.ok(
+        underscore.files.every((f) => !colonPaths.has(f.path)),
+        'no file is shared',
+      );
       await assertIntact(colon, 'a:b');
       await assertIntact(underscore, 'a_b');
       const success = await handles[0]!.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });

@@ -27,7 +27,19 @@ describe('recorded histories replay on the current workflow code', function () {
 
   it('covers whole, partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled, retained and streamed runs, a data package and a table set', () => {
     const names = recorded().map((h) => h.name);
-    for (const name of ['batched-committed', 'data-package-committed', 'whole-committed', 'partitioned-awaiting-commit', 'partitioned-failed', 'snapshot-lost', 'loaded', 'cancelled', 'deadline-retained', 'streamed', 'table-set-committed']) {
+    for (const name of [
+      'batched-committed',
+      'data-package-committed',
+      'whole-committed',
+      'partitioned-awaiting-commit',
+      'partitioned-failed',
+      'snapshot-lost',
+      'loaded',
+      'cancelled',
+      'deadline-retained',
+      'streamed',
+      'table-set-committed',
+    ]) {
       assert.ok(names.includes(`${name}.json`), `${name}.json is recorded`);
     }
   });

@@ -50,15 +50,28 @@ describe('output on S3 (live SeaweedFS + Temporal + PostgreSQL)', function () {
             assert.equal(f.name, f.path, 'the receipt names the object');
             assert.match(f.etag ?? '', /^[0-9a-f]{32}(-\d+)?$/, 'an ETag');
           }
-          assert.deepEqual(manifest.extractionReceipt!.evidence.map((e) => e.name), manifest.files.map((f) => f.path));
-          const local = await download(manifest.files.map((f) => f.path), await mkdtemp(join(live().scratch, 's3-')));
+          assert.deepEqual(
+            manifest.extractionReceipt!.evidence.map((e) => e.name),
+            manifest.files.map((f) => f.path),
+          );
+          const local = await download(
+            manifest.files.map((f) => f.path),
+            await mkdtemp(join(live().scratch, 's3-')),
+          );
           assert.deepEqual(await filesDigest(table, local), expected, 'exact rows and checksum');
           const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: report }] });
           assert.equal(receipt.outcome, outcome);
           assert.equal(receipt.cleanupSucceeded, true);
           const left = await bucketContents(BUCKET, `${prefix}/`);
           assert.deepEqual(left.uploads, [], 'no incomplete multipart upload');
-          assert.deepEqual(left.objects.sort(), kept ? runOutputs(manifest).map((p) => p.slice(`s3://${BUCKET}/`.length)).sort() : []);
+          assert.deepEqual(
+            left.objects.sort(),
+            kept
+              ? runOutputs(manifest)
+                  .map((p) => p.slice(`s3://${BUCKET}/`.length))
+                  .sort()
+              : [],
+          );
           assert.deepEqual([...receipt.filesRetained].sort(), kept ? runOutputs(manifest).sort() : []);
         },
         { s3Env },

@@ -21,8 +21,16 @@ describe('search attribute registration (live)', function () {
         last = err;
         return undefined;
       });
-    const added = await eventually(registered, () => `the search attributes were registered (last error: ${String(last)})`, { timeoutMs: 20_000, intervalMs: 250 });
-    assert.deepEqual(added.sort(), Object.values(SearchAttributes).map((k) => k.name).sort());
+    const added = await eventually(registered, () => `the search attributes were registered (last error: ${String(last)})`, {
+      timeoutMs: 20_000,
+      intervalMs: 250,
+    });
+    assert.deepEqual(
+      added.sort(),
+      Object.values(SearchAttributes)
+        .map((k) => k.name)
+        .sort(),
+    );
     assert.deepEqual(await ensureSearchAttributes(connection, namespace), []);
   });
 });

@@ -51,8 +51,14 @@ function assertOneFreshSnapshot(result: ExtractionResult, runFolder: string): vo
   assert.equal(attempts[0]!.result, 'snapshot_lost', JSON.stringify(attempts));
   assert.equal(attempts.at(-1)!.result, 'completed');
   assert.equal(manifest.attempt, attempts.length);
-  assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest), 'one snapshot in the manifest');
-  assert.ok(manifest.files.every((f) => f.name.startsWith(`${runFolder}/`) && dirname(f.name).endsWith(`/attempt-${manifest.attempt}`)), 'files of the last attempt only');
+  assert.ok(
+    manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest),
+    'one snapshot in the manifest',
+  );
+  assert.ok(
+    manifest.files.every((f) => f.name.startsWith(`${runFolder}/`) && dirname(f.name).endsWith(`/attempt-${manifest.attempt}`)),
+    'files of the last attempt only',
+  );
 }
 
 describe('snapshot holder loss (live)', function () {
@@ -75,7 +81,13 @@ describe('snapshot holder loss (live)', function () {
         assert.equal(killed.rowCount, 1);
         const result = await finish(handle);
         assertOneFreshSnapshot(result, 'loss-terminate');
-        assert.deepEqual(await filesDigest(table, result.manifest.files.map((f) => f.path)), expected);
+        assert.deepEqual(
+          await filesDigest(
+            table,
+            result.manifest.files.map((f) => f.path),
+          ),
+          expected,
+        );
         await assert.rejects(access(join(dirname(dirname(result.manifest.files[0]!.path)), 'attempt-1')), 'the lost attempt left nothing');
       },
       { maxConcurrentActivities: 1 },
@@ -84,24 +96,45 @@ describe('snapshot holder loss (live)', function () {
 
   it('the worker holding the snapshot shuts down mid-run; another worker finishes from a fresh snapshot', async () => {
     const first = await startTestWorker({ maxConcurrentActivities: 1 });
-    const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir: 'loss-restart', timeouts: { holderHeartbeatMs: 3000, partitionHeartbeatMs: 3000 } }, { taskQueue: first.taskQueue });
+    const handle = await startExtraction(
+      live().temporal.client,
+      { table, partitions: 8, outDir: 'loss-restart', timeouts: { holderHeartbeatMs: 3000, partitionHeartbeatMs: 3000 } },
+      { taskQueue: first.taskQueue },
+    );
     try {
       await untilPartitionDone(handle);
     } finally {
       first.worker.shutdown();
       await first.running;
     }
-    await withWorker(async () => {
-      const result = await finish(handle);
-      assertOneFreshSnapshot(result, 'loss-restart');
-      assert.deepEqual(await filesDigest(table, result.manifest.files.map((f) => f.path)), expected);
-    }, { taskQueue: first.taskQueue });
+    await withWorker(
+      async () => {
+        const result = await finish(handle);
+        assertOneFreshSnapshot(result, 'loss-restart');
+        assert.deepEqual(
+          await filesDigest(
+            table,
+            result.manifest.files.map((f) => f.path),
+          ),
+          expected,
+        );
+      },
+      { taskQueue: first.taskQueue },
+    );
   });
 
   it('a discard that fails (its parent folder immutable) → the fresh-snapshot retry goes on; the attempt record carries the cleanup code', async function () {
     const probe = join(live().scratch, `chattr-${process.pid}`);
     await mkdir(probe, { recursive: true });
-    if (!(await chattr('+i', probe).then(() => chattr('-i', probe)).then(() => true, () => false))) this.skip();
+    if (
+      !(await chattr('+i', probe)
+        .then(() => chattr('-i', probe))
+        .then(
+          () => true,
+          () => false,
+        ))
+    )
+      this.skip();
     await withWorker(
       async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir: 'loss-immutable' }, { taskQueue });
@@ -119,7 +152,13 @@ describe('snapshot holder loss (live)', function () {
         assertOneFreshSnapshot(result, 'loss-immutable');
         assert.equal(result.attempts[0]!.cleanupErrorCode, 'EPERM', JSON.stringify(result.attempts));
         assert.equal(result.attempts.at(-1)!.cleanupErrorCode, null);
-        assert.deepEqual(await filesDigest(table, result.manifest.files.map((f) => f.path)), expected);
+        assert.deepEqual(
+          await filesDigest(
+            table,
+            result.manifest.files.map((f) => f.path),
+          ),
+          expected,
+        );
       },
       { maxConcurrentActivities: 1 },
     );

@@ -43,7 +43,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   });
 
-  it('every copyPartition call carries the plan\'s snapshot digest and source identity', async () => {
+  it("every copyPartition call carries the plan's snapshot digest and source identity", async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await startExtraction(live().temporal.client, { table, partitions: 2 }, { taskQueue });
       const manifest = await waitForManifest(handle);
