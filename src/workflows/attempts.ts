@@ -4,16 +4,15 @@
  * range on any worker, and completes the receipt on the holder. If the holder goes away the
  * attempt fails as SNAPSHOT_LOST, and the caller discards it and starts a fresh one.
  */
-import { ActivityCancellationType, CancellationScope, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { HolderActivities, MainActivities } from '../activities';
-import { NON_RETRYABLE_CODES } from '../errors';
+import { patched, workflowInfo } from '@temporalio/workflow';
 import { fileExtension } from '../contract/formats';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { batchFileName, fileBoundsOf } from '../contract/file-bounds';
 import { runLabel } from '../contract/table-selection';
-import { asHolderFailure } from './failure-kind';
+import { extractActivities, quick } from './activity-stubs';
+import { onHeldSnapshot } from './held-snapshot';
 
 /** Which attempt, and the folder its files go to. */
 export interface AttemptScope {
@@ -44,40 +43,6 @@ export interface AttemptEvents {
   /** `partitions` more partitions are complete with these files (and, in a set, this many tables in all). */
   done(partitions: number, files: readonly ManifestFile[], tablesDone?: number): void;
 }
-
-export function extractActivities(input: ExtractionInput) {
-  return proxyActivities<MainActivities>({
-    startToCloseTimeout: input.timeouts.partitionStartToCloseMs,
-    heartbeatTimeout: input.timeouts.partitionHeartbeatMs,
-    retry: {
-      maximumAttempts: input.partitionRetry.maximumAttempts,
-      initialInterval: input.partitionRetry.initialIntervalMs,
-      nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
-    },
-  });
-}
-
-export function holderActivities(taskQueue: string, input: ExtractionInput) {
-  const common = {
-    taskQueue,
-    // The queue dies with its worker: a task nobody picks up soon means the holder is gone.
-    scheduleToStartTimeout: input.timeouts.holderHeartbeatMs * 2,
-    heartbeatTimeout: input.timeouts.holderHeartbeatMs,
-    // A retry cannot resume a snapshot: the workflow starts a fresh attempt instead.
-    retry: { maximumAttempts: 1 },
-  };
-  return {
-    hold: proxyActivities<HolderActivities>({
-      ...common,
-      startToCloseTimeout: input.timeouts.partitionStartToCloseMs * 2,
-      cancellationType: ActivityCancellationType.TRY_CANCEL,
-    }),
-    control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),
-  };
-}
-
-/** Short bookkeeping activities: output folders, the holder queue name. */
-export const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });
 
 /** A partition's file name without its suffix; batched files add `-batch-NNNNN` to it. */
 function partitionPrefix(scope: AttemptScope, partition: number): string {
@@ -126,87 +91,59 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
 }
 
 export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
-  const { workflowId, runId } = workflowInfo();
-  const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
-  const queue = await quick.holderTaskQueue();
-  const holder = holderActivities(queue, input);
-  const holdScope = new CancellationScope();
-  const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
-  // Rejects whenever the hold ends, normally or not; only consulted until completion.
-  let planReceived = false;
-  const holdEnded = held.then(
-    () => {
-      throw asHolderFailure(new Error('the snapshot holder ended before completion'), true);
-    },
-    (err: unknown) => {
-      throw asHolderFailure(err, planReceived);
+  const { plan, files, receipt } = await onHeldSnapshot(
+    input,
+    scope,
+    (control, attemptKey) => control.awaitSnapshotPlan(attemptKey),
+    async (plan, copyScope) => {
+      await quick.prepareOutputFolder(scope.folder);
+      const batched = fileBoundsOf(input) !== null;
+      const names = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
+      events.planned({
+        partitions: plan.ranges.length,
+        names,
+        ...(batched ? { prefixes: plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`) } : {}),
+      });
+      const extract = extractActivities(input);
+      const partitions = plan.ranges.map((range, partition) =>
+        copyScope.run(async () => {
+          const request = {
+            input,
+            snapshotId: plan.snapshotId,
+            // Extra activity arguments change no command: replay-safe without patched().
+            snapshotDigest: plan.snapshotDigest,
+            source: plan.source,
+            table: plan.table,
+            key: plan.key,
+            range,
+            partition,
+          };
+          const files = batched
+            ? await extract.copyPartitionBatches({ ...request, name: partitionPrefix(scope, partition) })
+            : [await extract.copyPartition({ ...request, name: names[partition]! })];
+          if (batched) tellBatches(scope, input, files, events);
+          events.done(1, files);
+          return files;
+        }),
+      );
+      // In partition order, each partition's files in batch order.
+      return { files: Promise.all(partitions).then((done) => done.flat()), settled: Promise.allSettled(partitions) };
     },
   );
-  holdEnded.catch(() => undefined);
-  const partitionScope = new CancellationScope();
-  let partitions: Promise<ManifestFile[]>[] = [];
-  try {
-    const plan = await Promise.race([holder.control.awaitSnapshotPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
-    planReceived = true;
-    await quick.prepareOutputFolder(scope.folder);
-    const batched = fileBoundsOf(input) !== null;
-    const names = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
-    events.planned({
-      partitions: plan.ranges.length,
-      names,
-      ...(batched ? { prefixes: plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`) } : {}),
-    });
-    const extract = extractActivities(input);
-    partitions = plan.ranges.map((range, partition) =>
-      partitionScope.run(async () => {
-        const request = {
-          input,
-          snapshotId: plan.snapshotId,
-          // Extra activity arguments change no command: replay-safe without patched().
-          snapshotDigest: plan.snapshotDigest,
-          source: plan.source,
-          table: plan.table,
-          key: plan.key,
-          range,
-          partition,
-        };
-        const files = batched
-          ? await extract.copyPartitionBatches({ ...request, name: partitionPrefix(scope, partition) })
-          : [await extract.copyPartition({ ...request, name: names[partition]! })];
-        if (batched) tellBatches(scope, input, files, events);
-        events.done(1, files);
-        return files;
-      }),
-    );
-    // In partition order, each partition's files in batch order.
-    const files = (await Promise.race([Promise.all(partitions), holdEnded])).flat();
-    const receipt = await holder.control
-      .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
-      .catch((err) => Promise.reject(asHolderFailure(err, true)));
-    await held.catch(() => undefined);
-    return {
-      workflowId,
-      table: runLabel(input),
-      attempt: scope.attempt,
-      strategy: 'partitioned_copy',
-      coordinatorPid: plan.coordinatorPid,
-      snapshotDigest: plan.snapshotDigest,
-      files,
-      totals: totals(files),
-      columns: plan.columns ?? null,
-      primaryKey: plan.primaryKey ?? null,
-      dataPackage: null,
-      extractionReceipt: receipt,
-    };
-  } catch (err) {
-    // Stop every reader of this snapshot before anyone discards its files.
-    await CancellationScope.nonCancellable(async () => {
-      partitionScope.cancel();
-      holdScope.cancel();
-      await Promise.allSettled(partitions);
-    });
-    throw err;
-  }
+  return {
+    workflowId: workflowInfo().workflowId,
+    table: runLabel(input),
+    attempt: scope.attempt,
+    strategy: 'partitioned_copy',
+    coordinatorPid: plan.coordinatorPid,
+    snapshotDigest: plan.snapshotDigest,
+    files,
+    totals: totals(files),
+    columns: plan.columns ?? null,
+    primaryKey: plan.primaryKey ?? null,
+    dataPackage: null,
+    extractionReceipt: receipt,
+  };
 }
 
 /**

@@ -10,7 +10,7 @@ import { tableInput } from '../contract/table-selection';
 import type { SplitKey } from '../postgres/catalog';
 import type { PartitionRange } from '../planning/range-planner';
 import type { SourceIdentity } from '../postgres/source-identity';
-import { extractActivities } from './attempts';
+import { extractActivities } from './activity-stubs';
 
 /** One planned range of one table, and the file it goes to. */
 export interface BatchItem {

@@ -6,14 +6,15 @@
  * this workflow's history and payloads grow per batch. Losing the holder fails the attempt as
  * SNAPSHOT_LOST, as for one table.
  */
-import { CancellationScope, executeChild, workflowInfo } from '@temporalio/workflow';
+import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
 import { runLabel, withoutTables } from '../contract/table-selection';
-import { type AttemptEvents, type AttemptScope, holderActivities, quick, totals } from './attempts';
+import { quick } from './activity-stubs';
+import { type AttemptEvents, type AttemptScope, totals } from './attempts';
 import { type BatchItem, copyBatchWorkflow } from './copy-batch';
-import { asHolderFailure } from './failure-kind';
+import { onHeldSnapshot } from './held-snapshot';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
 function safePart(name: string): string {
@@ -36,94 +37,66 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
 export const BATCH_ITEMS = 500;
 
 export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
-  const { workflowId, runId } = workflowInfo();
-  const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
-  const queue = await quick.holderTaskQueue();
-  const holder = holderActivities(queue, input);
-  const holdScope = new CancellationScope();
-  const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
-  let planReceived = false;
-  const holdEnded = held.then(
-    () => {
-      throw asHolderFailure(new Error('the snapshot holder ended before completion'), true);
-    },
-    (err: unknown) => {
-      throw asHolderFailure(err, planReceived);
+  const { plan, files, receipt } = await onHeldSnapshot(
+    input,
+    scope,
+    (control, attemptKey) => control.awaitSnapshotSetPlan(attemptKey),
+    async (plan, copyScope, attemptKey) => {
+      await quick.prepareOutputFolder(scope.folder);
+      const name = fileNamer(
+        scope,
+        input,
+        plan.tables.map((t) => t.table),
+      );
+      // Biggest table first, its ranges in order: the plan's order is the order partitions start.
+      const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) =>
+        ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })),
+      );
+      events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
+      const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
+      const base = withoutTables(input);
+      // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.
+      const copy = copyScope.run(async () => {
+        const files: ManifestFile[] = [];
+        let tablesDone = 0;
+        for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
+          const done = await executeChild(copyBatchWorkflow, {
+            workflowId: `${attemptKey}/batch-${batch}`,
+            args: [
+              {
+                input: base,
+                snapshotId: plan.snapshotId,
+                snapshotDigest: plan.snapshotDigest,
+                source: plan.source,
+                items: items.slice(from, from + BATCH_ITEMS),
+              },
+            ],
+          });
+          for (const file of done) {
+            const left = remaining.get(file.table!)! - 1;
+            remaining.set(file.table!, left);
+            if (left === 0) tablesDone++;
+          }
+          events.done(done.length, done, tablesDone);
+          files.push(...done);
+        }
+        return files;
+      });
+      return { files: copy, settled: copy.catch(() => undefined) };
     },
   );
-  holdEnded.catch(() => undefined);
-  const partitionScope = new CancellationScope();
-  let copying: Promise<unknown> | null = null;
-  try {
-    const plan = await Promise.race([holder.control.awaitSnapshotSetPlan(attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
-    planReceived = true;
-    await quick.prepareOutputFolder(scope.folder);
-    const name = fileNamer(
-      scope,
-      input,
-      plan.tables.map((t) => t.table),
-    );
-    // Biggest table first, its ranges in order: the plan's order is the order partitions start.
-    const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) =>
-      ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })),
-    );
-    events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
-    const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
-    const base = withoutTables(input);
-    // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.
-    const copy = partitionScope.run(async () => {
-      const files: ManifestFile[] = [];
-      let tablesDone = 0;
-      for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
-        const done = await executeChild(copyBatchWorkflow, {
-          workflowId: `${attemptKey}/batch-${batch}`,
-          args: [
-            {
-              input: base,
-              snapshotId: plan.snapshotId,
-              snapshotDigest: plan.snapshotDigest,
-              source: plan.source,
-              items: items.slice(from, from + BATCH_ITEMS),
-            },
-          ],
-        });
-        for (const file of done) {
-          const left = remaining.get(file.table!)! - 1;
-          remaining.set(file.table!, left);
-          if (left === 0) tablesDone++;
-        }
-        events.done(done.length, done, tablesDone);
-        files.push(...done);
-      }
-      return files;
-    });
-    copying = copy.catch(() => undefined);
-    const files = await Promise.race([copy, holdEnded]);
-    const receipt = await holder.control
-      .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
-      .catch((err) => Promise.reject(asHolderFailure(err, true)));
-    await held.catch(() => undefined);
-    return {
-      workflowId,
-      table: runLabel(input),
-      attempt: scope.attempt,
-      strategy: 'partitioned_copy',
-      coordinatorPid: plan.coordinatorPid,
-      snapshotDigest: plan.snapshotDigest,
-      files,
-      totals: totals(files),
-      columns: null,
-      primaryKey: null,
-      dataPackage: null,
-      extractionReceipt: receipt,
-    };
-  } catch (err) {
-    // Stop every reader of this snapshot before anyone discards its files.
-    await CancellationScope.nonCancellable(async () => {
-      partitionScope.cancel();
-      holdScope.cancel();
-      await copying;
-    });
-    throw err;
-  }
+  return {
+    workflowId: workflowInfo().workflowId,
+    table: runLabel(input),
+    attempt: scope.attempt,
+    strategy: 'partitioned_copy',
+    coordinatorPid: plan.coordinatorPid,
+    snapshotDigest: plan.snapshotDigest,
+    files,
+    totals: totals(files),
+    columns: null,
+    primaryKey: null,
+    dataPackage: null,
+    extractionReceipt: receipt,
+  };
 }

@@ -1,0 +1,42 @@
+/**
+ * The activity stubs the attempts schedule: partition copies on any worker (the run's timeouts
+ * and retry policy), the snapshot holder on one worker's own queue, and short bookkeeping.
+ */
+import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import type { HolderActivities, MainActivities } from '../activities';
+import type { ExtractionInput } from '../contract/extraction-input';
+import { NON_RETRYABLE_CODES } from '../errors';
+
+export function extractActivities(input: ExtractionInput) {
+  return proxyActivities<MainActivities>({
+    startToCloseTimeout: input.timeouts.partitionStartToCloseMs,
+    heartbeatTimeout: input.timeouts.partitionHeartbeatMs,
+    retry: {
+      maximumAttempts: input.partitionRetry.maximumAttempts,
+      initialInterval: input.partitionRetry.initialIntervalMs,
+      nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
+    },
+  });
+}
+
+export function holderActivities(taskQueue: string, input: ExtractionInput) {
+  const common = {
+    taskQueue,
+    // The queue dies with its worker: a task nobody picks up soon means the holder is gone.
+    scheduleToStartTimeout: input.timeouts.holderHeartbeatMs * 2,
+    heartbeatTimeout: input.timeouts.holderHeartbeatMs,
+    // A retry cannot resume a snapshot: the workflow starts a fresh attempt instead.
+    retry: { maximumAttempts: 1 },
+  };
+  return {
+    hold: proxyActivities<HolderActivities>({
+      ...common,
+      startToCloseTimeout: input.timeouts.partitionStartToCloseMs * 2,
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    }),
+    control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),
+  };
+}
+
+/** Short bookkeeping activities: output folders, the holder queue name. */
+export const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });

@@ -1,0 +1,68 @@
+/**
+ * An attempt on a held snapshot: ask a worker for its holder queue, hold the snapshot there, wait
+ * for its plan, copy (the caller's part), and complete the receipt on the holder. Whenever the
+ * hold ends before completion the attempt fails as the holder's failure (SNAPSHOT_LOST), and every
+ * reader of the snapshot is stopped before the caller discards the attempt's files.
+ */
+import { CancellationScope, workflowInfo } from '@temporalio/workflow';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { ManifestFile } from '../contract/extraction-types';
+import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import { holderActivities, quick } from './activity-stubs';
+import type { AttemptScope } from './attempts';
+import { asHolderFailure } from './failure-kind';
+
+export type HolderControl = ReturnType<typeof holderActivities>['control'];
+
+/** The copy under way: its files, and a promise that settles once every reader has stopped. */
+export interface Copying {
+  files: Promise<ManifestFile[]>;
+  settled: Promise<unknown>;
+}
+
+export async function onHeldSnapshot<P>(
+  input: ExtractionInput,
+  scope: AttemptScope,
+  awaitPlan: (control: HolderControl, attemptKey: string) => Promise<P>,
+  copy: (plan: P, copyScope: CancellationScope, attemptKey: string) => Promise<Copying>,
+): Promise<{ plan: P; files: ManifestFile[]; receipt: ExtractionLifecycleReceipt }> {
+  const { workflowId, runId } = workflowInfo();
+  const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
+  const queue = await quick.holderTaskQueue();
+  const holder = holderActivities(queue, input);
+  const holdScope = new CancellationScope();
+  const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
+  // Rejects whenever the hold ends, normally or not; only consulted until completion.
+  let planReceived = false;
+  const holdEnded = held.then(
+    () => {
+      throw asHolderFailure(new Error('the snapshot holder ended before completion'), true);
+    },
+    (err: unknown) => {
+      throw asHolderFailure(err, planReceived);
+    },
+  );
+  holdEnded.catch(() => undefined);
+  const copyScope = new CancellationScope();
+  let settled: Promise<unknown> = Promise.resolve();
+  try {
+    const plan = await Promise.race([awaitPlan(holder.control, attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
+    planReceived = true;
+    const copying = await copy(plan, copyScope, attemptKey);
+    settled = copying.settled;
+    const files = await Promise.race([copying.files, holdEnded]);
+    const receipt = await holder.control
+      .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
+      .catch((err) => Promise.reject(asHolderFailure(err, true)));
+    await held.catch(() => undefined);
+    return { plan, files, receipt };
+  } catch (err) {
+    // Stop every reader of this snapshot before anyone discards its files.
+    await CancellationScope.nonCancellable(async () => {
+      copyScope.cancel();
+      holdScope.cancel();
+      await settled;
+    });
+    throw err;
+  }
+}
