@@ -12,7 +12,7 @@ import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { batchFileName, fileBoundsOf } from '../contract/file-bounds';
 import { runLabel } from '../contract/table-selection';
 import { extractActivities, quick } from './activity-stubs';
-import { onHeldSnapshot } from './held-snapshot';
+import { onHeldSnapshot, totals } from './held-snapshot';
 
 /** Which attempt, and the folder its files go to. */
 export interface AttemptScope {
@@ -58,10 +58,6 @@ function tellBatches(scope: AttemptScope, input: ExtractionInput, files: Manifes
   for (const f of files) events.writes(batchFileName(partitionPrefix(scope, f.partition), f.batch!, input));
 }
 
-export function totals(files: ManifestFile[]): { rows: number; bytes: number } {
-  return files.reduce((t, f) => ({ rows: t.rows + f.rows, bytes: t.bytes + f.bytes }), { rows: 0, bytes: 0 });
-}
-
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const batched = fileBoundsOf(input) !== null;
   const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
@@ -91,7 +87,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
 }
 
 export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
-  const { plan, files, receipt } = await onHeldSnapshot(
+  return onHeldSnapshot(
     input,
     scope,
     (control, attemptKey) => control.awaitSnapshotPlan(attemptKey),
@@ -130,20 +126,6 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
       return { files: Promise.all(partitions).then((done) => done.flat()), settled: Promise.allSettled(partitions) };
     },
   );
-  return {
-    workflowId: workflowInfo().workflowId,
-    table: runLabel(input),
-    attempt: scope.attempt,
-    strategy: 'partitioned_copy',
-    coordinatorPid: plan.coordinatorPid,
-    snapshotDigest: plan.snapshotDigest,
-    files,
-    totals: totals(files),
-    columns: plan.columns ?? null,
-    primaryKey: plan.primaryKey ?? null,
-    dataPackage: null,
-    extractionReceipt: receipt,
-  };
 }
 
 /**

@@ -6,8 +6,8 @@
  */
 import { CancellationScope, workflowInfo } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { ManifestFile } from '../contract/extraction-types';
-import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import type { Manifest, ManifestFile, SourceColumn } from '../contract/extraction-types';
+import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
 import type { AttemptScope } from './attempts';
 import { asHolderFailure } from './failure-kind';
@@ -20,12 +20,24 @@ export interface Copying {
   settled: Promise<unknown>;
 }
 
-export async function onHeldSnapshot<P>(
+/** What the manifest takes from a plan: one table's has its columns and primary key, a set's has neither. */
+interface HeldPlan {
+  coordinatorPid: number | null;
+  snapshotDigest: string | null;
+  columns?: SourceColumn[] | undefined;
+  primaryKey?: string[] | undefined;
+}
+
+export function totals(files: readonly ManifestFile[]): { rows: number; bytes: number } {
+  return files.reduce((t, f) => ({ rows: t.rows + f.rows, bytes: t.bytes + f.bytes }), { rows: 0, bytes: 0 });
+}
+
+export async function onHeldSnapshot<P extends HeldPlan>(
   input: ExtractionInput,
   scope: AttemptScope,
   awaitPlan: (control: HolderControl, attemptKey: string) => Promise<P>,
   copy: (plan: P, copyScope: CancellationScope, attemptKey: string) => Promise<Copying>,
-): Promise<{ plan: P; files: ManifestFile[]; receipt: ExtractionLifecycleReceipt }> {
+): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
   const queue = await quick.holderTaskQueue();
@@ -55,7 +67,20 @@ export async function onHeldSnapshot<P>(
       .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
       .catch((err) => Promise.reject(asHolderFailure(err, true)));
     await held.catch(() => undefined);
-    return { plan, files, receipt };
+    return {
+      workflowId,
+      table: runLabel(input),
+      attempt: scope.attempt,
+      strategy: 'partitioned_copy',
+      coordinatorPid: plan.coordinatorPid,
+      snapshotDigest: plan.snapshotDigest,
+      files,
+      totals: totals(files),
+      columns: plan.columns ?? null,
+      primaryKey: plan.primaryKey ?? null,
+      dataPackage: null,
+      extractionReceipt: receipt,
+    };
   } catch (err) {
     // Stop every reader of this snapshot before anyone discards its files.
     await CancellationScope.nonCancellable(async () => {

@@ -6,13 +6,13 @@
  * this workflow's history and payloads grow per batch. Losing the holder fails the attempt as
  * SNAPSHOT_LOST, as for one table.
  */
-import { executeChild, workflowInfo } from '@temporalio/workflow';
+import { executeChild } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
-import { runLabel, withoutTables } from '../contract/table-selection';
+import { withoutTables } from '../contract/table-selection';
 import { quick } from './activity-stubs';
-import { type AttemptEvents, type AttemptScope, totals } from './attempts';
+import type { AttemptEvents, AttemptScope } from './attempts';
 import { type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { onHeldSnapshot } from './held-snapshot';
 
@@ -37,7 +37,7 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
 export const BATCH_ITEMS = 500;
 
 export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
-  const { plan, files, receipt } = await onHeldSnapshot(
+  return onHeldSnapshot(
     input,
     scope,
     (control, attemptKey) => control.awaitSnapshotSetPlan(attemptKey),
@@ -85,18 +85,4 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
       return { files: copy, settled: copy.catch(() => undefined) };
     },
   );
-  return {
-    workflowId: workflowInfo().workflowId,
-    table: runLabel(input),
-    attempt: scope.attempt,
-    strategy: 'partitioned_copy',
-    coordinatorPid: plan.coordinatorPid,
-    snapshotDigest: plan.snapshotDigest,
-    files,
-    totals: totals(files),
-    columns: null,
-    primaryKey: null,
-    dataPackage: null,
-    extractionReceipt: receipt,
-  };
 }
