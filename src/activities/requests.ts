@@ -110,6 +110,8 @@ export interface SnapshotSetPlanView {
 export interface CompleteSnapshotRequest {
   attemptKey: string;
   evidence: FileEvidence[];
+  /** How many planned ranges the workflow saw read to their end; absent from older runs (then one file per range). */
+  rangesRead?: number;
 }
 
 export interface WholeCopyActivityRequest {

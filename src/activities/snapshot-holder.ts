@@ -199,7 +199,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
           throw err;
         }
         try {
-          return await held.read.close('success', raw.evidence);
+          return await held.read.close('success', raw.evidence, raw.rangesRead);
         } catch (err) {
           // Evidence short of the plan is the caller's mistake, not a lost snapshot a fresh attempt would cure.
           if (errorCodeOf(err) === ErrorCode.EXTRACTION_INCOMPLETE) throw err;

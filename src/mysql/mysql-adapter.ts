@@ -46,9 +46,13 @@ export function mysqlAdapter(url: string): SourceAdapter {
           plan,
           receipt: () => authority.latest()!,
           probe: async () => undefined,
-          async close(outcome: 'success' | 'abort' | 'retain', evidence?: readonly { name: string; rows: number; bytes: number; sha256: string }[]) {
+          async close(
+            outcome: 'success' | 'abort' | 'retain',
+            evidence?: readonly { name: string; rows: number; bytes: number; sha256: string }[],
+            rangesRead?: number,
+          ) {
             if (outcome !== 'success') return null;
-            checkExhausted(plan.ranges.length, evidence ?? []);
+            checkExhausted(plan.ranges.length, evidence ?? [], rangesRead);
             return authority.complete(evidence ?? []);
           },
         };

@@ -1,12 +1,14 @@
 /**
- * The rule that a read completes only after exhaustion: one receipted output per planned range.
+ * The rule that a read completes only after exhaustion: every planned range read to its end and
+ * receipted (one output per range, or a sequence of batched files, none for an empty range).
  * Every adapter checks it in close('success') before its receipt records completion.
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import type { FileEvidence } from '../lifecycle/receipt';
 
-export function checkExhausted(plannedRanges: number, evidence: readonly FileEvidence[]): void {
-  if (evidence.length !== plannedRanges) {
-    throw new PgExtractError(ErrorCode.EXTRACTION_INCOMPLETE, `${evidence.length} of ${plannedRanges} planned ranges are receipted: the read is not exhausted`);
+/** `rangesRead`: how many planned ranges were read to their end (one output each unless batched). */
+export function checkExhausted(plannedRanges: number, evidence: readonly FileEvidence[], rangesRead = evidence.length): void {
+  if (rangesRead !== plannedRanges) {
+    throw new PgExtractError(ErrorCode.EXTRACTION_INCOMPLETE, `${rangesRead} of ${plannedRanges} planned ranges are receipted: the read is not exhausted`);
   }
 }

@@ -38,7 +38,7 @@ export function postgresAdapter(url: string): SourceAdapter {
       const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, { partitions: options.partitions }, lockingOf(options)));
       const { plan } = coordinator;
       const read = {
-        ...coordinatorRead(client, coordinator, (evidence) => checkExhausted(read.plan.ranges.length, evidence)),
+        ...coordinatorRead(client, coordinator, (evidence, rangesRead) => checkExhausted(read.plan.ranges.length, evidence, rangesRead)),
         handle: {
           snapshotId: plan.snapshotId,
           snapshotDigest: digestSourceToken(plan.snapshotText),
@@ -109,7 +109,7 @@ export async function openPostgresTableSet(url: string, selection: TableSelectio
   const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, { partitions: options.partitions }, lockingOf(options)));
   const ranges = coordinator.plan.tables.reduce((n, t) => n + t.ranges.length, 0);
   return {
-    ...coordinatorRead(client, coordinator, (evidence) => checkExhausted(ranges, evidence)),
+    ...coordinatorRead(client, coordinator, (evidence, rangesRead) => checkExhausted(ranges, evidence, rangesRead)),
     plan: coordinator.plan,
   };
 }
@@ -135,7 +135,7 @@ async function exportOn<C>(client: Client, exporting: (client: Client) => Promis
 function coordinatorRead(
   client: Client,
   coordinator: SnapshotCoordinator<SnapshotPlan | SnapshotSetPlan>,
-  checkEvidence: (evidence: readonly FileEvidence[]) => void,
+  checkEvidence: (evidence: readonly FileEvidence[], rangesRead: number | undefined) => void,
 ): HeldRead & Pick<SourceRead, 'receipt'> {
   let open = true;
   // Rolls back whatever is still open (nothing after a COMMIT) and ends the session, once.
@@ -148,12 +148,12 @@ function coordinatorRead(
   return {
     receipt: () => coordinator.authority.latest()!,
     probe: () => coordinator.probe(),
-    async close(outcome: CloseOutcome, evidence?: readonly FileEvidence[]) {
+    async close(outcome: CloseOutcome, evidence?: readonly FileEvidence[], rangesRead?: number) {
       if (outcome !== 'success') {
         await end();
         return null;
       }
-      checkEvidence(evidence ?? []);
+      checkEvidence(evidence ?? [], rangesRead);
       if (!open) throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the read was already closed');
       try {
         return await coordinator.complete(evidence ?? []);

@@ -104,11 +104,12 @@ export interface SourceRead {
   /** Proves what the read holds is still alive (a no-op when it holds nothing). */
   probe(): Promise<void>;
   /**
-   * Ends the read. `success` needs one evidence entry per planned range (else EXTRACTION_INCOMPLETE,
-   * and the read stays open) and returns the complete receipt; the others return null, never throw,
-   * and leave no session or transaction behind. Later calls after the first that ended it are no-ops.
+   * Ends the read. `success` needs every planned range read: `rangesRead` of them (default: one
+   * evidence entry per range; batched files give several per range, an empty range none), else
+   * EXTRACTION_INCOMPLETE and the read stays open; it returns the complete receipt. The others return
+   * null, never throw, and leave no session or transaction behind. Later calls after the first that ended it are no-ops.
    */
-  close(outcome: 'success', evidence: readonly FileEvidence[]): Promise<ExtractionLifecycleReceipt>;
+  close(outcome: 'success', evidence: readonly FileEvidence[], rangesRead?: number): Promise<ExtractionLifecycleReceipt>;
   close(outcome: 'abort' | 'retain'): Promise<null>;
 }
 

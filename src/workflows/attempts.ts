@@ -123,7 +123,7 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
         }),
       );
       // In partition order, each partition's files in batch order.
-      return { files: Promise.all(partitions).then((done) => done.flat()), settled: Promise.allSettled(partitions) };
+      return { ranges: partitions.length, files: Promise.all(partitions).then((done) => done.flat()), settled: Promise.allSettled(partitions) };
     },
   );
 }

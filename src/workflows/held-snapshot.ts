@@ -16,6 +16,8 @@ export type HolderControl = ReturnType<typeof holderActivities>['control'];
 
 /** The copy under way: its files, and a promise that settles once every reader has stopped. */
 export interface Copying {
+  /** How many planned ranges the copy reads (each to its end before `files` resolves). */
+  ranges: number;
   files: Promise<ManifestFile[]>;
   settled: Promise<unknown>;
 }
@@ -64,7 +66,11 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);
     const receipt = await holder.control
-      .completeSnapshot({ attemptKey, evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })) })
+      .completeSnapshot({
+        attemptKey,
+        evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })),
+        rangesRead: copying.ranges,
+      })
       .catch((err) => Promise.reject(asHolderFailure(err, true)));
     await held.catch(() => undefined);
     return {

@@ -82,7 +82,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         }
         return files;
       });
-      return { files: copy, settled: copy.catch(() => undefined) };
+      return { ranges: items.length, files: copy, settled: copy.catch(() => undefined) };
     },
   );
 }
