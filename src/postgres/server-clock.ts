@@ -1,6 +1,6 @@
 /**
  * Server-clock evidence for receipts: PostgreSQL's clock, and the REPEATABLE READ transaction of the
- * single-session strategies (whole copy, batched copy, streaming rows). The snapshot coordinator and
+ * single-session strategies (whole copy, batched copy). The snapshot coordinator and
  * each partition open their own, since they export or import a snapshot in it. Timestamps come back
  * as ISO-8601 UTC strings with microseconds.
  */

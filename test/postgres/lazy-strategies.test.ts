@@ -11,7 +11,6 @@ import { BatchedCopy, type BatchFile } from '../../src/postgres/batched-copy';
 import { resolveTable } from '../../src/postgres/catalog';
 import { insertSelectIntoStaging } from '../../src/postgres/internal-query';
 import { closeSession, openSession } from '../../src/postgres/session';
-import { RowStream } from '../../src/postgres/streaming-rows';
 import { DEFAULT_FILE_MODE } from '../../src/storage/output-root';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
 import { utcMicros } from '../../src/lifecycle';
@@ -49,45 +48,6 @@ describe('lazy strategies (live PostgreSQL)', () => {
   afterEach(async () => {
     await closeSession(client);
     assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
-  });
-
-  describe('streaming rows', () => {
-    it('acquires on first read, completes on exhaustion, and holds the transaction until success commits', async () => {
-      await seed('sr', 2_500);
-      const stream = new RowStream(client, await resolveTable(client, { schema: 'sr', table: 't' }), { fetchRows: 1000 });
-      assert.equal(stream.authority.state, 'pending');
-      assert.equal((await sessionState(client)).inTransaction, false, 'construction opened nothing');
-      let rows = 0;
-      for await (const batch of stream) {
-        if (rows === 0) {
-          assert.equal(stream.authority.state, 'reading');
-          await admin().query(`INSERT INTO sr.t VALUES (100000, 'late')`);
-        }
-        rows += batch.length;
-      }
-      assert.equal(rows, 2_500, 'a row inserted mid-stream is not in the snapshot');
-      const receipt = stream.authority.latest()!;
-      assert.equal(receipt.evidence[0]!.rows, 2_500);
-      assert.ok(receipt.extractionCompletedAt && receipt.snapshotAuthority === 'postgresql.repeatable_read');
-      assert.deepEqual(await sessionState(client), { state: 'idle in transaction', inTransaction: true }, 'open until the terminal outcome');
-      const terminal = await stream.terminal.decide('success');
-      assert.equal(terminal.outcome, 'success');
-      assert.equal((await sessionState(client)).inTransaction, false);
-    });
-
-    for (const outcome of ['abort', 'retain_commit_unknown'] as const) {
-      it(`${outcome} rolls back and closes the cursor, even mid-stream`, async () => {
-        await seed(`sr_${outcome.slice(0, 5)}`, 3_000);
-        const stream = new RowStream(client, await resolveTable(client, { schema: `sr_${outcome.slice(0, 5)}`, table: 't' }), { fetchRows: 500 });
-        const it = stream[Symbol.asyncIterator]();
-        await it.next();
-        assert.equal(stream.authority.latest()!.extractionCompletedAt, null, 'not exhausted, not complete');
-        await stream.terminal.decide(outcome);
-        assert.equal((await sessionState(client)).inTransaction, false);
-        const cursors = await client.query('SELECT count(*)::int AS n FROM pg_cursors');
-        assert.equal(cursors.rows[0].n, 0);
-      });
-    }
   });
 
   describe('batched COPY', () => {
