@@ -59,7 +59,11 @@ export const ErrorCode = {
   TARGET_CHECKSUM_MISMATCH: 'TARGET_CHECKSUM_MISMATCH',
   TARGET_COMMIT_AMBIGUOUS: 'TARGET_COMMIT_AMBIGUOUS',
   TARGET_FENCE_CONFLICT: 'TARGET_FENCE_CONFLICT',
+  /** A run of several tables whose target names no table for one of them (no target.schema, no entry in target.tables), or for two at once. */
+  TARGET_MAPPING_INVALID: 'TARGET_MAPPING_INVALID',
   TARGET_NOT_SAME_DATABASE: 'TARGET_NOT_SAME_DATABASE',
+  /** A run of several tables with `via` internal or stream: only files load a set. */
+  TARGET_VIA_UNSUPPORTED: 'TARGET_VIA_UNSUPPORTED',
   // Object storage (S3 API).
   S3_ACCESS_DENIED: 'S3_ACCESS_DENIED',
   S3_BUCKET_NOT_FOUND: 'S3_BUCKET_NOT_FOUND',
@@ -134,7 +138,9 @@ export const NON_RETRYABLE_CODES: readonly ErrorCode[] = [
   ErrorCode.TABLE_DUPLICATE,
   ErrorCode.SNAPSHOT_LOST,
   ErrorCode.SNAPSHOT_MISMATCH,
+  ErrorCode.TARGET_MAPPING_INVALID,
   ErrorCode.TARGET_NOT_SAME_DATABASE,
+  ErrorCode.TARGET_VIA_UNSUPPORTED,
   ErrorCode.S3_ACCESS_DENIED,
   ErrorCode.S3_BUCKET_NOT_FOUND,
   ErrorCode.S3_UNREACHABLE,

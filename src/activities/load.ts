@@ -22,7 +22,9 @@ import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from '../post
 import { closeSession, openSession } from '../postgres/session';
 import { parseTableName, quoteQualified } from '../postgres/sql';
 import { CommitUnacknowledged, type LoadResult, fencedTransaction, intentDigest, loadIntoTarget, moveIntoTarget, reconcileCommit } from '../postgres/target-loader';
+import { loadSetIntoTarget, setIntentDigest } from '../postgres/target-set-loader';
 import type { ExtractionInput } from '../shared/extraction-input';
+import { targetTableOf } from '../shared/target-mapping';
 import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStores } from '../storage/output-stores';
 import type { TargetCommit } from '../shared/extraction-types';
@@ -52,6 +54,36 @@ const requestSchema = z.strictObject({
   format: z.strictObject({ format: z.enum(['csv', 'binary']), header: z.boolean(), gzip: z.boolean() }),
   operationId: z.string().min(1).max(300),
 });
+
+export interface LoadTargetSetRequest {
+  /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
+  target: { name: string; mode: 'append' | 'replace'; schema?: string; tables?: Record<string, string> };
+  /** Every file of the run, each naming its source table as the manifest does. */
+  files: { table: string; path: string; rows: number; sha256: string }[];
+  format: LoadTargetRequest['format'];
+  operationId: string;
+}
+
+const setRequestSchema = requestSchema.extend({
+  target: z.strictObject({
+    name: requestSchema.shape.target.shape.name,
+    mode: z.enum(['append', 'replace']),
+    schema: z.string().min(1).max(130).optional(),
+    tables: z.record(z.string().min(1).max(300), z.string().min(1).max(300)).optional(),
+  }),
+  files: z.array(requestSchema.shape.files.element.extend({ table: z.string().min(1).max(300) })).max(100_000),
+});
+
+/** The request's files per source table (in the manifest's order), each table with its target. */
+function setTables(req: z.output<typeof setRequestSchema>): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files'] }[] {
+  const bySource = new Map<string, LoadTargetSetRequest['files']>();
+  for (const f of req.files) {
+    const files = bySource.get(f.table) ?? [];
+    files.push(f);
+    bySource.set(f.table, files);
+  }
+  return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files }));
+}
 
 /**
  * Runs a fenced load and turns its end into the target owner's report: an ambiguous COMMIT is
@@ -169,7 +201,8 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
         const { input, operationId } = parseNamed(raw);
         if (!input.target || input.target.via !== 'internal') throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
         const { mode, name } = input.target;
-        const destination = parseTableName(input.target.table, 'target.table');
+        // The input's check gives every run it takes (one table) a target.table.
+        const destination = parseTableName(input.target.table!, 'target.table');
         return reporting(operationId, (report) => ({ report, receipt: null }), async () => {
           const url = targetUrl(name);
           return onTargetSession(url, async (client, signal) => {
@@ -209,7 +242,8 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
         const { input, operationId } = parseNamed(raw);
         if (!input.target || input.target.via !== 'stream') throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
         const { mode, name } = input.target;
-        const destination = parseTableName(input.target.table, 'target.table');
+        // The input's check gives every run it takes (one table) a target.table.
+        const destination = parseTableName(input.target.table!, 'target.table');
         return reporting(operationId, (report): StreamLoadReport => ({ report, receipt: null, snapshotDigest: null }), async (progress) => {
           const url = targetUrl(name);
           const source = sourceUrl(input.source);
@@ -251,6 +285,32 @@ export function createLoadActivities({ targetUrl, sourceUrl, stores }: { targetU
         } finally {
           await closeSession(client);
         }
+      });
+    },
+
+    /** A run of several tables: every table into its mapped target table, in one transaction behind the fence. */
+    async loadTargetSet(raw: LoadTargetSetRequest): Promise<LoadReport> {
+      return withFailures(async () => {
+        const parsed = setRequestSchema.safeParse(raw);
+        if (!parsed.success) throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, { field: parsed.error.issues[0]?.path.join('.') });
+        const req = parsed.data;
+        return reporting(req.operationId, (report) => report, async (progress) => {
+          const mapped = setTables(req);
+          const url = targetUrl(req.target.name);
+          return onTargetSession(url, async (client, signal) => {
+            const tables = [];
+            const seen = new Map<string, string>();
+            for (const { source, target, files } of mapped) {
+              const resolved = await resolveTable(client, target);
+              const name = `${resolved.schema}.${resolved.table}`;
+              if (seen.has(name)) throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `${seen.get(name)} and ${source} both map onto ${name}`, { field: 'target' });
+              seen.set(name, source);
+              tables.push({ schema: resolved.schema, table: resolved.table, files: files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) })) });
+            }
+            const request = { tables, format: req.format, mode: req.target.mode, operationId: req.operationId };
+            return report(req.operationId, url, setIntentDigest(request), () => loadSetIntoTarget(client, request, { signal, onBytes: (bytes) => (progress.bytes = bytes) }));
+          });
+        });
       });
     },
 

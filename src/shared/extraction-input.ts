@@ -8,6 +8,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import { formatS3Url, isS3Url, parseS3Url } from '../storage/s3-url';
 import { parseColumnName, parseTableName } from '../postgres/sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../postgres/table-lock';
+import { checkTargetMapping } from './target-mapping';
 import { MAX_ROW_GROUP_ROWS, PARQUET_COMPRESSIONS, formatOptionsCheck } from './format-options';
 
 const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: z.RefinementCtx) => {
@@ -84,7 +85,12 @@ export const extractionInputSchema = z.strictObject({
   target: z
     .strictObject({
       name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a target name: letters, digits, underscores'),
-      table: z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))),
+      /** The target table of a one-table run. */
+      table: z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))).optional(),
+      /** A run of several tables: each table loads into the table of its name in this schema. */
+      schema: z.string().max(130).superRefine(identifierCheck((v) => parseColumnName(v, 'target.schema'))).optional(),
+      /** A run of several tables: `{ 'source.table': 'target.table' }` for each table of the run. */
+      tables: z.record(tableName, z.string().min(1).max(300).superRefine(identifierCheck((v) => parseTableName(v, 'target.tables')))).optional(),
       mode: z.enum(['append', 'replace']).default('append'),
       /**
        * `files`: extract to files, then COPY them in. `internal`: source and target are the same
@@ -120,6 +126,7 @@ export const extractionInputSchema = z.strictObject({
 })
   .superRefine(formatOptionsCheck)
   .superRefine(checkSelection)
+  .superRefine(checkTargetMapping)
   .superRefine(checkStream);
 
 /** One way to name the tables; per-table choices (columns, key) only for one table; no table named twice. */

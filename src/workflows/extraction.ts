@@ -27,7 +27,7 @@ import { runOutputs } from '../shared/run-outputs';
 import { isTableSet, runLabel } from '../shared/table-selection';
 import { type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
-import { runLoad } from './loader';
+import { TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
@@ -174,13 +174,18 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
       status.phase = 'loading';
       progress();
       const operationId = `${workflowId}:${runId}:attempt-${manifest.attempt}`;
-      const request = {
-        target: { name: input.target.name, table: input.target.table, mode: input.target.mode },
-        files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
-        format: { format: input.format, header: input.header, gzip: input.gzip },
-        operationId,
-      };
-      loaded(await runLoad(input, operationId, (loader) => loader.loadTarget(request), (report) => report));
+      const format = { format: input.format, header: input.header, gzip: input.gzip };
+      const { name, mode } = input.target;
+      // Before TABLE_SET_LOAD a set's files all went to target.table (the input now refuses that); such runs replay so.
+      if (isTableSet(input) && patched(TABLE_SET_LOAD)) {
+        const target = { name, mode, ...(input.target.schema !== undefined ? { schema: input.target.schema } : { tables: input.target.tables }) };
+        const files = manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 }));
+        loaded(await runLoad(input, operationId, (loader) => loader.loadTargetSet({ target, files, format, operationId }), (report) => report));
+      } else {
+        const files = manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 }));
+        const request = { target: { name, table: input.target.table!, mode }, files, format, operationId };
+        loaded(await runLoad(input, operationId, (loader) => loader.loadTarget(request), (report) => report));
+      }
     }
   }
 
@@ -231,7 +236,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
  */
 async function releaseStreamStaging(input: ExtractionInput, operationId: string): Promise<void> {
   try {
-    await cleanup.releaseStreamStaging({ target: { name: input.target!.name, table: input.target!.table }, operationId });
+    await cleanup.releaseStreamStaging({ target: { name: input.target!.name, table: input.target!.table! }, operationId });
   } catch (err) {
     log.warn('stream staging tables could not be released', { reason: describeFailure(err) });
   }

@@ -12,6 +12,8 @@ import type { ExtractionInput } from '../shared/extraction-input';
 import { describeFailure } from './failure-kind';
 
 export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
+/** A run of several tables loads each table into its mapped target table (loadTargetSet). */
+export const TABLE_SET_LOAD = 'table-set-load';
 
 // The fence makes a retried load a no-op once one attempt committed, so retrying is safe.
 const legacyLoader = proxyActivities<MainActivities>({ startToCloseTimeout: '12 hours', retry: { maximumAttempts: 5, nonRetryableErrorTypes: [ErrorCode.INPUT_INVALID, ErrorCode.SOURCE_UNKNOWN] } });
