@@ -140,6 +140,7 @@ program
       ...(opts.target !== undefined ? { target: { name: opts.target, ...targetTables(opts), mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } } : {}),
     };
     if (opts.via !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--via needs --target', { field: 'target.via' });
+    if (opts.targetSchema !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--target-schema needs --target', { field: 'target.schema' });
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseExtractionInput(request);
     if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);

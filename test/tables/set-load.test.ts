@@ -56,9 +56,16 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.deepEqual(await targetSums(), source);
     const fence = await onTarget((c) => c.query('SELECT operation_id, rows::int FROM pgextract.commit_fence'));
     assert.deepEqual(fence.rows, [{ operation_id: appended.operationId, rows: 6200 }], 'one fence row for the whole set');
-    const replaced = await run({ tables: ['sload.child', 'sload.parent'], target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
-    assert.equal(replaced.terminalReceipt.outcome, 'success', JSON.stringify(replaced.load));
+    await admin().query('CREATE TABLE sload.empty (id int PRIMARY KEY)');
+    await onTarget((c) => c.query('CREATE TABLE dst.empty (id int PRIMARY KEY); INSERT INTO dst.empty VALUES (1)'));
+    try {
+      const replaced = await run({ tables: ['sload.child', 'sload.parent', 'sload.empty'], target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
+      assert.equal(replaced.terminalReceipt.outcome, 'success', JSON.stringify(replaced.load));
+    } finally {
+      await admin().query('DROP TABLE sload.empty');
+    }
     assert.deepEqual(await targetSums(), source, 'replaced, not doubled');
+    assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.empty')).rows[0].n), 0, 'an empty source table empties its target');
   });
 
   it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
@@ -100,10 +107,13 @@ describe('built-in loader over a set of tables (live)', function () {
     });
   }
 
-  it('CLI: start --tables --target --target-schema --wait --json loads the set; a set without --target-schema exits 2', async () => {
+  it('CLI: start --tables --target --target-schema --wait --json loads the set; a set without --target-schema, or --target-schema without --target, exits 2', async () => {
     const bare = await cli(['start', '--schema', 'sload', '--target', 'warehouse'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     assert.equal(bare.code, 2, bare.stderr);
     assert.match(bare.stderr, /TARGET_MAPPING_INVALID/);
+    const lone = await cli(['start', '--schema', 'sload', '--target-schema', 'dst'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(lone.code, 2, lone.stderr);
+    assert.match(lone.stderr, /--target-schema needs --target/);
     const stream = await cli(['start', '--schema', 'sload', '--target', 'warehouse', '--target-schema', 'dst', '--via', 'stream'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     assert.match(stream.stderr, /TARGET_VIA_UNSUPPORTED/);
     await withWorker(
