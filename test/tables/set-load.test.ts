@@ -5,7 +5,7 @@
  * staging, and bad mappings are refused with a code.
  */
 import assert from 'node:assert/strict';
-import { WorkflowFailedError } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
 import type { ExtractionRequest } from '../../src/shared/extraction-input';
 import type { ExtractionResult } from '../../src/shared/extraction-types';
@@ -13,7 +13,7 @@ import { cli } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { onTarget, orphanStagingTables, recreateTarget, targetUrl } from '../target/target-db';
+import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetUrl } from '../target/target-db';
 
 const SUMS = 'SELECT (SELECT count(*) FROM %s.parent)::int AS parents, (SELECT count(*) FROM %s.child)::int AS children, (SELECT sum(amount) FROM %s.child)::text AS total';
 const sums = (schema: string): string => SUMS.replaceAll('%s', schema);
@@ -43,9 +43,14 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
   });
 
-  const run = (request: Omit<ExtractionRequest, 'source'>): Promise<ExtractionResult> =>
+  const run = (request: Omit<ExtractionRequest, 'source'>, onEnd?: (handle: WorkflowHandle) => Promise<void>): Promise<ExtractionResult> =>
     withWorker(
-      async ({ taskQueue }) => (await startExtraction(live().temporal.client, request, { taskQueue })).result() as Promise<ExtractionResult>,
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+        const result = (await handle.result()) as ExtractionResult;
+        await onEnd?.(handle);
+        return result;
+      },
       { targets: { warehouse: targetUrl() } },
     );
 
@@ -75,6 +80,15 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.deepEqual(result.load, { outcome: 'failed', reason: 'SQLSTATE_23514', rows: null });
     const counts = await onTarget(async (c) => (await c.query('SELECT (SELECT count(*) FROM dst.parent)::int AS parents, (SELECT count(*) FROM dst.kid)::int AS kids')).rows[0]);
     assert.deepEqual(counts, { parents: 0, kids: 0 });
+  });
+
+  it('replace on a target table another table references: abort with SQLSTATE_0A000 after one attempt, target untouched', async () => {
+    await onTarget((c) => c.query('CREATE TABLE dst.other (parent_id int REFERENCES dst.parent)'));
+    const result = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } }, async (handle) =>
+      assert.equal(await lastAttempt(handle, 'loadTargetSet'), 1, 'a definite failure is not retried'),
+    );
+    assert.deepEqual([result.terminalReceipt.outcome, result.load], ['abort', { outcome: 'failed', reason: 'SQLSTATE_0A000', rows: null }]);
+    assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
   });
 
   it('a mapped target table that does not exist: abort with TABLE_NOT_FOUND, nothing loaded', async () => {
@@ -121,7 +135,11 @@ describe('built-in loader over a set of tables (live)', function () {
         const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
         const r = await cli(['start', '--tables', 'sload.parent,sload.child', '--target', 'warehouse', '--target-schema', 'dst', '--mode', 'replace', '--wait', '--json'], env);
         assert.equal(r.code, 0, r.stderr);
-        assert.deepEqual(JSON.parse(r.stdout).tables.map((t: { table: string }) => t.table).sort(), ['sload.child', 'sload.parent']);
+        const doc = JSON.parse(r.stdout);
+        assert.deepEqual(doc.tables.map((t: { table: string }) => t.table).sort(), ['sload.child', 'sload.parent']);
+        // --wait returns once the manifest exists, which may be before the load has ended.
+        const result = (await live().temporal.client.workflow.getHandle(doc.workflowId).result()) as ExtractionResult;
+        assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
       },
       { targets: { warehouse: targetUrl() } },
     );
