@@ -88,7 +88,11 @@ const CODES = {
   TARGET_CHECKSUM_MISMATCH: DEFINITE,
   TARGET_COMMIT_AMBIGUOUS: TRANSIENT,
   TARGET_FENCE_CONFLICT: TRANSIENT,
+  /** A run of several tables whose target names no table for one of them (no target.schema, no entry in target.tables), or for two at once. */
+  TARGET_MAPPING_INVALID: CALLERS_FAULT,
   TARGET_NOT_SAME_DATABASE: CALLERS_FAULT,
+  /** A run of several tables with `via` internal or stream: only files load a set. */
+  TARGET_VIA_UNSUPPORTED: CALLERS_FAULT,
   // Object storage (S3 API).
   S3_ACCESS_DENIED: CALLERS_FAULT,
   S3_BUCKET_NOT_FOUND: CALLERS_FAULT,

@@ -12,8 +12,9 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import { targetTableOf } from '../contract/target-mapping';
 import type { OutputStores } from '../storage/output-stores';
-import { type StreamLoadReport, loadBySelect, loadByStream, loadFiles, releaseStreamStaging } from '../target/loads';
+import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { definiteLoadFailure } from './load-failures';
@@ -36,6 +37,38 @@ const requestSchema = z.strictObject({
   format: z.strictObject({ format: z.enum(['csv', 'binary']), header: z.boolean(), gzip: z.boolean() }),
   operationId: z.string().min(1).max(300),
 });
+
+export interface LoadTargetSetRequest {
+  /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
+  target: { name: string; mode: 'append' | 'replace'; schema?: string; tables?: Record<string, string> };
+  /** Every file of the run, each naming its source table as the manifest does. */
+  files: { table: string; path: string; rows: number; sha256: string }[];
+  format: LoadTargetRequest['format'];
+  operationId: string;
+}
+
+const setRequestSchema = requestSchema.extend({
+  target: z.strictObject({
+    name: requestSchema.shape.target.shape.name,
+    mode: z.enum(['append', 'replace']),
+    schema: z.string().min(1).max(130).optional(),
+    tables: z.record(z.string().min(1).max(300), z.string().min(1).max(300)).optional(),
+  }),
+  files: z.array(requestSchema.shape.files.element.extend({ table: z.string().min(1).max(300) })).max(100_000),
+});
+
+/** The request's files per source table (in the manifest's order), each table with its target. */
+function setTables(
+  req: z.output<typeof setRequestSchema>,
+): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files'] }[] {
+  const bySource = new Map<string, LoadTargetSetRequest['files']>();
+  for (const f of req.files) {
+    const files = bySource.get(f.table) ?? [];
+    files.push(f);
+    bySource.set(f.table, files);
+  }
+  return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files }));
+}
 
 /**
  * Runs a load activity's body while heartbeating its progress (a dead loader worker is noticed by
@@ -78,7 +111,7 @@ export function createLoadActivities({
         if (!input.target || input.target.via !== 'internal')
           throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
         const { mode, name } = input.target;
-        const destination = parseTableName(input.target.table, 'target.table');
+        const destination = parseTableName(input.target.table!, 'target.table');
         return reporting(
           operationId,
           (report) => ({ report, receipt: null }),
@@ -104,7 +137,7 @@ export function createLoadActivities({
         if (!input.target || input.target.via !== 'stream')
           throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
         const { mode, name } = input.target;
-        const destination = parseTableName(input.target.table, 'target.table');
+        const destination = parseTableName(input.target.table!, 'target.table');
         const load = {
           sourceUrl: sourceUrl(input.source),
           source: tableRequestOf(input),
@@ -126,6 +159,27 @@ export function createLoadActivities({
     /** Drops what a stream left on the target under `operationId` (a vanished worker's, or a target unreachable at the time). */
     async releaseStreamStaging({ target: { name, table }, operationId }: { target: { name: string; table: string }; operationId: string }): Promise<void> {
       return withFailures(() => releaseStreamStaging(targetUrl(name), parseTableName(table, 'target.table'), operationId));
+    },
+
+    /** A run of several tables: every table into its mapped target table, in one transaction behind the fence. */
+    async loadTargetSet(raw: LoadTargetSetRequest): Promise<LoadReport> {
+      return withFailures(async () => {
+        const parsed = setRequestSchema.safeParse(raw);
+        if (!parsed.success)
+          throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, {
+            field: parsed.error.issues[0]?.path.join('.'),
+          });
+        const req = parsed.data;
+        return reporting(
+          req.operationId,
+          (report) => report,
+          async (progress) => {
+            const tables = setTables(req).map((t) => ({ ...t, files: t.files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) })) }));
+            const load = { tables, format: req.format, mode: req.target.mode, operationId: req.operationId };
+            return loadFileSet(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
+          },
+        );
+      });
     },
 
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {

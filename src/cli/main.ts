@@ -62,6 +62,12 @@ function secondsArg(value: string): number {
   return Math.round(n * 1000);
 }
 
+/** Where --target loads: --target-schema maps a set; one table defaults to the source table's name. */
+function targetTables(opts: { table?: string; targetTable?: string; targetSchema?: string }): { table?: string; schema?: string } {
+  const table = opts.targetTable ?? opts.table;
+  return { ...(table !== undefined ? { table } : {}), ...(opts.targetSchema !== undefined ? { schema: opts.targetSchema } : {}) };
+}
+
 const program = new Command('pg-extract')
   .description('Durable PostgreSQL extraction on Temporal')
   .option('--address <host:port>', 'Temporal frontend (TEMPORAL_ADDRESS, default localhost:7233)')
@@ -107,6 +113,7 @@ program
   )
   .option('--target <name>', 'load into this PostgreSQL target (PG_EXTRACT_TARGET_<NAME>_URL on the worker)')
   .option('--target-table <schema.table>', 'target table for --target')
+  .option('--target-schema <schema>', 'with --tables/--schema and --target: load each table into the table of its name in this schema (one transaction)')
   .option('--mode <append|replace>', 'how --target loads', 'append')
   .option(
     '--via <files|internal|stream>',
@@ -138,10 +145,12 @@ program
       ...(opts.out !== undefined ? { outDir: opts.out } : {}),
       ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
       ...(opts.target !== undefined
-        ? { target: { name: opts.target, table: opts.targetTable ?? opts.table, mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } }
+        ? { target: { name: opts.target, ...targetTables(opts), mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } }
         : {}),
     };
     if (opts.via !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--via needs --target', { field: 'target.via' });
+    if (opts.targetSchema !== undefined && opts.target === undefined)
+      throw new PgExtractError(ErrorCode.INPUT_INVALID, '--target-schema needs --target', { field: 'target.schema' });
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseExtractionInput(request);
     if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { MAX_ROW_GROUP_ROWS, PARQUET_COMPRESSIONS, formatOptionsCheck } from './format-options';
+import { checkTargetMapping } from './target-mapping';
 import { formatS3Url, isS3Url, parseS3Url } from './s3-url';
 import { parseColumnName, parseTableName } from './identifiers';
 
@@ -134,11 +135,30 @@ export const extractionInputSchema = z
     target: z
       .strictObject({
         name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'a target name: letters, digits, underscores'),
+        /** The target table of a one-table run. */
         table: z
           .string()
           .min(1)
           .max(300)
-          .superRefine(identifierCheck((v) => parseTableName(v, 'target.table'))),
+          .superRefine(identifierCheck((v) => parseTableName(v, 'target.table')))
+          .optional(),
+        /** A run of several tables: each table loads into the table of its name in this schema. */
+        schema: z
+          .string()
+          .max(130)
+          .superRefine(identifierCheck((v) => parseColumnName(v, 'target.schema')))
+          .optional(),
+        /** A run of several tables: `{ 'source.table': 'target.table' }` for each table of the run. */
+        tables: z
+          .record(
+            tableName,
+            z
+              .string()
+              .min(1)
+              .max(300)
+              .superRefine(identifierCheck((v) => parseTableName(v, 'target.tables'))),
+          )
+          .optional(),
         mode: z.enum(['append', 'replace']).default('append'),
         /**
          * `files`: extract to files, then COPY them in. `internal`: source and target are the same
@@ -180,6 +200,7 @@ export const extractionInputSchema = z
   })
   .superRefine(formatOptionsCheck)
   .superRefine(checkSelection)
+  .superRefine(checkTargetMapping)
   .superRefine(checkStream);
 
 /** One way to name the tables; per-table choices (columns, key) only for one table; no table named twice. */

@@ -178,7 +178,7 @@ async function copyFileInto(
  */
 export async function loadIntoTarget(client: Client, request: LoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
   const target = quoteQualified(request.schema, request.table);
-  const staging = quoteQualified(request.schema, `pg_extract_stg_${createHash('sha256').update(request.operationId).digest('hex').slice(0, 12)}`);
+  const staging = stagingName(request.schema, request.operationId);
   return fencedTransaction(
     client,
     request.operationId,
@@ -193,20 +193,8 @@ export async function loadIntoTarget(client: Client, request: LoadRequest, { sig
         create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
         drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
         materialize: async () => {
-          let total = 0;
           let bytes = 0;
-          for (const file of request.files) {
-            signal?.throwIfAborted();
-            const loaded = await copyFileInto(client, staging, file, request.format, (n) => onBytes?.((bytes += n)));
-            if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
-              throw failure(
-                ErrorCode.TARGET_CHECKSUM_MISMATCH,
-                `${file.path} does not match its manifest entry (rows or sha256)`,
-                FailureDisposition.cleanupSafe,
-              );
-            }
-            total += loaded.rows;
-          }
+          const total = await stageFiles(client, staging, request.files, request.format, signal, (n) => onBytes?.((bytes += n)));
           signal?.throwIfAborted();
           await moveIntoTarget(client, staging, target, request.mode);
           return total;
@@ -216,6 +204,35 @@ export async function loadIntoTarget(client: Client, request: LoadRequest, { sig
     },
     signal,
   );
+}
+
+/** A load's staging table in `schema`, named after its operation (and its place in a set's load). */
+export function stagingName(schema: string, operationId: string, suffix = ''): string {
+  return quoteQualified(schema, `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
+}
+
+/**
+ * COPYs `files` into `staging`, each verified against its manifest entry (rows and sha256) before
+ * the next; returns the rows. `onChunk` gets each chunk's size as it is read.
+ */
+export async function stageFiles(
+  client: Client,
+  staging: string,
+  files: LoadFile[],
+  format: ExportFormat,
+  signal: AbortSignal | undefined,
+  onChunk: (bytes: number) => void,
+): Promise<number> {
+  let total = 0;
+  for (const file of files) {
+    signal?.throwIfAborted();
+    const loaded = await copyFileInto(client, staging, file, format, onChunk);
+    if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
+      throw failure(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`, FailureDisposition.cleanupSafe);
+    }
+    total += loaded.rows;
+  }
+  return total;
 }
 
 /** Staging → target in the caller's transaction: `replace` empties the target first. */

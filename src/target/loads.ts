@@ -7,8 +7,9 @@
  * is unknown. Other failures are thrown; whether they are definite is the caller's decision.
  */
 import { createHash } from 'node:crypto';
+import type { ExportFormat } from '../contract/formats';
 import type { LoadReport } from '../contract/load-report';
-import { ErrorCode, errorCodeOf } from '../errors';
+import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import type { ExtractionLifecycleReceipt, RowEvidence } from '../lifecycle/receipt';
 import { type TableRequest, resolveTable } from '../postgres/catalog';
 import { insertSelectIntoStaging } from '../postgres/internal-query';
@@ -19,6 +20,7 @@ import { quoteQualified } from '../postgres/sql';
 import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from '../postgres/stream-load';
 import {
   CommitUnacknowledged,
+  type LoadFile,
   type LoadRequest,
   type LoadResult,
   fencedTransaction,
@@ -28,6 +30,7 @@ import {
   reconcileCommit,
 } from './loader';
 import { assertSameDatabase, onTargetSession } from './session';
+import { loadSetIntoTarget, setIntentDigest } from './set-loader';
 
 /** Runs a fenced load and turns its end into the target owner's report (see the file comment). */
 async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {
@@ -53,6 +56,32 @@ export async function loadFiles(url: string, { destination, ...load }: FilesLoad
     const resolved = await resolveTable(client, destination);
     const request = { ...load, schema: resolved.schema, table: resolved.table };
     return report(request.operationId, url, intentDigest(request), () => loadIntoTarget(client, request, { signal, onBytes }));
+  });
+}
+
+/** A set's files, grouped by source table (manifest order), each group with the target table it maps to. */
+export interface FileSetLoad {
+  tables: { source: string; target: TableRequest; files: LoadFile[] }[];
+  format: ExportFormat;
+  mode: 'append' | 'replace';
+  operationId: string;
+}
+
+/** Every table of a set into its mapped target table, in one target transaction behind one fence (see set-loader.ts). */
+export async function loadFileSet(url: string, { tables, ...load }: FileSetLoad, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<LoadReport> {
+  return onTargetSession(url, signal, async (client) => {
+    const resolvedTables = [];
+    const seen = new Map<string, string>();
+    for (const { source, target, files } of tables) {
+      const resolved = await resolveTable(client, target);
+      const name = `${resolved.schema}.${resolved.table}`;
+      if (seen.has(name))
+        throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `${seen.get(name)} and ${source} both map onto ${name}`, { field: 'target' });
+      seen.set(name, source);
+      resolvedTables.push({ schema: resolved.schema, table: resolved.table, files });
+    }
+    const request = { ...load, tables: resolvedTables };
+    return report(request.operationId, url, setIntentDigest(request), () => loadSetIntoTarget(client, request, { signal, onBytes }));
   });
 }
 

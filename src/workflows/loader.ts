@@ -12,6 +12,8 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import { activityTimeout, describeFailure } from './failure-kind';
 
 export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
+/** A run of several tables loads each table into its mapped target table (loadTargetSet). */
+export const TABLE_SET_LOAD = 'table-set-load';
 
 // The fence makes a retried load a no-op once one attempt committed, so retrying is safe. Its list of
 // non-retryable codes is the one runs under older code were scheduled with, kept as it was.

@@ -71,7 +71,7 @@ export async function decideTerminal(
  */
 async function releaseStreamStaging(input: ExtractionInput, operationId: string): Promise<void> {
   try {
-    await cleanup.releaseStreamStaging({ target: { name: input.target!.name, table: input.target!.table }, operationId });
+    await cleanup.releaseStreamStaging({ target: { name: input.target!.name, table: input.target!.table! }, operationId });
   } catch (err) {
     log.warn('stream staging tables could not be released', { reason: describeFailure(err) });
   }

@@ -183,6 +183,23 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('a set of tables loaded by the built-in loader into a target schema', async () => {
+    await admin().query(`
+      DROP SCHEMA IF EXISTS histdst CASCADE; CREATE SCHEMA histdst;
+      CREATE TABLE hist.lp (id int PRIMARY KEY); CREATE TABLE hist.lc (id int PRIMARY KEY, lp int REFERENCES hist.lp);
+      INSERT INTO hist.lp SELECT generate_series(1, 10); INSERT INTO hist.lc SELECT g, 1 + g % 10 FROM generate_series(1, 30) g;
+      CREATE TABLE histdst.lp (id int PRIMARY KEY); CREATE TABLE histdst.lc (id int PRIMARY KEY, lp int REFERENCES histdst.lp)`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const request = { tables: ['hist.lp', 'hist.lc'], target: { name: 'local', schema: 'histdst' } };
+        const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-table-set-loaded' });
+        await handle.result();
+        await save('table-set-loaded', handle);
+      },
+      { targets: { local: live().pg.url } },
+    );
+  });
+
   it('cancelled while awaiting commit', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'cancelled', { partitions: 2 });

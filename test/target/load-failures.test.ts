@@ -17,7 +17,7 @@ import { digestSql, seedMixedTable, settleSessions, tableDigest } from '../suppo
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
-import { onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from './target-db';
+import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from './target-db';
 
 const COLUMNS = 'amount numeric(12,2), created timestamptz, flag boolean, doc jsonb';
 /** A target whose `name` column checks each value slowly (~2 ms: 6 s for the table's COPY), so a test can act while the load runs. */
@@ -34,15 +34,6 @@ async function targetState(): Promise<{ rows: number; fenced: number; staging: n
     const hasFence = (await c.query(`SELECT to_regclass('pgextract.commit_fence') IS NOT NULL AS present`)).rows[0].present;
     return { rows: await count('dst.t'), fenced: hasFence ? await count('pgextract.commit_fence') : 0, staging: await orphanStagingTables() };
   });
-}
-
-/** The attempt of the last start of activity `type` (history records only the last attempt's start). */
-async function lastAttempt(handle: Handle, type: string): Promise<number> {
-  const events = (await handle.fetchHistory()).events ?? [];
-  const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === type);
-  assert.ok(scheduled, `${type} was scheduled`);
-  const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
-  return started?.activityTaskStartedEventAttributes?.attempt ?? 0;
 }
 
 async function filesGone(manifest: Manifest): Promise<void> {

@@ -1,4 +1,6 @@
 /** The target database of the loader tests: a second database on the live PostgreSQL, recreated per test. */
+import assert from 'node:assert/strict';
+import type { WorkflowHandle } from '@temporalio/client';
 import { Client } from 'pg';
 import { admin } from '../support/database';
 import { live } from '../support/services';
@@ -68,4 +70,13 @@ export async function terminateTargetAtCommit(before?: () => Promise<void>): Pro
   const pid = await targetStatement('COMMIT');
   await before?.();
   await admin().query('SELECT pg_terminate_backend($1)', [pid]);
+}
+
+/** The attempt of the last start of activity `type` (history records only the last attempt's start). */
+export async function lastAttempt(handle: WorkflowHandle, type: string): Promise<number> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === type);
+  assert.ok(scheduled, `${type} was scheduled`);
+  const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
+  return started?.activityTaskStartedEventAttributes?.attempt ?? 0;
 }

@@ -1,0 +1,61 @@
+/**
+ * Where each table of a run of several tables loads on the target: `target.schema` keeps the
+ * table's name in that schema; `target.tables` maps `source → target` explicitly. Checked at the
+ * input (a set without a mapping, a listed table left out, two tables onto one) and again by the
+ * loader, which sees the tables a schema resolved to.
+ */
+import type { z } from 'zod';
+import { ErrorCode, PgExtractError } from '../errors';
+import { parseColumnName, parseTableName } from './identifiers';
+
+export interface TargetMapping {
+  table?: string;
+  schema?: string;
+  tables?: Record<string, string>;
+  via?: string;
+}
+
+type Name = { schema: string; table: string };
+
+/** `schema.table` as the manifest names a file's table (catalog names joined by a dot). */
+export function joinedName({ schema, table }: Name): string {
+  return `${schema}.${table}`;
+}
+
+/**
+ * The target table of source table `source` (as a manifest file names it). The part after the
+ * first dot is the table: the manifest's joined name cannot tell a dot inside a schema name apart.
+ */
+export function targetTableOf(target: TargetMapping, source: string): Name {
+  if (target.schema !== undefined) return { schema: parseColumnName(target.schema, 'target.schema'), table: source.slice(source.indexOf('.') + 1) };
+  const entry = Object.entries(target.tables ?? {}).find(([from]) => joinedName(parseTableName(from, 'target.tables')) === source);
+  if (!entry) throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `target.tables maps no target table for ${source}`, { field: 'target.tables' });
+  return parseTableName(entry[1], 'target.tables');
+}
+
+/** The input's check of a built-in load: one table takes `target.table`; a set takes a mapping, through files only. */
+export function checkTargetMapping(input: { table?: string; tables?: string[]; target?: TargetMapping }, ctx: z.RefinementCtx): void {
+  const { target } = input;
+  if (!target) return;
+  const issue = (path: string, message: string, code: ErrorCode = ErrorCode.TARGET_MAPPING_INVALID): void =>
+    ctx.addIssue({ code: 'custom', path: ['target', path], message, params: { code } });
+  if (input.table !== undefined) {
+    if (target.table === undefined) issue('table', 'give the target table');
+    if (target.schema !== undefined || target.tables !== undefined)
+      issue('table', 'target.schema and target.tables map several tables; one table takes target.table');
+    return;
+  }
+  if (target.via !== undefined && target.via !== 'files')
+    issue('via', `several tables load via files only, not ${target.via}`, ErrorCode.TARGET_VIA_UNSUPPORTED);
+  if (target.table !== undefined) issue('table', 'several tables map with target.schema or target.tables, not target.table');
+  if ((target.schema === undefined) === (target.tables === undefined)) issue('schema', 'several tables need exactly one of target.schema and target.tables');
+  if (target.tables === undefined) return;
+  try {
+    const targets = Object.values(target.tables).map((to) => joinedName(parseTableName(to, 'target.tables')));
+    const twice = targets.find((to, i) => targets.indexOf(to) !== i);
+    if (twice !== undefined) issue('tables', `two tables map onto ${twice}`);
+    for (const source of input.tables ?? []) targetTableOf(target, joinedName(parseTableName(source)));
+  } catch (err) {
+    issue('tables', (err as Error).message, (err as PgExtractError).code ?? ErrorCode.TARGET_MAPPING_INVALID);
+  }
+}

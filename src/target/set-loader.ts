@@ -1,0 +1,107 @@
+/**
+ * The built-in loader for a run of several tables: every table's files into its own target table
+ * in ONE target transaction, behind the same commit fence as one table's load. Each table is
+ * staged and verified (rows and sha256 of every file) before anything moves; `replace` empties
+ * the whole set in one TRUNCATE; tables move parents first along the target's foreign keys, so
+ * every key holds at COMMIT. Any failure rolls back to before the staging tables existed: nothing
+ * lands and no staging table stays.
+ */
+import { createHash } from 'node:crypto';
+import type { Client } from 'pg';
+import { ownedStagingHandle } from '../lifecycle';
+import type { ExportFormat } from '../contract/formats';
+import { quoteQualified } from '../postgres/sql';
+import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction, moveIntoTarget, stageFiles, stagingName } from './loader';
+
+export interface SetLoadTable {
+  /** The resolved target table. */
+  schema: string;
+  table: string;
+  files: LoadFile[];
+}
+
+export interface SetLoadRequest {
+  tables: SetLoadTable[];
+  format: ExportFormat;
+  mode: 'append' | 'replace';
+  /** Stable per extraction attempt: the same load retried has the same id. */
+  operationId: string;
+}
+
+/** The digest of what a set's load intends to write: each target table with its files' rows and sha256, in order. */
+export function setIntentDigest(request: Pick<SetLoadRequest, 'tables' | 'mode'>): string {
+  const h = createHash('sha256');
+  h.update(`set:${request.mode}\n`);
+  for (const t of request.tables) {
+    h.update(`${t.schema}.${t.table}\n`);
+    for (const f of t.files) h.update(`${f.rows}:${f.sha256}\n`);
+  }
+  return `sha256:${h.digest('hex')}`;
+}
+
+/**
+ * The order to fill the tables in: a table after every table of the set it references (the
+ * target's foreign keys). Tables in a cycle keep the request's order; only deferrable keys let such a cycle load.
+ */
+export async function parentsFirst(client: Client, tables: { schema: string; table: string }[]): Promise<number[]> {
+  const edges = await client.query<{ child: number; parent: number }>(
+    `WITH t AS (
+       SELECT u.i::int - 1 AS i, c.oid FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(s, n, i)
+       JOIN pg_namespace ns ON ns.nspname = u.s JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = u.n)
+     SELECT DISTINCT child.i AS child, parent.i AS parent FROM pg_constraint k
+       JOIN t child ON child.oid = k.conrelid JOIN t parent ON parent.oid = k.confrelid
+     WHERE k.contype = 'f' AND k.conrelid <> k.confrelid`,
+    [tables.map((t) => t.schema), tables.map((t) => t.table)],
+  );
+  const parents = tables.map(() => new Set<number>());
+  for (const { child, parent } of edges.rows) parents[child]!.add(parent);
+  const order: number[] = [];
+  const placed = new Set<number>();
+  for (let progressed = true; progressed;) {
+    progressed = false;
+    tables.forEach((_, i) => {
+      if (placed.has(i) || [...parents[i]!].some((p) => !placed.has(p))) return;
+      order.push(i);
+      placed.add(i);
+      progressed = true;
+    });
+  }
+  return [...order, ...tables.map((_, i) => i).filter((i) => !placed.has(i))];
+}
+
+/** Loads the set on `client` (a fresh target session); failures carry the dispositions {@link loadIntoTarget} documents. */
+export async function loadSetIntoTarget(client: Client, request: SetLoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
+  const targets = request.tables.map((t) => quoteQualified(t.schema, t.table));
+  const stagings = request.tables.map((t, i) => stagingName(t.schema, request.operationId, `_${i}`));
+  const label = request.tables.map((t) => `${t.schema}.${t.table}`).join(', ');
+  return fencedTransaction(
+    client,
+    request.operationId,
+    setIntentDigest(request),
+    label,
+    async () => {
+      await client.query('SAVEPOINT pg_extract_staging');
+      const { result: rows } = await ownedStagingHandle({
+        // As for one table: created inside the load's transaction, so rolling back to the savepoint drops them all.
+        create: async () => {
+          for (const [i, staging] of stagings.entries()) await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${targets[i]} INCLUDING DEFAULTS)`);
+        },
+        drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
+        materialize: async () => {
+          let total = 0;
+          let bytes = 0;
+          for (const [i, table] of request.tables.entries()) {
+            total += await stageFiles(client, stagings[i]!, table.files, request.format, signal, (n) => onBytes?.((bytes += n)));
+          }
+          signal?.throwIfAborted();
+          const order = await parentsFirst(client, request.tables);
+          if (request.mode === 'replace') await client.query(`TRUNCATE ${targets.join(', ')}`);
+          for (const i of order) await moveIntoTarget(client, stagings[i]!, targets[i]!, 'append');
+          return total;
+        },
+      });
+      return rows;
+    },
+    signal,
+  );
+}

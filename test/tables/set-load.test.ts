@@ -1,0 +1,180 @@
+/**
+ * The built-in loader over a run of several tables, live: a parent and a child joined by a foreign
+ * key load into a target schema in one transaction (parents first, so the key holds; replace
+ * empties the set at once), a failure in the second table leaves the target untouched with no
+ * staging, and bad mappings are refused with a code.
+ */
+import assert from 'node:assert/strict';
+import type { WorkflowHandle } from '@temporalio/client';
+import { startExtraction } from '../../src/client';
+import type { ExtractionRequest } from '../../src/contract/extraction-input';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
+import { cli } from '../support/cli';
+import { admin, settleSessions } from '../support/database';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetUrl } from '../target/target-db';
+
+const SUMS =
+  'SELECT (SELECT count(*) FROM %s.parent)::int AS parents, (SELECT count(*) FROM %s.child)::int AS children, (SELECT sum(amount) FROM %s.child)::text AS total';
+const sums = (schema: string): string => SUMS.replaceAll('%s', schema);
+const targetSums = (): Promise<Record<string, unknown>> => onTarget(async (c) => (await c.query(sums('dst'))).rows[0]);
+
+/** The child is the bigger table, so the manifest (biggest first) names it before its parent. */
+const TARGET_DDL = `CREATE SCHEMA dst;
+  CREATE TABLE dst.parent (id int PRIMARY KEY, name text);
+  CREATE TABLE dst.child (id bigint PRIMARY KEY, parent_id int NOT NULL REFERENCES dst.parent, amount numeric(12,2))`;
+
+describe('built-in loader over a set of tables (live)', function () {
+  this.timeout(180_000);
+  let source: Record<string, unknown>;
+  before(async () => {
+    await admin().query(`
+      DROP SCHEMA IF EXISTS sload CASCADE; CREATE SCHEMA sload;
+      CREATE TABLE sload.parent (id int PRIMARY KEY, name text);
+      CREATE TABLE sload.child (id bigint PRIMARY KEY, parent_id int NOT NULL REFERENCES sload.parent, amount numeric(12,2));
+      INSERT INTO sload.parent SELECT g, 'p' || g FROM generate_series(1, 200) g;
+      INSERT INTO sload.child SELECT g, 1 + g % 200, g * 0.25 FROM generate_series(1, 6000) g;
+      ANALYZE sload.parent, sload.child`);
+    source = (await admin().query(sums('sload'))).rows[0];
+  });
+  beforeEach(() => recreateTarget(TARGET_DDL));
+  afterEach(async () => {
+    assert.equal(await orphanStagingTables(), 0, 'no staging table left');
+    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
+  });
+
+  const run = (request: Omit<ExtractionRequest, 'source'>, onEnd?: (handle: WorkflowHandle) => Promise<void>): Promise<ExtractionResult> =>
+    withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+        const result = (await handle.result()) as ExtractionResult;
+        await onEnd?.(handle);
+        return result;
+      },
+      { targets: { warehouse: targetUrl() } },
+    );
+
+  it('--target-schema: parent and child load in one transaction, the key holds, rows and sums equal the source; replace empties the set at once', async () => {
+    const appended = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst' } });
+    assert.equal(appended.terminalReceipt.outcome, 'success', JSON.stringify(appended.load));
+    assert.deepEqual(appended.load, { outcome: 'committed', reason: null, rows: 6200 });
+    assert.deepEqual(await targetSums(), source);
+    const fence = await onTarget((c) => c.query('SELECT operation_id, rows::int FROM pgextract.commit_fence'));
+    assert.deepEqual(fence.rows, [{ operation_id: appended.operationId, rows: 6200 }], 'one fence row for the whole set');
+    await admin().query('CREATE TABLE sload.empty (id int PRIMARY KEY)');
+    await onTarget((c) => c.query('CREATE TABLE dst.empty (id int PRIMARY KEY); INSERT INTO dst.empty VALUES (1)'));
+    try {
+      const replaced = await run({ tables: ['sload.child', 'sload.parent', 'sload.empty'], target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
+      assert.equal(replaced.terminalReceipt.outcome, 'success', JSON.stringify(replaced.load));
+    } finally {
+      await admin().query('DROP TABLE sload.empty');
+    }
+    assert.deepEqual(await targetSums(), source, 'replaced, not doubled');
+    assert.equal(
+      await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.empty')).rows[0].n),
+      0,
+      'an empty source table empties its target',
+    );
+  });
+
+  it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
+    await onTarget((c) =>
+      c.query(
+        'CREATE TABLE dst.kid (LIKE dst.child INCLUDING ALL, CHECK (amount < 1000)); ALTER TABLE dst.kid ADD FOREIGN KEY (parent_id) REFERENCES dst.parent',
+      ),
+    );
+    const result = await run({
+      tables: ['sload.parent', 'sload.child'],
+      target: { name: 'warehouse', tables: { 'sload.parent': 'dst.parent', 'sload.child': 'dst.kid' } },
+    });
+    assert.equal(result.terminalReceipt.outcome, 'abort');
+    assert.deepEqual(result.load, { outcome: 'failed', reason: 'SQLSTATE_23514', rows: null });
+    const counts = await onTarget(
+      async (c) => (await c.query('SELECT (SELECT count(*) FROM dst.parent)::int AS parents, (SELECT count(*) FROM dst.kid)::int AS kids')).rows[0],
+    );
+    assert.deepEqual(counts, { parents: 0, kids: 0 });
+  });
+
+  it('replace on a target table another table references: abort with SQLSTATE_0A000 after one attempt, target untouched', async () => {
+    await onTarget((c) => c.query('CREATE TABLE dst.other (parent_id int REFERENCES dst.parent)'));
+    const result = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } }, async (handle) =>
+      assert.equal(await lastAttempt(handle, 'loadTargetSet'), 1, 'a definite failure is not retried'),
+    );
+    assert.deepEqual([result.terminalReceipt.outcome, result.load], ['abort', { outcome: 'failed', reason: 'SQLSTATE_0A000', rows: null }]);
+    assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
+  });
+
+  it('a mapped target table that does not exist: abort with TABLE_NOT_FOUND, nothing loaded', async () => {
+    const result = await run({
+      tables: ['sload.parent', 'sload.child'],
+      target: { name: 'warehouse', tables: { 'sload.parent': 'dst.parent', 'sload.child': 'dst.nope' } },
+    });
+    assert.equal(result.terminalReceipt.outcome, 'abort');
+    assert.equal(result.load?.reason, 'TABLE_NOT_FOUND');
+    assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
+  });
+
+  it('a schema run whose explicit map leaves a table out, or maps two onto one: abort with TARGET_MAPPING_INVALID, nothing loaded', async () => {
+    const left = await run({ schema: 'sload', target: { name: 'warehouse', tables: { 'sload.parent': 'dst.parent' } } });
+    assert.deepEqual([left.terminalReceipt.outcome, left.load?.reason], ['abort', 'TARGET_MAPPING_INVALID']);
+    await admin().query('DROP SCHEMA IF EXISTS sload2 CASCADE; CREATE SCHEMA sload2; CREATE TABLE sload2.parent (id int PRIMARY KEY, name text)');
+    const twice = await run({ tables: ['sload.parent', 'sload2.parent'], target: { name: 'warehouse', schema: 'dst' } });
+    assert.deepEqual([twice.terminalReceipt.outcome, twice.load?.reason], ['abort', 'TARGET_MAPPING_INVALID']);
+    assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
+  });
+
+  const refused: [string, ExtractionRequest, RegExp][] = [
+    ['no mapping', { tables: ['sload.parent'], target: { name: 'warehouse' } }, /TARGET_MAPPING_INVALID/],
+    ['target.table for a set', { schema: 'sload', target: { name: 'warehouse', table: 'dst.parent' } }, /TARGET_MAPPING_INVALID/],
+    [
+      'a listed table left out of the map',
+      { tables: ['sload.parent', 'sload.child'], target: { name: 'warehouse', tables: { 'sload.parent': 'dst.parent' } } },
+      /TARGET_MAPPING_INVALID/,
+    ],
+    [
+      'two tables onto one',
+      { tables: ['sload.parent', 'sload.child'], target: { name: 'warehouse', tables: { 'sload.parent': 'dst.x', 'sload.child': 'DST.x' } } },
+      /TARGET_MAPPING_INVALID/,
+    ],
+    ['--via stream', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'stream' } }, /TARGET_VIA_UNSUPPORTED/],
+    ['--via internal', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'internal' } }, /TARGET_VIA_UNSUPPORTED/],
+  ];
+  for (const [what, request, code] of refused) {
+    it(`refused before the run starts: ${what} (${code.source})`, async () => {
+      await assert.rejects(startExtraction(live().temporal.client, request, { taskQueue: 'nobody-polls' }), (err: Error) =>
+        code.test(`${(err as { code?: string }).code}`),
+      );
+    });
+  }
+
+  it('CLI: start --tables --target --target-schema --wait --json loads the set; a set without --target-schema, or --target-schema without --target, exits 2', async () => {
+    const bare = await cli(['start', '--schema', 'sload', '--target', 'warehouse'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(bare.code, 2, bare.stderr);
+    assert.match(bare.stderr, /TARGET_MAPPING_INVALID/);
+    const lone = await cli(['start', '--schema', 'sload', '--target-schema', 'dst'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(lone.code, 2, lone.stderr);
+    assert.match(lone.stderr, /--target-schema needs --target/);
+    const stream = await cli(['start', '--schema', 'sload', '--target', 'warehouse', '--target-schema', 'dst', '--via', 'stream'], {
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+    });
+    assert.match(stream.stderr, /TARGET_VIA_UNSUPPORTED/);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+        const r = await cli(
+          ['start', '--tables', 'sload.parent,sload.child', '--target', 'warehouse', '--target-schema', 'dst', '--mode', 'replace', '--wait', '--json'],
+          env,
+        );
+        assert.equal(r.code, 0, r.stderr);
+        const doc = JSON.parse(r.stdout);
+        assert.deepEqual(doc.tables.map((t: { table: string }) => t.table).sort(), ['sload.child', 'sload.parent']);
+        // --wait returns once the manifest exists, which may be before the load has ended.
+        const result = (await live().temporal.client.workflow.getHandle(doc.workflowId).result()) as ExtractionResult;
+        assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+      },
+      { targets: { warehouse: targetUrl() } },
+    );
+    assert.deepEqual(await targetSums(), source);
+  });
+});
