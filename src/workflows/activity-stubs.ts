@@ -2,13 +2,18 @@
  * The activity stubs the attempts schedule: partition copies on any worker (the run's timeouts
  * and retry policy), the snapshot holder on one worker's own queue, and short bookkeeping.
  */
-import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/workflow';
 import type { HolderActivities, MainActivities } from '../activities';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { NON_RETRYABLE_CODES } from '../errors';
 
+export const WAIT_FOR_CANCELLED_COPIES = 'wait-for-cancelled-copies';
+
 export function extractActivities(input: ExtractionInput) {
   return proxyActivities<MainActivities>({
+    // A cancelled copy is waited for until it has stopped writing (it discards its temp file), so
+    // the attempt's discard never races a rename that lands after it. Older runs replay without.
+    cancellationType: patched(WAIT_FOR_CANCELLED_COPIES) ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED : ActivityCancellationType.TRY_CANCEL,
     startToCloseTimeout: input.timeouts.partitionStartToCloseMs,
     heartbeatTimeout: input.timeouts.partitionHeartbeatMs,
     retry: {
