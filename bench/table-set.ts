@@ -15,6 +15,7 @@ export function tableSetRows(tables: number, rows: number): number[] {
   const total = weights.reduce((a, b) => a + b, 0);
   const counts = weights.map((w) => Math.max(1, Math.floor((rows * w) / total)));
   counts[0]! += rows - counts.reduce((a, b) => a + b, 0);
+  if (counts[0]! < (counts[1] ?? 1)) throw new Error(`--rows ${rows} is too few for ${tables} tables of at least one row each`);
   return counts;
 }
 
