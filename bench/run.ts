@@ -4,8 +4,11 @@
  * full Temporal workflow run interleaved, each at least `--runs` times; the table reports medians
  * and ratios to the best baseline. Results go to bench/results/latest.json.
  *
- *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling]
+ *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling] [--tables 200] [--only REGEXP]
  *
+ * Rows named `… 200-table schema …` time a whole schema (bench/table-set.ts: `--tables` tables, the
+ * same `--rows` in all) through `--schema` against `pg_dump -Fd -j2 -a -n`; the schema is seeded
+ * only when one of them is selected.
  * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio and
  * each size's peak RSS. The worker runs as users are told to run it (src/worker/runtime.ts), and
  * its peak RSS is reset before each run, so every figure is that run's own peak.
@@ -26,6 +29,8 @@ import { startDevServer } from '../devenv/temporal-dev-server';
 import { commitUpdate } from '../src/contract/definitions';
 import type { ExtractionRequest } from '../src/contract/extraction-input';
 import { workerProcessEnv } from '../src/worker/runtime';
+import { BENCH_COLUMNS, createBenchTable } from './bench-table';
+import { seedTableSet, tableSetRows } from './table-set';
 
 const run = promisify(execFile);
 
@@ -38,6 +43,10 @@ const ROWS = arg('--rows', process.argv.includes('--quick') ? 200_000 : 5_000_00
 /** `--only REGEXP`: run just the methods whose names match (goals need both of their methods). */
 const ONLY = process.argv.includes('--only') ? new RegExp(process.argv[process.argv.indexOf('--only') + 1] ?? '') : null;
 const RUNS = Math.max(3, arg('--runs', 3));
+/** The many-table schema: its table count and the label its rows carry (select them with `--only '200-table'`). */
+const SET_TABLES = arg('--tables', 200);
+const SET_LABEL = `${SET_TABLES}-table schema`;
+const SET_SCHEMA = 'bench_set';
 
 interface Method {
   name: string;
@@ -66,13 +75,7 @@ async function seed(url: string, schema: string, rows: number): Promise<void> {
     const have = await pg.query(`SELECT count(*)::int AS n FROM ${schema}.t`).catch(() => null);
     if (have?.rows[0].n === rows) return;
     await pg.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-    await pg.query(`CREATE TABLE ${schema}.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)`);
-    await pg.query(
-      `INSERT INTO ${schema}.t SELECT g, 'customer ' || (g % 9973), (g % 100000) / 100.0, timestamptz '2026-01-01' + g * interval '1 second',
-              g % 2 = 0, md5(g::text)::uuid, repeat(chr((97 + g % 26)::int), (20 + g % 30)::int) FROM generate_series(1, $1::bigint) g`,
-      [rows],
-    );
-    await pg.query(`VACUUM ANALYZE ${schema}.t`);
+    await createBenchTable(pg, `${schema}.t`, rows);
   } finally {
     await pg.end();
   }
@@ -132,8 +135,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   const outRoot = join(scratch, 'out');
   const taskQueue = 'bench';
   const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
-  const TABLE_DDL =
-    'CREATE SCHEMA bench; CREATE TABLE bench.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), at timestamptz, ok boolean, ref uuid, note text)';
+  const TABLE_DDL = `CREATE SCHEMA bench; CREATE TABLE bench.t ${BENCH_COLUMNS}`;
   const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker', 'worker.js')], {
     env: workerProcessEnv({
       ...process.env,
@@ -184,17 +186,29 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     },
   });
 
-  const ours = (label: string, request: Omit<ExtractionRequest, 'table'>, table = 'bench.t'): Method => ({
+  type Selection = Pick<ExtractionRequest, 'table' | 'schema'>;
+  const ours = (label: string, request: Omit<ExtractionRequest, keyof Selection>, selection: Selection = { table: 'bench.t' }): Method => ({
     name: `pg-extract ${label}`,
     kind: 'ours',
     async once() {
       resetPeakRss(worker.pid!);
-      const handle = await startExtraction(client, { table, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
+      const handle = await startExtraction(client, { ...selection, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
       const manifest = await waitForManifest(handle, 50);
       // With a target the built-in loader is the target owner; otherwise we answer for one.
       if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
       return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!) };
+    },
+  });
+
+  /** `pg_dump -Fd -jN -a` of `what` (`-t table` or `-n schema`), uncompressed like our files. */
+  const pgDump = (name: string, jobs: number, what: string[]): Method => ({
+    name,
+    kind: 'baseline',
+    async once() {
+      const dir = join(out(`dump-${jobs}`), 'd');
+      await run('pg_dump', ['-d', pg.url, '-Fd', `-j${jobs}`, '-a', ...what, '-Z0', '-f', dir]);
+      return { bytes: await dirBytes(dir) };
     },
   });
 
@@ -216,15 +230,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     handSplit(2),
     handSplit(2, true),
     handSplit(4),
-    {
-      name: 'pg_dump -Fd -j2 -a',
-      kind: 'baseline',
-      async once() {
-        const dir = join(out('dump'), 'd');
-        await run('pg_dump', ['-d', pg.url, '-Fd', '-j2', '-a', '-t', 'bench.t', '-Z0', '-f', dir]);
-        return { bytes: await dirBytes(dir) };
-      },
-    },
+    pgDump('pg_dump -Fd -j2 -a', 2, ['-t', 'bench.t']),
     ours('1 partition csv', { partitions: 1 }),
     ours('2 partitions csv', { partitions: 2 }),
     ours('4 partitions csv', { partitions: 4 }),
@@ -234,6 +240,12 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
     ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
     ours('2 partitions parquet', { partitions: 2, format: 'parquet' }),
+    // The many-table schema: each tool at its defaults (ours: `--partitions auto`, 8 in flight), and ours at pg_dump's 2 sessions.
+    pgDump(`pg_dump -Fd -j2 -a, ${SET_LABEL}`, 2, ['-n', SET_SCHEMA]),
+    pgDump(`pg_dump -Fd -j4 -a, ${SET_LABEL}`, 4, ['-n', SET_SCHEMA]),
+    ours(`--schema csv, ${SET_LABEL}`, {}, { schema: SET_SCHEMA }),
+    ours(`--schema csv, 2 in flight, ${SET_LABEL}`, { maxInFlight: 2 }, { schema: SET_SCHEMA }),
+    ours(`--schema binary, ${SET_LABEL}`, { format: 'binary' }, { schema: SET_SCHEMA }),
   ];
   // The PG → PG path through our built-in loader, against a fresh target table each run: csv (the
   // default, which tolerates differing column types) and binary (same types; cheaper to parse).
@@ -321,6 +333,10 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   }
 
   if (ONLY) methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
+  if (methods.some((m) => m.name.includes(SET_LABEL))) {
+    console.error(`seeding ${SET_LABEL} (${ROWS} rows)…`);
+    await seedTableSet(pg.url, SET_SCHEMA, tableSetRows(SET_TABLES, ROWS));
+  }
   const times = new Map<string, { seconds: number[]; bytes: number; rss: number[] }>();
   for (let r = 0; r < RUNS; r++) {
     for (const m of methods) {
@@ -349,8 +365,8 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   };
 
   // Fixed cost of a run and of each partition: an empty table with 2 and with 16 partitions.
-  const empty2 = (await repeated(ours('empty', { partitions: 2 }, 'bench_empty.t'))).seconds;
-  const empty16 = (await repeated(ours('empty', { partitions: 16 }, 'bench_empty.t'))).seconds;
+  const empty2 = (await repeated(ours('empty', { partitions: 2 }, { table: 'bench_empty.t' }))).seconds;
+  const empty16 = (await repeated(ours('empty', { partitions: 16 }, { table: 'bench_empty.t' }))).seconds;
 
   // 10× the rows should take about 10× the time, in the same memory: 2 partitions on 1 M and on 10 M rows.
   let scaling: { rows1M: number; rows10M: number; ratio: number; peakRssMb1M: number; peakRssMb10M: number } | null = null;
@@ -358,7 +374,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     const sized = async (rows: number) => {
       const schema = `bench_${rows / 1_000_000}m`;
       await seed(pg.url, schema, rows);
-      return repeated(ours('scaling', { partitions: 2 }, `${schema}.t`));
+      return repeated(ours('scaling', { partitions: 2 }, { table: `${schema}.t` }));
     };
     const [one, ten] = [await sized(1_000_000), await sized(10_000_000)];
     scaling = {
@@ -383,12 +399,17 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       peakRssMb: e.rss.length ? Math.round(Math.max(...e.rss)) : null,
     };
   });
-  const best = Math.min(
-    ...results
-      .filter((r) => r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb') && !r.name.startsWith('DuckDB'))
-      .map((r) => r.medianSeconds),
-  );
-  for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best).toFixed(2));
+  // The schema's rows are measured against the schema's baselines, the single table's against its own.
+  const ofSet = (r: Result): boolean => r.name.includes(SET_LABEL);
+  const best = (set: boolean): number =>
+    Math.min(
+      ...results
+        .filter(
+          (r) => ofSet(r) === set && r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb') && !r.name.startsWith('DuckDB'),
+        )
+        .map((r) => r.medianSeconds),
+    );
+  for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best(ofSet(r))).toFixed(2));
   const byName = (n: string): number => results.find((r) => r.name === n)?.medianSeconds ?? Number.NaN;
   /** a / b to two places, or null when `--only` left one of them out. */
   const ratio = (a: string, b: string): number | null => (Number.isNaN(byName(a) / byName(b)) ? null : Number((byName(a) / byName(b)).toFixed(2)));
@@ -425,6 +446,14 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
           ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`),
         ]),
       ),
+      /** `--schema` at its defaults (csv, binary) and at 2 in flight / pg_dump -j2 (and -j4) on the many-table schema. */
+      schemaVsPgDump: {
+        tables: SET_TABLES,
+        csvVsJ2: ratio(`pg-extract --schema csv, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
+        csv2InFlightVsJ2: ratio(`pg-extract --schema csv, 2 in flight, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
+        binaryVsJ2: ratio(`pg-extract --schema binary, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
+        csvVsJ4: ratio(`pg-extract --schema csv, ${SET_LABEL}`, `pg_dump -Fd -j4 -a, ${SET_LABEL}`),
+      },
     },
     overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
     scaling,
@@ -448,6 +477,10 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   );
   console.log(
     `--via stream: / pgcopydb = ${stream ? `${stream.csv} (csv), ${stream.binary} (binary)` : 'n/a'}; / built-in loader = ${summary.goals.streamVsLoader.csv} (csv), ${summary.goals.streamVsLoader.binary} (binary)`,
+  );
+  const schema = summary.goals.schemaVsPgDump;
+  console.log(
+    `${SET_LABEL}: --schema / pg_dump -j2 = ${schema.csvVsJ2} (csv), ${schema.csv2InFlightVsJ2} (csv, 2 in flight), ${schema.binaryVsJ2} (binary); csv / pg_dump -j4 = ${schema.csvVsJ4}`,
   );
   // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');
