@@ -70,6 +70,14 @@ function setTables(
   return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files }));
 }
 
+/** A load request checked against its schema: a bad one is INPUT_INVALID, naming the first bad field. */
+function parseLoadRequest<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${issue?.message}`, { field: issue?.path.join('.') });
+}
+
 /**
  * Runs a load activity's body while heartbeating its progress (a dead loader worker is noticed by
  * the heartbeat timeout; a cancellation arrives with a heartbeat's response). A definite failure
@@ -103,6 +111,9 @@ export function createLoadActivities({
   sourceUrl: (name: string) => string;
   stores: OutputStores;
 }) {
+  /** The manifest's files, each opened from the store it lives in. */
+  const readable = <F extends { path: string }>(files: F[]) => files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
+
   return {
     /** Internal query: source and target are one database (see {@link loadBySelect}). */
     async loadInternal(raw: LoadInternalRequest): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
@@ -164,17 +175,12 @@ export function createLoadActivities({
     /** A run of several tables: every table into its mapped target table, in one transaction behind the fence. */
     async loadTargetSet(raw: LoadTargetSetRequest): Promise<LoadReport> {
       return withFailures(async () => {
-        const parsed = setRequestSchema.safeParse(raw);
-        if (!parsed.success)
-          throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, {
-            field: parsed.error.issues[0]?.path.join('.'),
-          });
-        const req = parsed.data;
+        const req = parseLoadRequest(setRequestSchema, raw);
         return reporting(
           req.operationId,
           (report) => report,
           async (progress) => {
-            const tables = setTables(req).map((t) => ({ ...t, files: t.files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) })) }));
+            const tables = setTables(req).map((t) => ({ ...t, files: readable(t.files) }));
             const load = { tables, format: req.format, mode: req.target.mode, operationId: req.operationId };
             return loadFileSet(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
           },
@@ -184,18 +190,13 @@ export function createLoadActivities({
 
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {
       return withFailures(async () => {
-        const parsed = requestSchema.safeParse(raw);
-        if (!parsed.success)
-          throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${parsed.error.issues[0]?.message}`, {
-            field: parsed.error.issues[0]?.path.join('.'),
-          });
-        const req = parsed.data;
+        const req = parseLoadRequest(requestSchema, raw);
         return reporting(
           req.operationId,
           (report) => report,
           async (progress) => {
             const destination = parseTableName(req.target.table, 'target.table');
-            const files = req.files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
+            const files = readable(req.files);
             const load = { files, format: req.format, destination, mode: req.target.mode, operationId: req.operationId };
             return loadFiles(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
           },

@@ -13,7 +13,7 @@ import { ErrorCode } from '../errors';
 import { isTableSet, runLabel } from '../contract/table-selection';
 import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
-import { TABLE_SET_LOAD, runLoad } from './loader';
+import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
 
 /** Output folders and files: an attempt's discard, the terminal release. */
@@ -99,38 +99,25 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
   const format = { format: input.format, header: input.header, gzip: input.gzip };
   const { name, mode } = input.target;
   // Before TABLE_SET_LOAD a set's files all went to target.table (the input now refuses that); such runs replay so.
-  if (isTableSet(input) && patched(TABLE_SET_LOAD)) {
-    const target = { name, mode, ...(input.target.schema !== undefined ? { schema: input.target.schema } : { tables: input.target.tables }) };
-    const files = manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 }));
-    const request = { target, files, format, operationId };
-    return {
-      manifest,
-      attempts,
-      report: await runLoad(
-        input,
-        operationId,
-        (loader) => loader.loadTargetSet(request),
-        (report) => report,
-      ),
-    };
-  }
-  // The input's check gives every one-table run with a target its target.table.
-  const request = {
-    target: { name, table: input.target.table!, mode },
-    files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
-    format,
-    operationId,
-  };
-  return {
-    manifest,
-    attempts,
-    report: await runLoad(
-      input,
-      operationId,
-      (loader) => loader.loadTarget(request),
-      (report) => report,
-    ),
-  };
+  const setLoad = isTableSet(input) && patched(TABLE_SET_LOAD);
+  const target = input.target;
+  const load = setLoad
+    ? (loader: Loader) =>
+        loader.loadTargetSet({
+          target: { name, mode, ...(target.schema !== undefined ? { schema: target.schema } : { tables: target.tables }) },
+          files: manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 })),
+          format,
+          operationId,
+        })
+    : (loader: Loader) =>
+        loader.loadTarget({
+          // The input's check gives every one-table run with a target its target.table.
+          target: { name, table: target.table!, mode },
+          files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
+          format,
+          operationId,
+        });
+  return { manifest, attempts, report: await runLoad(input, operationId, load, (report) => report) };
 }
 
 async function extractWithFreshSnapshots(

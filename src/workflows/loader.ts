@@ -41,10 +41,13 @@ function unreported(err: unknown, operationId: string): LoadReport {
 }
 
 /** Runs `call` on the loader; `onUnreported` turns a load that ended without a report into the call's result. */
+/** The load activities as the workflow calls them. */
+export type Loader = typeof legacyLoader;
+
 export async function runLoad<R>(
   input: ExtractionInput,
   operationId: string,
-  call: (loader: typeof legacyLoader) => Promise<R>,
+  call: (loader: Loader) => Promise<R>,
   onUnreported: (report: LoadReport) => R,
 ): Promise<R> {
   if (!patched(LOAD_ALWAYS_DECIDES)) return call(legacyLoader);
