@@ -11,11 +11,12 @@ import { digestSourceToken } from '../postgres/source-token';
 import { type BatchFile, copyBatchFiles } from '../postgres/batch-files';
 import { BatchedCopy } from '../postgres/batched-copy';
 import { resolveTable, sourceColumns } from '../postgres/catalog';
-import type { PartitionRange } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { readPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { ManifestFile, SourceColumn } from '../contract/extraction-types';
+import type { ManifestFile } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 import { type FileBounds, batchFileName, fileBoundsOf } from '../contract/file-bounds';
 import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStore } from '../storage/output-store';
@@ -23,7 +24,13 @@ import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
-import { type PartitionActivityRequest, type WholeCopyActivityRequest, parseNamed, parsePartitionRequest } from './requests';
+import {
+  type PartitionActivityRequest,
+  type WholeCopyActivityRequest,
+  parseActivityRequest,
+  partitionRequestSchema,
+  wholeCopyRequestSchema,
+} from '../contract/activity-requests';
 import { tableRequestOf } from './table-request';
 
 function boundsOf(input: ExtractionInput): FileBounds {
@@ -66,7 +73,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
     /** One planned range as bounded files; `name` is the partition's file name prefix (`…/part-0003`). */
     async copyPartitionBatches(raw: PartitionActivityRequest): Promise<ManifestFile[]> {
       return withFailures(async () => {
-        const req = parsePartitionRequest(raw);
+        const req = parseActivityRequest(partitionRequestSchema, raw);
         const bounds = boundsOf(req.input);
         const snapshotId = req.snapshotId;
         // Keyset batches import the exported snapshot on each try; a source without one (MySQL) has no batched path.
@@ -120,7 +127,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
       raw: WholeCopyActivityRequest,
     ): Promise<{ files: ManifestFile[]; receipt: ExtractionLifecycleReceipt; snapshotDigest: string; columns: SourceColumn[]; primaryKey: string[] }> {
       return withFailures(async () => {
-        const { input, name } = parseNamed(raw);
+        const { input, name } = parseActivityRequest(wholeCopyRequestSchema, raw);
         const bounds = boundsOf(input);
         const url = sourceUrl(input.source);
         if (sourceKindOf(url) !== 'postgresql')

@@ -8,7 +8,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
-import { type ReleaseOutputsRequest, parseReleaseRequest } from './requests';
+import { type ReleaseOutputsRequest, parseActivityRequest, releaseOutputsRequestSchema } from '../contract/activity-requests';
 
 /** The run this activity works for, as its folders' markers name it. */
 function runOwner(): string {
@@ -24,7 +24,7 @@ export function createCleanupActivities({ stores }: { stores: OutputStores }) {
     },
 
     async releaseOutputs(raw: ReleaseOutputsRequest): Promise<ReleaseReport> {
-      return withFailures(async () => stores.release(parseReleaseRequest(raw), runOwner()));
+      return withFailures(async () => stores.release(parseActivityRequest(releaseOutputsRequestSchema, raw), runOwner()));
     },
   };
 }

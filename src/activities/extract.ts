@@ -9,14 +9,21 @@ import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { resolveTable, sourceColumns } from '../postgres/catalog';
 import { closeSession, openSession } from '../postgres/session';
 import { wholeCopy as wholeCopyTable } from '../postgres/whole-copy';
-import type { ManifestFile, SourceColumn } from '../contract/extraction-types';
+import type { ManifestFile } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 import type { OutputStores } from '../storage/output-stores';
 import { sourceAdapter } from '../sources/adapters';
 import { readWhole } from '../sources/whole-read';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
-import { type PartitionActivityRequest, type WholeCopyActivityRequest, parseNamed, parsePartitionRequest } from './requests';
+import {
+  type PartitionActivityRequest,
+  type WholeCopyActivityRequest,
+  parseActivityRequest,
+  partitionRequestSchema,
+  wholeCopyRequestSchema,
+} from '../contract/activity-requests';
 import { tableRequestOf } from './table-request';
 
 export interface ExtractDeps {
@@ -34,7 +41,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
   return {
     async copyPartition(raw: PartitionActivityRequest): Promise<ManifestFile> {
       return withFailures(async () => {
-        const req = parsePartitionRequest(raw);
+        const req = parseActivityRequest(partitionRequestSchema, raw);
         const adapter = sourceAdapter(sourceUrl(req.input.source));
         const store = stores.of(req.name);
         const output = await store.sink(req.name);
@@ -71,7 +78,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
       raw: WholeCopyActivityRequest,
     ): Promise<{ file: ManifestFile; receipt: ExtractionLifecycleReceipt; snapshotDigest: string | null; columns: SourceColumn[]; primaryKey: string[] }> {
       return withFailures(async () => {
-        const { input, name } = parseNamed(raw);
+        const { input, name } = parseActivityRequest(wholeCopyRequestSchema, raw);
         const url = sourceUrl(input.source);
         const adapter = sourceAdapter(url);
         const store = stores.of(name);

@@ -18,49 +18,21 @@ import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFil
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { definiteLoadFailure } from './load-failures';
-import { parseNamed } from './requests';
+import { parseActivityRequest } from '../contract/activity-requests';
+import {
+  type LoadTargetRequest,
+  type LoadTargetSetRequest,
+  type LoadWithoutFilesRequest,
+  type ReleaseStreamStagingRequest,
+  loadTargetRequestSchema,
+  loadTargetSetRequestSchema,
+  loadWithoutFilesRequestSchema,
+  releaseStreamStagingRequestSchema,
+} from '../contract/load-requests';
 import { tableRequestOf } from './table-request';
 
-export interface LoadTargetRequest {
-  target: { name: string; table: string; mode: 'append' | 'replace' };
-  files: { path: string; rows: number; sha256: string }[];
-  /** Parquet never reaches a load (the input refuses it); the schema below rejects it here too. */
-  format: { format: 'csv' | 'binary' | 'parquet'; header: boolean; gzip: boolean };
-  operationId: string;
-}
-
-const requestSchema = z.strictObject({
-  target: z.strictObject({ name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/), table: z.string().min(1).max(300), mode: z.enum(['append', 'replace']) }),
-  files: z
-    .array(z.strictObject({ path: z.string().min(1).max(4096), rows: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) }))
-    .max(10_000),
-  format: z.strictObject({ format: z.enum(['csv', 'binary']), header: z.boolean(), gzip: z.boolean() }),
-  operationId: z.string().min(1).max(300),
-});
-
-export interface LoadTargetSetRequest {
-  /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
-  target: { name: string; mode: 'append' | 'replace'; schema?: string; tables?: Record<string, string> };
-  /** Every file of the run, each naming its source table as the manifest does. */
-  files: { table: string; path: string; rows: number; sha256: string }[];
-  format: LoadTargetRequest['format'];
-  operationId: string;
-}
-
-const setRequestSchema = requestSchema.extend({
-  target: z.strictObject({
-    name: requestSchema.shape.target.shape.name,
-    mode: z.enum(['append', 'replace']),
-    schema: z.string().min(1).max(130).optional(),
-    tables: z.record(z.string().min(1).max(300), z.string().min(1).max(300)).optional(),
-  }),
-  files: z.array(requestSchema.shape.files.element.extend({ table: z.string().min(1).max(300) })).max(100_000),
-});
-
 /** The request's files per source table (in the manifest's order), each table with its target. */
-function setTables(
-  req: z.output<typeof setRequestSchema>,
-): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files'] }[] {
+function setTables(req: LoadTargetSetRequest): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files'] }[] {
   const bySource = new Map<string, LoadTargetSetRequest['files']>();
   for (const f of req.files) {
     const files = bySource.get(f.table) ?? [];
@@ -68,14 +40,6 @@ function setTables(
     bySource.set(f.table, files);
   }
   return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files }));
-}
-
-/** A load request checked against its schema: a bad one is INPUT_INVALID, naming the first bad field. */
-function parseLoadRequest<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new PgExtractError(ErrorCode.INPUT_INVALID, `load request: ${issue?.message}`, { field: issue?.path.join('.') });
 }
 
 /**
@@ -97,11 +61,6 @@ async function reporting<T>(operationId: string, failed: (report: LoadReport) =>
   }
 }
 
-export interface LoadInternalRequest {
-  input: ExtractionInput;
-  operationId: string;
-}
-
 export function createLoadActivities({
   targetUrl,
   sourceUrl,
@@ -116,9 +75,9 @@ export function createLoadActivities({
 
   return {
     /** Internal query: source and target are one database (see {@link loadBySelect}). */
-    async loadInternal(raw: LoadInternalRequest): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
+    async loadInternal(raw: LoadWithoutFilesRequest): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
       return withFailures(async () => {
-        const { input, operationId } = parseNamed(raw);
+        const { input, operationId } = parseActivityRequest(loadWithoutFilesRequestSchema, raw);
         if (!input.target || input.target.via !== 'internal')
           throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
         const { mode, name } = input.target;
@@ -142,9 +101,9 @@ export function createLoadActivities({
      * COMMIT, anything else → ROLLBACK (a retried or failed load closes the session, which rolls back).
      */
     /** Streaming PG → PG (see {@link loadByStream}): no files; the source snapshot ends with the target's outcome. */
-    async loadStream(raw: LoadInternalRequest): Promise<StreamLoadReport> {
+    async loadStream(raw: LoadWithoutFilesRequest): Promise<StreamLoadReport> {
       return withFailures(async () => {
-        const { input, operationId } = parseNamed(raw);
+        const { input, operationId } = parseActivityRequest(loadWithoutFilesRequestSchema, raw);
         if (!input.target || input.target.via !== 'stream')
           throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
         const { mode, name } = input.target;
@@ -168,14 +127,17 @@ export function createLoadActivities({
     },
 
     /** Drops what a stream left on the target under `operationId` (a vanished worker's, or a target unreachable at the time). */
-    async releaseStreamStaging({ target: { name, table }, operationId }: { target: { name: string; table: string }; operationId: string }): Promise<void> {
-      return withFailures(() => releaseStreamStaging(targetUrl(name), parseTableName(table, 'target.table'), operationId));
+    async releaseStreamStaging(raw: ReleaseStreamStagingRequest): Promise<void> {
+      return withFailures(async () => {
+        const { target, operationId } = parseActivityRequest(releaseStreamStagingRequestSchema, raw);
+        return releaseStreamStaging(targetUrl(target.name), parseTableName(target.table, 'target.table'), operationId);
+      });
     },
 
     /** A run of several tables: every table into its mapped target table, in one transaction behind the fence. */
     async loadTargetSet(raw: LoadTargetSetRequest): Promise<LoadReport> {
       return withFailures(async () => {
-        const req = parseLoadRequest(setRequestSchema, raw);
+        const req = parseActivityRequest(loadTargetSetRequestSchema, raw);
         return reporting(
           req.operationId,
           (report) => report,
@@ -190,7 +152,7 @@ export function createLoadActivities({
 
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {
       return withFailures(async () => {
-        const req = parseLoadRequest(requestSchema, raw);
+        const req = parseActivityRequest(loadTargetRequestSchema, raw);
         return reporting(
           req.operationId,
           (report) => report,

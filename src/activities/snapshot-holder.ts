@@ -19,7 +19,15 @@ import type { OutputStores } from '../storage/output-stores';
 import { tableRequestOf, tableSelectionOf } from './table-request';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
-import { type CompleteSnapshotRequest, type HoldSnapshotRequest, type SnapshotPlanView, type SnapshotSetPlanView, parseNamed } from './requests';
+import {
+  type CompleteSnapshotRequest,
+  type HoldSnapshotRequest,
+  type SnapshotPlanView,
+  type SnapshotSetPlanView,
+  completeSnapshotRequestSchema,
+  holdSnapshotRequestSchema,
+  parseActivityRequest,
+} from '../contract/activity-requests';
 
 /**
  * How often the holder proves its session alive. Partitions notice a dead snapshot at once (their
@@ -148,7 +156,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
   return {
     async holdSnapshot(raw: HoldSnapshotRequest): Promise<{ released: true }> {
       return withFailures(async () => {
-        const { attemptKey, input } = parseNamed(raw);
+        const { attemptKey, input } = parseActivityRequest(holdSnapshotRequestSchema, raw);
         const url = sourceUrl(input.source);
         const ctx = Context.current();
         const held = registry.entry(attemptKey);
@@ -189,17 +197,18 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {
       return withFailures(async () => {
-        const held = registry.get(raw.attemptKey);
+        const req = parseActivityRequest(completeSnapshotRequestSchema, raw);
+        const held = registry.get(req.attemptKey);
         if (!held?.read) throw lost();
         try {
           // The manifest lists only what one reader can open: every output must be visible here.
-          await Promise.all(raw.evidence.map((f) => stores.of(f.name).checkVisible(f.name, f.bytes)));
+          await Promise.all(req.evidence.map((f) => stores.of(f.name).checkVisible(f.name, f.bytes)));
         } catch (err) {
           held.finished.resolve();
           throw err;
         }
         try {
-          return await held.read.close('success', raw.evidence, raw.rangesRead);
+          return await held.read.close('success', req.evidence, req.rangesRead);
         } catch (err) {
           // Evidence short of the plan is the caller's mistake, not a lost snapshot a fresh attempt would cure.
           if (errorCodeOf(err) === ErrorCode.EXTRACTION_INCOMPLETE) throw err;

@@ -5,6 +5,7 @@
 import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
+import { parseOrThrow } from './parse';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { MAX_ROW_GROUP_ROWS, PARQUET_COMPRESSIONS, formatOptionsCheck } from './format-options';
 import { checkTargetMapping } from './target-mapping';
@@ -262,23 +263,17 @@ export function parseExtractionInput(raw: unknown): ExtractionInput {
     throw new PgExtractError(ErrorCode.INPUT_INVALID, 'input is not JSON-serializable');
   }
   if (size > MAX_INPUT_BYTES) throw new PgExtractError(ErrorCode.INPUT_INVALID, `input is ${size} bytes; at most ${MAX_INPUT_BYTES}`);
-  const parsed = extractionInputSchema.safeParse(raw);
-  if (parsed.success) {
-    const { target, maxFileBytes, maxFileRows, tables, schema } = parsed.data;
-    if (maxFileBytes !== undefined || maxFileRows !== undefined) {
-      const field = maxFileBytes !== undefined ? 'maxFileBytes' : 'maxFileRows';
-      if (target && target.via !== 'files')
-        throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: bounds files, and --via ${target.via} writes none`, { field });
-      // A set's partitions run in its copy-batch children, which write one file per range.
-      if (tables !== undefined || schema !== undefined)
-        throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: batched files are for one table; a run of several tables writes one file per range`, {
-          field,
-        });
-    }
-    return parsed.data;
+  const input = parseOrThrow(extractionInputSchema, raw, 'input');
+  const { target, maxFileBytes, maxFileRows, tables, schema } = input;
+  if (maxFileBytes !== undefined || maxFileRows !== undefined) {
+    const field = maxFileBytes !== undefined ? 'maxFileBytes' : 'maxFileRows';
+    if (target && target.via !== 'files')
+      throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: bounds files, and --via ${target.via} writes none`, { field });
+    // A set's partitions run in its copy-batch children, which write one file per range.
+    if (tables !== undefined || schema !== undefined)
+      throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `${field}: batched files are for one table; a run of several tables writes one file per range`, {
+        field,
+      });
   }
-  const issue = parsed.error.issues[0]!;
-  const field = issue.path.join('.') || 'input';
-  const code = (issue as { params?: { code?: ErrorCode } }).params?.code ?? ErrorCode.INPUT_INVALID;
-  throw new PgExtractError(code, `${field}: ${issue.message}`, { field });
+  return input;
 }

@@ -1,54 +1,39 @@
 /** Types that cross the workflow boundary: manifest, status, results. Types only, no code. */
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import type { ArtifactTerminalReceipt, TerminalOutcome } from '../lifecycle/terminal';
-import type { PartitionRange } from '../planning/range-planner';
+import type { PartitionRange } from './partition-range';
 import type { TargetCommitOutcome } from './commit-report';
+import type { FileReceipt, WrittenFile } from './file-receipt';
+import type { SourceColumn } from './source-column';
 
 export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done';
 
 /** What the target owner says about its commit (validated by commitReportSchema). */
 export type { TargetCommit, TargetCommitOutcome } from './commit-report';
 
-/** One written file. */
-export interface ManifestFile {
+/** One written file: its receipt (`name` is the path relative to the output root or the `s3://` URL, as in the evidence), where it lives, what it holds. */
+export interface ManifestFile extends FileReceipt {
   /** Absolute path on the worker host, or `s3://bucket/key`. */
   path: string;
   /** The source table (`schema.table`) in a run of several tables; absent in a one-table run (the manifest's table). */
   table?: string;
-  /** Path relative to the output root, or the `s3://` URL (also the receipt's evidence name). */
-  name: string;
   /** The object's ETag when the output is on S3; null for a local file. */
   etag: string | null;
   partition: number;
   /** The file's place in its partition's sequence when files are batched (--max-file-bytes/--max-file-rows); absent otherwise. */
   batch?: number;
   range: PartitionRange;
-  rows: number;
-  bytes: number;
-  sha256: string;
   /** The session that read it: pg_backend_pid(), or a MySQL source's CONNECTION_ID(). */
   backendPid: number;
   /** Digest of the pg_current_snapshot() text that session saw; null for a source without a native snapshot (MySQL). */
   snapshotDigest: string | null;
 }
 
-/** A source column as the catalog describes it inside the run's snapshot. */
-export interface SourceColumn {
-  name: string;
-  /** `format_type(atttypid, atttypmod)`, e.g. `numeric(40,2)`, `integer[]`. */
-  pgType: string;
-  notNull: boolean;
-  /** The labels of an enum type, in sort order; null for any other type. */
-  enumLabels: string[] | null;
-}
-
 /** The data package written next to the files (`datapackage.json`), receipted like them. */
-export interface DataPackageFile {
+export interface DataPackageFile extends WrittenFile {
   path: string;
   name: string;
   etag: string | null;
-  bytes: number;
-  sha256: string;
 }
 
 export interface Manifest {

@@ -4,6 +4,7 @@
  * invariant violations carry stable codes; every receipt handed out is deeply frozen.
  */
 import { z } from 'zod';
+import { type FileReceipt, fileReceiptSchema } from '../contract/file-receipt';
 import { ErrorCode, PgExtractError } from '../errors';
 import { checkUtcTimestamp, utcMicros } from './utc-timestamp';
 
@@ -30,15 +31,6 @@ const utcTimestamp = z.unknown().transform((value, ctx) => {
   return z.NEVER;
 });
 
-/** Row/byte/checksum evidence for one file or partition. */
-export const fileEvidenceSchema = z.object({
-  name: z.string().min(1),
-  rows: z.number().int().nonnegative(),
-  bytes: z.number().int().nonnegative(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-});
-export type FileEvidence = z.infer<typeof fileEvidenceSchema>;
-
 /**
  * Row evidence of a read that wrote no file (internal query: `INSERT … SELECT` on the target
  * session): the rows the statement moved, and no bytes or checksum, because none exist.
@@ -50,7 +42,7 @@ export const rowEvidenceSchema = z.object({
   sha256: z.null(),
 });
 export type RowEvidence = z.infer<typeof rowEvidenceSchema>;
-export type Evidence = FileEvidence | RowEvidence;
+export type Evidence = FileReceipt | RowEvidence;
 
 const authorityName = z.string().trim().min(1).max(128);
 
@@ -72,7 +64,7 @@ export const extractionLifecycleReceiptSchema = z
      * different times (generic sources); absent from receipts whose snapshot fields say it.
      */
     pointInTime: z.boolean().optional(),
-    evidence: z.array(z.union([fileEvidenceSchema, rowEvidenceSchema])),
+    evidence: z.array(z.union([fileReceiptSchema, rowEvidenceSchema])),
   })
   .superRefine((r, ctx) => {
     const started = utcMicros(r.extractionStartedAt);

@@ -6,7 +6,8 @@
  */
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { SplitKey, TableRequest } from '../postgres/catalog';
+import type { TableRequest } from '../postgres/catalog';
+import type { SplitKey } from '../contract/partition-range';
 import type { SourceTable } from '../sources/source-adapter';
 import { pgTypeOfMysql } from './pg-types';
 

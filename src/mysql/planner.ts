@@ -5,7 +5,8 @@
  */
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
-import { type PartitionRange, autoPartitionCount, planKeyRanges } from '../planning/range-planner';
+import { autoPartitionCount, planKeyRanges } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import type { SourceTable } from '../sources/source-adapter';
 

@@ -10,7 +10,7 @@ import type { Connection, FieldPacket } from 'mysql2';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { toUtcTimestamp } from '../lifecycle/utc-timestamp';
 import { Digest } from '../postgres/copy-to-output';
-import type { PartitionRange } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import type { RangeCopy, RangeCopyOptions, ReadHandle } from '../sources/source-adapter';
 import type { OutputSink } from '../storage/output-sink';

@@ -11,7 +11,7 @@
 import { quoteIdent } from '../postgres/sql';
 import { duckdbValue, literal } from '../readers/duckdb';
 import { parsePgType } from '../readers/pg-type';
-import type { SourceColumn } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 
 /** Prefix of the messages the guards below raise; the writer turns them into PARQUET_VALUE_UNREPRESENTABLE. */
 export const UNREPRESENTABLE = 'unrepresentable in Parquet';

@@ -10,7 +10,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import type { ExportFormat } from '../contract/formats';
 import { dataPackageResource } from '../readers/data-package';
 import { duckdbSelect, literal } from '../readers/duckdb';
-import type { SourceColumn } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 import { DEFAULT_PARQUET_COMPRESSION, DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
 import { UNREPRESENTABLE, parquetColumn } from './column-mapping';
 

@@ -14,8 +14,9 @@ import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { Digest, copyToOutput } from '../postgres/copy-to-output';
 import type { ExportFormat } from '../contract/formats';
 import { copyOutSql } from '../postgres/export-format';
-import type { SourceColumn } from '../contract/extraction-types';
-import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
+import type { SourceColumn } from '../contract/source-column';
+import type { WrittenFile } from '../contract/file-receipt';
+import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { csvToParquet } from './csv-to-parquet';
 import { TempFileSink } from './temp-file-sink';
 

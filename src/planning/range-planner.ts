@@ -7,31 +7,7 @@
  * cuts come only from quantiles, in the order the server sorted them. Tables without a usable
  * key split by ctid page ranges.
  */
-
-/** Key types the range planner can split. `text` covers the collatable string types: ordered by the column's collation. */
-export type KeyKind = 'integer' | 'numeric' | 'date' | 'timestamp' | 'timestamptz' | 'uuid' | 'text';
-
-/** Rows whose key is in [lower, upper); a null end is open (from MIN / through MAX). */
-export interface KeyRange {
-  kind: 'key';
-  lower: string | null;
-  upper: string | null;
-}
-/** Rows whose key IS NULL: exported exactly once, in their own partition. */
-export interface NullRange {
-  kind: 'nulls';
-}
-/** Heap pages [fromPage, toPage) by ctid; toPage null is open. */
-export interface PageRange {
-  kind: 'pages';
-  fromPage: number;
-  toPage: number | null;
-}
-/** Every row: one partition (empty table, or a single partition). */
-export interface AllRows {
-  kind: 'all';
-}
-export type PartitionRange = KeyRange | NullRange | PageRange | AllRows;
+import { type KeyKind, type KeyRange, MAX_BOUND_LENGTH, type PageRange, type PartitionRange } from '../contract/partition-range';
 
 /** What the coordinator read inside the snapshot. */
 export interface KeyBounds {
@@ -46,9 +22,6 @@ export interface KeyBounds {
   /** Quantile values as text, sorted by the server (e.g. percentile_disc over a sample); may be empty. */
   quantiles?: readonly string[];
 }
-
-/** The longest cut the planner keeps: ranges travel in workflow history, once per partition. */
-export const MAX_BOUND_LENGTH = 512;
 
 /** Converts between a key's text form and an ordinal the planner can do arithmetic on. */
 interface OrdinalCodec<T> {

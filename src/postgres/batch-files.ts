@@ -11,10 +11,11 @@
 import type { Client } from 'pg';
 import type { FileBounds } from '../contract/file-bounds';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
-import { type ResolvedTable, type SplitKey, selectSql, sourceColumns } from './catalog';
+import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
+import type { SplitKey } from '../contract/partition-range';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
-import type { PartitionRange } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { keyBound } from './range-predicate';
 import { serverNow } from './server-clock';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';

@@ -6,7 +6,8 @@
  * exhaustion; the transaction stays open until the terminal outcome, or until {@link endRead}.
  */
 import type { Client } from 'pg';
-import { ClockAuthority, ExtractionLifecycleAuthority, type FileEvidence, TerminalAuthority, type TerminalOutcome } from '../lifecycle';
+import type { FileReceipt } from '../contract/file-receipt';
+import { ClockAuthority, ExtractionLifecycleAuthority, TerminalAuthority, type TerminalOutcome } from '../lifecycle';
 import type { FileBounds } from '../contract/file-bounds';
 import type { OutputSink } from '../storage/output-sink';
 import { type BatchFile, copyBatchFiles } from './batch-files';
@@ -65,7 +66,7 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
     const c = this.#client;
     this.#inTransaction = true;
     ({ backendPid: this.backendPid, snapshotDigest: this.snapshotDigest } = await beginRepeatableRead(c, this.authority));
-    const evidence: FileEvidence[] = [];
+    const evidence: FileReceipt[] = [];
     const name = this.#options.evidenceName ?? ((location: string) => location);
     for await (const file of copyBatchFiles(c, this.#table, { kind: 'all' }, this.#options)) {
       this.files.push(file.location);

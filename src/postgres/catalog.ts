@@ -5,11 +5,11 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { SourceColumn } from '../contract/extraction-types';
-import type { KeyKind } from '../planning/range-planner';
+import type { SourceColumn } from '../contract/source-column';
+import type { KeyCollation, SplitKey } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from './sql';
 
-const KEY_KINDS: Record<string, { kind: KeyKind; sqlType: string }> = {
+const KEY_KINDS: Record<string, Pick<SplitKey, 'kind' | 'sqlType'>> = {
   smallint: { kind: 'integer', sqlType: 'int8' },
   integer: { kind: 'integer', sqlType: 'int8' },
   bigint: { kind: 'integer', sqlType: 'int8' },
@@ -27,21 +27,6 @@ const KEY_KINDS: Record<string, { kind: KeyKind; sqlType: string }> = {
 /** A column as readers need to know it (see SourceColumn); `type` is its base type's name, for the key kinds. */
 export interface ResolvedColumn extends SourceColumn {
   type: string;
-}
-
-export interface SplitKey {
-  name: string;
-  kind: KeyKind;
-  /** The type its boundary literals are cast to; from a fixed list, never from input. */
-  sqlType: string;
-  /** The column's collation (text keys only): boundaries compare under it, as the index and the sample order. */
-  collation?: KeyCollation;
-}
-
-/** A collation as the catalog names it. */
-export interface KeyCollation {
-  schema: string;
-  name: string;
 }
 
 export interface ResolvedTable {

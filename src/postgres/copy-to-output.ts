@@ -10,7 +10,8 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { type Client, DatabaseError } from 'pg';
 import { addNote } from '../errors';
-import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
+import type { WrittenFile } from '../contract/file-receipt';
+import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
 
 /** Hashes and counts the bytes passing through (shared by every source that writes an output). */

@@ -5,8 +5,9 @@
  */
 import type { Client } from 'pg';
 import { writeParquet } from '../parquet/parquet-output';
-import type { SourceColumn } from '../contract/extraction-types';
-import type { OutputSink, StoredOutput, WrittenFile } from '../storage/output-sink';
+import type { SourceColumn } from '../contract/source-column';
+import type { WrittenFile } from '../contract/file-receipt';
+import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
 import type { ExportFormat } from '../contract/formats';
 import { copyOutSql } from './export-format';

@@ -7,11 +7,12 @@
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { type ResolvedTable, type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
+import { type ResolvedTable, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
+import type { SplitKey } from '../contract/partition-range';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
-import type { PartitionRange } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { rangePredicate } from './range-predicate';
 import { serverNow, utcText } from './server-clock';
 import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';

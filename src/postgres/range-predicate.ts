@@ -4,8 +4,8 @@
  * quantiles were sorted in).
  */
 import { ErrorCode, PgExtractError } from '../errors';
-import type { SplitKey } from './catalog';
-import type { PartitionRange } from '../planning/range-planner';
+import type { SplitKey } from '../contract/partition-range';
+import type { PartitionRange } from '../contract/partition-range';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 
 const PAGE = /^\d+$/;

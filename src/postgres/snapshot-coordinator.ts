@@ -11,9 +11,11 @@ import { ClockAuthority, ExtractionLifecycleAuthority, type Evidence, type Extra
 import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
-import { type KeyBounds, type PartitionRange, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
+import { type KeyBounds, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { serverNow, utcText } from './server-clock';
-import { type IdentityRow, type SourceIdentity, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
+import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
+import type { SourceIdentity } from '../contract/partition-range';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';

@@ -5,14 +5,9 @@
  * server, so a partition sent to another cluster (a failed-over or misconfigured source) could
  * otherwise import a snapshot that merely has the same id.
  */
+import type { SourceIdentity } from '../contract/partition-range';
 import { ErrorCode, PgExtractError } from '../errors';
 import { digestSourceToken } from './source-token';
-
-export interface SourceIdentity {
-  /** pg_control_system().system_identifier, as text (a 64-bit integer). */
-  systemIdentifier: string;
-  databaseOid: number;
-}
 
 /** Select-list items `system_identifier` and `database_oid`; read them with {@link identityOf}. */
 export const SOURCE_IDENTITY_COLUMNS = `(SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS system_identifier,

@@ -9,7 +9,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import { MAX_TABLES } from '../contract/extraction-input';
 import { globMatcher } from '../contract/table-selection';
 import { type ResolvedTable, resolveTable } from './catalog';
-import type { PartitionRange } from '../planning/range-planner';
+import type { PartitionRange } from '../contract/partition-range';
 import { quoteQualified } from './sql';
 
 /** The tables a run names, as parsed from its input (not yet trusted). */

@@ -7,7 +7,7 @@
  */
 import { parquetColumn } from '../parquet/column-mapping';
 import type { ExportFormat } from '../contract/formats';
-import type { SourceColumn } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 import { parsePgType } from './pg-type';
 
 export const DATA_PACKAGE_FILE = 'datapackage.json';

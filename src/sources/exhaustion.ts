@@ -4,10 +4,10 @@
  * Every adapter checks it in close('success') before its receipt records completion.
  */
 import { ErrorCode, PgExtractError } from '../errors';
-import type { FileEvidence } from '../lifecycle/receipt';
+import type { FileReceipt } from '../contract/file-receipt';
 
 /** `rangesRead`: how many planned ranges were read to their end (one output each unless batched). */
-export function checkExhausted(plannedRanges: number, evidence: readonly FileEvidence[], rangesRead = evidence.length): void {
+export function checkExhausted(plannedRanges: number, evidence: readonly FileReceipt[], rangesRead = evidence.length): void {
   if (rangesRead !== plannedRanges) {
     throw new PgExtractError(ErrorCode.EXTRACTION_INCOMPLETE, `${rangesRead} of ${plannedRanges} planned ranges are receipted: the read is not exhausted`);
   }

@@ -14,7 +14,7 @@ import { type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '..
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
-import type { FileEvidence } from '../lifecycle/receipt';
+import type { FileReceipt } from '../contract/file-receipt';
 import type { TableSelection } from '../postgres/table-set';
 import type { CloseOutcome, OpenOptions, SourceAdapter, SourceRead, SourceTable } from './source-adapter';
 
@@ -135,7 +135,7 @@ async function exportOn<C>(client: Client, exporting: (client: Client) => Promis
 function coordinatorRead(
   client: Client,
   coordinator: SnapshotCoordinator<SnapshotPlan | SnapshotSetPlan>,
-  checkEvidence: (evidence: readonly FileEvidence[], rangesRead: number | undefined) => void,
+  checkEvidence: (evidence: readonly FileReceipt[], rangesRead: number | undefined) => void,
 ): HeldRead & Pick<SourceRead, 'receipt'> {
   let open = true;
   // Rolls back whatever is still open (nothing after a COMMIT) and ends the session, once.
@@ -148,7 +148,7 @@ function coordinatorRead(
   return {
     receipt: () => coordinator.authority.latest()!,
     probe: () => coordinator.probe(),
-    async close(outcome: CloseOutcome, evidence?: readonly FileEvidence[], rangesRead?: number) {
+    async close(outcome: CloseOutcome, evidence?: readonly FileReceipt[], rangesRead?: number) {
       if (outcome !== 'success') {
         await end();
         return null;

@@ -6,12 +6,14 @@
  * closes the read with an outcome. The conformance kit (test/sources/conformance.ts) checks each
  * rule against a live server; README "Adding a source" walks through it.
  */
-import type { ExtractionLifecycleReceipt, FileEvidence } from '../lifecycle/receipt';
-import type { SplitKey, TableRequest } from '../postgres/catalog';
+import type { FileReceipt } from '../contract/file-receipt';
+import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
+import type { TableRequest } from '../postgres/catalog';
+import type { SplitKey } from '../contract/partition-range';
 import type { ExportFormat } from '../contract/formats';
-import type { PartitionRange } from '../planning/range-planner';
-import type { SourceIdentity } from '../postgres/source-identity';
-import type { SourceColumn } from '../contract/extraction-types';
+import type { PartitionRange } from '../contract/partition-range';
+import type { SourceIdentity } from '../contract/partition-range';
+import type { SourceColumn } from '../contract/source-column';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 
 /** The source kinds the worker can read, chosen by the configured URL's scheme. */
@@ -109,7 +111,7 @@ export interface SourceRead {
    * EXTRACTION_INCOMPLETE and the read stays open; it returns the complete receipt. The others return
    * null, never throw, and leave no session or transaction behind. Later calls after the first that ended it are no-ops.
    */
-  close(outcome: 'success', evidence: readonly FileEvidence[], rangesRead?: number): Promise<ExtractionLifecycleReceipt>;
+  close(outcome: 'success', evidence: readonly FileReceipt[], rangesRead?: number): Promise<ExtractionLifecycleReceipt>;
   close(outcome: 'abort' | 'retain'): Promise<null>;
 }
 

@@ -4,12 +4,7 @@
  * CompleteMultipartUpload on S3), so a retry rewrites and a crash never leaves a half file there.
  */
 import type { Writable } from 'node:stream';
-
-/** What was written, byte for byte: the file part of a receipt. */
-export interface WrittenFile {
-  bytes: number;
-  sha256: string;
-}
+import type { WrittenFile } from '../contract/file-receipt';
 
 /** What the store acknowledged at commit. */
 export interface StoredOutput {

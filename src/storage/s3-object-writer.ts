@@ -28,7 +28,8 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { ErrorCode, PgExtractError } from '../errors';
-import type { OutputSink, StoredOutput, WrittenFile } from './output-sink';
+import type { WrittenFile } from '../contract/file-receipt';
+import type { OutputSink, StoredOutput } from './output-sink';
 import { s3Failure } from './s3-errors';
 import { type S3Location, formatS3Url } from '../contract/s3-url';
 

@@ -7,9 +7,9 @@
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { ManifestFile } from '../contract/extraction-types';
 import { tableInput } from '../contract/table-selection';
-import type { SplitKey } from '../postgres/catalog';
-import type { PartitionRange } from '../planning/range-planner';
-import type { SourceIdentity } from '../postgres/source-identity';
+import type { SplitKey } from '../contract/partition-range';
+import type { PartitionRange } from '../contract/partition-range';
+import type { SourceIdentity } from '../contract/partition-range';
 import { extractActivities } from './activity-stubs';
 
 /** One planned range of one table, and the file it goes to. */

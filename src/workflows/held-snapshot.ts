@@ -6,7 +6,8 @@
  */
 import { CancellationScope, workflowInfo } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { Manifest, ManifestFile, SourceColumn } from '../contract/extraction-types';
+import type { Manifest, ManifestFile } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
 import type { AttemptScope } from './attempts';

@@ -1,7 +1,8 @@
 /** The range planner is pure: ranges ordered, disjoint, covering [MIN, MAX]; NULLs once; balanced by quantiles. */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { type KeyKind, type KeyRange, MAX_BOUND_LENGTH, autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/planning/range-planner';
+import { autoPartitionCount, planKeyRanges, planPageRanges } from '../../src/planning/range-planner';
+import { type KeyKind, type KeyRange, MAX_BOUND_LENGTH } from '../../src/contract/partition-range';
 
 function keyRanges(kind: KeyKind, min: string, max: string, n: number, quantiles: string[] = []): KeyRange[] {
   return planKeyRanges({ kind, min, max, rowCount: 1_000_000, hasNulls: false, quantiles }, n) as KeyRange[];

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parsePartitionRequest } from '../../src/activities/requests';
+import { parseActivityRequest, partitionRequestSchema } from '../../src/contract/activity-requests';
+
 import { ErrorCode, NON_RETRYABLE_CODES } from '../../src/errors';
 import { digestSourceToken } from '../../src/postgres/source-token';
 import { copyPartition } from '../../src/postgres/partition-copy';
@@ -18,6 +19,8 @@ import { live } from '../support/services';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
+
+const parsePartition = (raw: unknown) => parseActivityRequest(partitionRequestSchema, raw);
 
 describe('a partition proves the snapshot it imported (live PostgreSQL)', () => {
   let coordinatorClient: Awaited<ReturnType<typeof openSession>>;
@@ -93,10 +96,10 @@ describe('a partition proves the snapshot it imported (live PostgreSQL)', () => 
       partition: 0,
       name: 'si/part-0000.csv',
     };
-    assert.equal(parsePartitionRequest(base).snapshotDigest, undefined);
-    const full = parsePartitionRequest({ ...base, snapshotDigest: digestSourceToken(coordinator.plan.snapshotText), source: coordinator.plan.source });
+    assert.equal(parsePartition(base).snapshotDigest, undefined);
+    const full = parsePartition({ ...base, snapshotDigest: digestSourceToken(coordinator.plan.snapshotText), source: coordinator.plan.source });
     assert.deepEqual(full.source, coordinator.plan.source);
-    assert.throws(() => parsePartitionRequest({ ...base, snapshotDigest: 'not a digest' }), { code: ErrorCode.INPUT_INVALID });
+    assert.throws(() => parsePartition({ ...base, snapshotDigest: 'not a digest' }), { code: ErrorCode.INPUT_INVALID });
   });
 
   it('a copyPartition request recorded from older workflow code still parses (no digest, identity or lock timeout in it)', () => {
@@ -106,7 +109,7 @@ describe('a partition proves the snapshot it imported (live PostgreSQL)', () => 
     const scheduled = recorded.history.events.find((e) => e.activityTaskScheduledEventAttributes?.activityType.name === 'copyPartition')!;
     const raw = JSON.parse(Buffer.from(scheduled.activityTaskScheduledEventAttributes!.input.payloads[0]!.data, 'base64').toString('utf8'));
     assert.equal(raw.snapshotDigest, undefined);
-    const req = parsePartitionRequest(raw);
+    const req = parsePartition(raw);
     assert.equal(req.source, undefined);
     assert.equal(req.input.timeouts.lockTimeoutMs, 30_000);
   });

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode, PgExtractError } from '../../src/errors';
-import type { FileEvidence } from '../../src/lifecycle/receipt';
+import type { FileReceipt } from '../../src/contract/file-receipt';
 import { utcMicros } from '../../src/lifecycle/utc-timestamp';
 import type { TableRequest } from '../../src/postgres/catalog';
 import type { RangeCopy, SourceAdapter, SourceRead } from '../../src/sources/source-adapter';
@@ -62,7 +62,7 @@ export function conformanceSuite(fixture: ConformanceFixture): void {
     });
 
     /** Copies every planned range into its own file, as partitions do; returns the copies and their evidence. */
-    async function copyAll(read: SourceRead, ranges = read.plan.ranges): Promise<{ copies: RangeCopy[]; evidence: FileEvidence[] }> {
+    async function copyAll(read: SourceRead, ranges = read.plan.ranges): Promise<{ copies: RangeCopy[]; evidence: FileReceipt[] }> {
       const folder = `run-${++run}`;
       await mkdir(join(root, folder));
       const copies = await Promise.all(

@@ -1,0 +1,132 @@
+/**
+ * The extraction activities' requests and results: one zod schema each, types inferred from them,
+ * so the workflow that sends a request and the activity that parses it agree by construction.
+ * Activities parse their request here before they open a session or touch a file: the workflow is
+ * trusted with names, not with SQL. Pure.
+ */
+import { z } from 'zod';
+import { ErrorCode } from '../errors';
+import { parseExtractionInput } from './extraction-input';
+import { fileReceiptSchema } from './file-receipt';
+import { isSnapshotId } from './identifiers';
+import { parseOrThrow } from './parse';
+import { partitionRangeSchema, sourceIdentitySchema, splitKeySchema } from './partition-range';
+import { sourceColumnSchema } from './source-column';
+
+const name63 = z.string().min(1).max(63);
+const path = z.string().min(1).max(4096);
+
+/** A name relative to the output root (or an `s3://` URL): never absolute, never with a NUL. */
+export const relativeNameSchema = z
+  .string()
+  .min(1)
+  .max(2048)
+  .refine((v) => !v.includes('\0') && !v.startsWith('/'), 'a relative file name');
+
+/** The run's input, parsed again on the activity's side of the boundary (its own coded errors). */
+const inputSchema = z.unknown().transform((raw) => parseExtractionInput(raw));
+
+/** A table as the plan names it: schema, table and the exported columns in file order. */
+const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63).min(1) });
+
+/** Copy one planned range inside the exported snapshot. */
+export const partitionRequestSchema = z.strictObject({
+  input: inputSchema,
+  /** Null for a source without a native snapshot (MySQL). */
+  snapshotId: z
+    .string()
+    .refine(isSnapshotId, { message: 'not a pg_export_snapshot() id', params: { code: ErrorCode.SNAPSHOT_ID_INVALID } })
+    .nullable(),
+  /** The plan's snapshot digest, which the partition proves it sees; absent from workflows started on older code, null without a snapshot. */
+  snapshotDigest: z
+    .string()
+    .regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest')
+    .nullable()
+    .optional(),
+  /** The cluster and database the plan was made on; absent from workflows started on older code. */
+  source: sourceIdentitySchema.optional(),
+  table: planTableSchema,
+  key: splitKeySchema.nullable(),
+  range: partitionRangeSchema,
+  partition: z.number().int().nonnegative(),
+  /** File name relative to the output root. */
+  name: relativeNameSchema,
+});
+export type PartitionActivityRequest = z.output<typeof partitionRequestSchema>;
+
+/** Copy the whole table in one transaction of its own. */
+export const wholeCopyRequestSchema = z.strictObject({ input: inputSchema, name: relativeNameSchema });
+export type WholeCopyActivityRequest = z.output<typeof wholeCopyRequestSchema>;
+
+/** Export a snapshot, plan, and hold it until completed or cancelled. */
+export const holdSnapshotRequestSchema = z.strictObject({ attemptKey: z.string().min(1).max(300), input: inputSchema });
+export type HoldSnapshotRequest = z.output<typeof holdSnapshotRequestSchema>;
+
+/** Complete the held read with the files written inside it. */
+export const completeSnapshotRequestSchema = z.strictObject({
+  attemptKey: z.string().min(1).max(300),
+  evidence: z.array(fileReceiptSchema),
+  /** How many planned ranges the workflow saw read to their end; absent from older runs (then one file per range). */
+  rangesRead: z.number().int().nonnegative().optional(),
+});
+export type CompleteSnapshotRequest = z.output<typeof completeSnapshotRequestSchema>;
+
+/** The plan the holder shares with the workflow. */
+export const snapshotPlanViewSchema = z.strictObject({
+  attemptKey: z.string(),
+  /** Null, like the digest and the coordinator pid, for a source without a native snapshot. */
+  snapshotId: z.string().nullable(),
+  snapshotDigest: z.string().nullable(),
+  coordinatorPid: z.number().int().nullable(),
+  /** The cluster and database the snapshot was exported on; absent from plans recorded by older code. */
+  source: sourceIdentitySchema.optional(),
+  table: planTableSchema,
+  /** The columns' types and the primary key, for the data package; absent from plans recorded by older code. */
+  columns: z.array(sourceColumnSchema).optional(),
+  primaryKey: z.array(name63).optional(),
+  key: splitKeySchema.nullable(),
+  ranges: z.array(partitionRangeSchema),
+  rowCount: z.number().nullable(),
+});
+export type SnapshotPlanView = z.output<typeof snapshotPlanViewSchema>;
+
+/** The plan of a set of tables, biggest first; every table's ranges are read inside the one snapshot. */
+export const snapshotSetPlanViewSchema = z.strictObject({
+  attemptKey: z.string(),
+  snapshotId: z.string(),
+  snapshotDigest: z.string(),
+  coordinatorPid: z.number().int(),
+  source: sourceIdentitySchema,
+  tables: z.array(z.strictObject({ table: planTableSchema, key: splitKeySchema.nullable(), bytes: z.number(), ranges: z.array(partitionRangeSchema) })),
+});
+export type SnapshotSetPlanView = z.output<typeof snapshotSetPlanViewSchema>;
+
+/** Write the run's data package next to its files. */
+export const dataPackageRequestSchema = z.strictObject({
+  input: inputSchema,
+  /** The package's own name, in the files' folder: `<folder>/datapackage.json`. */
+  name: relativeNameSchema,
+  /** The files' names (relative to the output root, or `s3://` URLs), in partition order. */
+  files: z.array(path).min(1).max(10_000),
+  columns: z.array(sourceColumnSchema).min(1),
+  primaryKey: z.array(name63),
+});
+export type DataPackageRequest = z.output<typeof dataPackageRequestSchema>;
+
+/** Release outputs: delete files, sweep partial temp files, discard folders and name prefixes. */
+export const releaseOutputsRequestSchema = z.strictObject({
+  /** Files to delete: absolute, or relative to the output root; either way confined to it. */
+  paths: z.array(path).max(10_000),
+  /** Folders to clear of partial temp files only (retained evidence stays). */
+  sweepFolders: z.array(path).max(100),
+  /** Folders to remove with everything in them (a discarded attempt, a released run). */
+  discardFolders: z.array(path).max(100),
+  /** Name prefixes whose every file goes first: batched files, some never named to the workflow (a killed writer's). */
+  prefixes: z.array(path).max(256).optional(),
+});
+export type ReleaseOutputsRequest = z.output<typeof releaseOutputsRequestSchema>;
+
+/** Parses an activity request, or throws its first issue coded (see {@link parseOrThrow}). */
+export function parseActivityRequest<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+  return parseOrThrow(schema, raw, 'request');
+}

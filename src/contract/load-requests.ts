@@ -1,0 +1,53 @@
+/**
+ * The built-in target owner's requests: one zod schema each, types inferred from them. A file
+ * to load is its manifest entry's place, rows and sha256 (see FileReceipt); Parquet never reaches
+ * a load (the input refuses it, and these schemas do too). Pure.
+ */
+import { z } from 'zod';
+import { parseExtractionInput } from './extraction-input';
+import { fileReceiptSchema } from './file-receipt';
+
+const targetName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/);
+const tableName = z.string().min(1).max(300);
+const mode = z.enum(['append', 'replace']);
+const operationId = z.string().min(1).max(300);
+
+/** A file the manifest lists: where it is (a path or an `s3://` URL) and what its receipt says it holds. */
+const loadFile = { path: z.string().min(1).max(4096), rows: fileReceiptSchema.shape.rows, sha256: fileReceiptSchema.shape.sha256 };
+
+const loadFormatSchema = z.strictObject({
+  format: z.enum(['csv', 'binary', 'parquet']).refine((f): boolean => f !== 'parquet', 'the built-in loader COPYs CSV or binary files; it cannot load Parquet'),
+  header: z.boolean(),
+  gzip: z.boolean(),
+});
+
+/** Load one table's files into one target table, in one transaction behind the fence. */
+export const loadTargetRequestSchema = z.strictObject({
+  target: z.strictObject({ name: targetName, table: tableName, mode }),
+  files: z.array(z.strictObject(loadFile)).max(10_000),
+  format: loadFormatSchema,
+  operationId,
+});
+export type LoadTargetRequest = z.output<typeof loadTargetRequestSchema>;
+
+/** Load a run of several tables: each into its mapped target table, in one transaction behind the fence. */
+export const loadTargetSetRequestSchema = z.strictObject({
+  /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
+  target: z.strictObject({ name: targetName, mode, schema: z.string().min(1).max(130).optional(), tables: z.record(tableName, tableName).optional() }),
+  /** Every file of the run, each naming its source table as the manifest does. */
+  files: z.array(z.strictObject({ ...loadFile, table: tableName })).max(100_000),
+  format: loadFormatSchema,
+  operationId,
+});
+export type LoadTargetSetRequest = z.output<typeof loadTargetSetRequestSchema>;
+
+/** Load without files (internal query, stream): the run's input names source, table and target. */
+export const loadWithoutFilesRequestSchema = z.strictObject({
+  input: z.unknown().transform((raw) => parseExtractionInput(raw)),
+  operationId,
+});
+export type LoadWithoutFilesRequest = z.output<typeof loadWithoutFilesRequestSchema>;
+
+/** Drop what a stream left on the target under `operationId`. */
+export const releaseStreamStagingRequestSchema = z.strictObject({ target: z.strictObject({ name: targetName, table: tableName }), operationId });
+export type ReleaseStreamStagingRequest = z.output<typeof releaseStreamStagingRequestSchema>;
