@@ -24,13 +24,8 @@ import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
-import {
-  type PartitionActivityRequest,
-  type WholeCopyActivityRequest,
-  parseActivityRequest,
-  partitionRequestSchema,
-  wholeCopyRequestSchema,
-} from '../contract/activity-requests';
+import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
+import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
 import { tableRequestOf } from './table-request';
 
 function boundsOf(input: ExtractionInput): FileBounds {
@@ -71,7 +66,7 @@ function manifestFile(store: OutputStore, f: BatchFile, partition: number, range
 export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDeps) {
   return {
     /** One planned range as bounded files; `name` is the partition's file name prefix (`…/part-0003`). */
-    async copyPartitionBatches(raw: PartitionActivityRequest): Promise<ManifestFile[]> {
+    async copyPartitionBatches(raw: PartitionRequest): Promise<ManifestFile[]> {
       return withFailures(async () => {
         const req = parseActivityRequest(partitionRequestSchema, raw);
         const bounds = boundsOf(req.input);
@@ -124,7 +119,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
 
     /** The whole table as bounded files from one REPEATABLE READ transaction; `name` is the file name prefix. */
     async wholeCopyBatches(
-      raw: WholeCopyActivityRequest,
+      raw: WholeCopyRequest,
     ): Promise<{ files: ManifestFile[]; receipt: ExtractionLifecycleReceipt; snapshotDigest: string; columns: SourceColumn[]; primaryKey: string[] }> {
       return withFailures(async () => {
         const { input, name } = parseActivityRequest(wholeCopyRequestSchema, raw);

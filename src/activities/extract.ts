@@ -17,13 +17,8 @@ import { readWhole } from '../sources/whole-read';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
-import {
-  type PartitionActivityRequest,
-  type WholeCopyActivityRequest,
-  parseActivityRequest,
-  partitionRequestSchema,
-  wholeCopyRequestSchema,
-} from '../contract/activity-requests';
+import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
+import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
 import { tableRequestOf } from './table-request';
 
 export interface ExtractDeps {
@@ -39,7 +34,7 @@ export interface CopyProgress {
 
 export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
   return {
-    async copyPartition(raw: PartitionActivityRequest): Promise<ManifestFile> {
+    async copyPartition(raw: PartitionRequest): Promise<ManifestFile> {
       return withFailures(async () => {
         const req = parseActivityRequest(partitionRequestSchema, raw);
         const adapter = sourceAdapter(sourceUrl(req.input.source));
@@ -75,7 +70,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
     },
 
     async wholeCopy(
-      raw: WholeCopyActivityRequest,
+      raw: WholeCopyRequest,
     ): Promise<{ file: ManifestFile; receipt: ExtractionLifecycleReceipt; snapshotDigest: string | null; columns: SourceColumn[]; primaryKey: string[] }> {
       return withFailures(async () => {
         const { input, name } = parseActivityRequest(wholeCopyRequestSchema, raw);

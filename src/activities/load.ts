@@ -6,7 +6,7 @@
  * committed. A cancelled load cancels its target statement and reports once the transaction has ended.
  */
 import { Context } from '@temporalio/activity';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { LoadReport } from '../contract/load-report';
@@ -42,6 +42,14 @@ function setTables(req: LoadTargetSetRequest): { source: string; target: { schem
   return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files }));
 }
 
+/** A load without files (internal query, stream): its request parsed, the run's target checked to load `via` this way. */
+function loadWithoutFiles(raw: unknown, via: 'internal' | 'stream') {
+  const { input, operationId } = parseActivityRequest(loadWithoutFilesRequestSchema, raw);
+  const target = input.target;
+  if (target?.via !== via) throw new PgExtractError(ErrorCode.INPUT_INVALID, `this load needs target.via = ${via}`, { field: 'target.via' });
+  return { input, operationId, mode: target.mode, name: target.name, destination: parseTableName(target.table!, 'target.table') };
+}
+
 /**
  * Runs a load activity's body while heartbeating its progress (a dead loader worker is noticed by
  * the heartbeat timeout; a cancellation arrives with a heartbeat's response). A definite failure
@@ -73,15 +81,26 @@ export function createLoadActivities({
   /** The manifest's files, each opened from the store it lives in. */
   const readable = <F extends { path: string }>(files: F[]) => files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
 
+  /** Parses a load of the manifest's files and runs it while reporting: `run` gets the request, the target's URL and a byte counter. */
+  const loadingFiles = <R extends { operationId: string; target: { name: string } }>(
+    schema: z.ZodType<R>,
+    raw: unknown,
+    run: (req: R, url: string, onBytes: (bytes: number) => void) => Promise<LoadReport>,
+  ): Promise<LoadReport> =>
+    withFailures(async () => {
+      const req = parseActivityRequest(schema, raw);
+      return reporting(
+        req.operationId,
+        (report) => report,
+        (progress) => run(req, targetUrl(req.target.name), (bytes) => (progress.bytes = bytes)),
+      );
+    });
+
   return {
     /** Internal query: source and target are one database (see {@link loadBySelect}). */
     async loadInternal(raw: LoadWithoutFilesRequest): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
       return withFailures(async () => {
-        const { input, operationId } = parseActivityRequest(loadWithoutFilesRequestSchema, raw);
-        if (!input.target || input.target.via !== 'internal')
-          throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadInternal needs target.via = internal', { field: 'target.via' });
-        const { mode, name } = input.target;
-        const destination = parseTableName(input.target.table!, 'target.table');
+        const { input, operationId, mode, name, destination } = loadWithoutFiles(raw, 'internal');
         return reporting(
           operationId,
           (report) => ({ report, receipt: null }),
@@ -95,19 +114,10 @@ export function createLoadActivities({
       });
     },
 
-    /**
-     * Streaming PG → PG: a coordinator session exports the snapshot every range imports, and its
-     * REPEATABLE READ transaction stays open until the target's outcome is known: committed →
-     * COMMIT, anything else → ROLLBACK (a retried or failed load closes the session, which rolls back).
-     */
     /** Streaming PG → PG (see {@link loadByStream}): no files; the source snapshot ends with the target's outcome. */
     async loadStream(raw: LoadWithoutFilesRequest): Promise<StreamLoadReport> {
       return withFailures(async () => {
-        const { input, operationId } = parseActivityRequest(loadWithoutFilesRequestSchema, raw);
-        if (!input.target || input.target.via !== 'stream')
-          throw new PgExtractError(ErrorCode.INPUT_INVALID, 'loadStream needs target.via = stream', { field: 'target.via' });
-        const { mode, name } = input.target;
-        const destination = parseTableName(input.target.table!, 'target.table');
+        const { input, operationId, mode, name, destination } = loadWithoutFiles(raw, 'stream');
         const load = {
           sourceUrl: sourceUrl(input.source),
           source: tableRequestOf(input),
@@ -136,33 +146,22 @@ export function createLoadActivities({
 
     /** A run of several tables: every table into its mapped target table, in one transaction behind the fence. */
     async loadTargetSet(raw: LoadTargetSetRequest): Promise<LoadReport> {
-      return withFailures(async () => {
-        const req = parseActivityRequest(loadTargetSetRequestSchema, raw);
-        return reporting(
-          req.operationId,
-          (report) => report,
-          async (progress) => {
-            const tables = setTables(req).map((t) => ({ ...t, files: readable(t.files) }));
-            const load = { tables, format: req.format, mode: req.target.mode, operationId: req.operationId };
-            return loadFileSet(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
-          },
+      return loadingFiles(loadTargetSetRequestSchema, raw, (req, url, onBytes) => {
+        const tables = setTables(req).map((t) => ({ ...t, files: readable(t.files) }));
+        return loadFileSet(
+          url,
+          { tables, format: req.format, mode: req.target.mode, operationId: req.operationId },
+          Context.current().cancellationSignal,
+          onBytes,
         );
       });
     },
 
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {
-      return withFailures(async () => {
-        const req = parseActivityRequest(loadTargetRequestSchema, raw);
-        return reporting(
-          req.operationId,
-          (report) => report,
-          async (progress) => {
-            const destination = parseTableName(req.target.table, 'target.table');
-            const files = readable(req.files);
-            const load = { files, format: req.format, destination, mode: req.target.mode, operationId: req.operationId };
-            return loadFiles(targetUrl(req.target.name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes));
-          },
-        );
+      return loadingFiles(loadTargetRequestSchema, raw, (req, url, onBytes) => {
+        const destination = parseTableName(req.target.table, 'target.table');
+        const load = { files: readable(req.files), format: req.format, destination, mode: req.target.mode, operationId: req.operationId };
+        return loadFiles(url, load, Context.current().cancellationSignal, onBytes);
       });
     },
   };

@@ -62,10 +62,14 @@ function secondsArg(value: string): number {
   return Math.round(n * 1000);
 }
 
+/** The options the user gave, without those left unset (the input schema's defaults stand in for them). */
+function given<T extends Record<string, unknown>>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
 /** Where --target loads: --target-schema maps a set; one table defaults to the source table's name. */
 function targetTables(opts: { table?: string; targetTable?: string; targetSchema?: string }): { table?: string; schema?: string } {
-  const table = opts.targetTable ?? opts.table;
-  return { ...(table !== undefined ? { table } : {}), ...(opts.targetSchema !== undefined ? { schema: opts.targetSchema } : {}) };
+  return given({ table: opts.targetTable ?? opts.table, schema: opts.targetSchema });
 }
 
 const program = new Command('pg-extract')
@@ -126,27 +130,27 @@ program
   .action(async (opts) => {
     const request: ExtractionRequest = {
       source: opts.source,
-      ...(opts.table !== undefined ? { table: opts.table } : {}),
-      ...(opts.tables !== undefined ? { tables: opts.tables } : {}),
-      ...(opts.schema !== undefined ? { schema: opts.schema } : {}),
-      ...(opts.include !== undefined ? { include: opts.include } : {}),
-      ...(opts.exclude !== undefined ? { exclude: opts.exclude } : {}),
-      ...(opts.maxInFlight !== undefined ? { maxInFlight: opts.maxInFlight } : {}),
-      ...(opts.key !== undefined ? { key: opts.key } : {}),
-      ...(opts.columns !== undefined ? { columns: String(opts.columns).split(',') } : {}),
       partitions: opts.partitions,
       format: opts.format,
       header: opts.header,
       gzip: Boolean(opts.gzip),
-      ...(opts.compression !== undefined ? { compression: opts.compression } : {}),
-      ...(opts.rowGroupRows !== undefined ? { rowGroupRows: opts.rowGroupRows } : {}),
-      ...(opts.maxFileBytes !== undefined ? { maxFileBytes: opts.maxFileBytes } : {}),
-      ...(opts.maxFileRows !== undefined ? { maxFileRows: opts.maxFileRows } : {}),
-      ...(opts.out !== undefined ? { outDir: opts.out } : {}),
-      ...(opts.commitDeadline !== undefined ? { commitDeadlineMs: opts.commitDeadline } : {}),
-      ...(opts.target !== undefined
-        ? { target: { name: opts.target, ...targetTables(opts), mode: opts.mode, ...(opts.via !== undefined ? { via: opts.via } : {}) } }
-        : {}),
+      ...given({
+        table: opts.table,
+        tables: opts.tables,
+        schema: opts.schema,
+        include: opts.include,
+        exclude: opts.exclude,
+        maxInFlight: opts.maxInFlight,
+        key: opts.key,
+        columns: opts.columns === undefined ? undefined : String(opts.columns).split(','),
+        compression: opts.compression,
+        rowGroupRows: opts.rowGroupRows,
+        maxFileBytes: opts.maxFileBytes,
+        maxFileRows: opts.maxFileRows,
+        outDir: opts.out,
+        commitDeadlineMs: opts.commitDeadline,
+        target: opts.target === undefined ? undefined : { name: opts.target, ...targetTables(opts), mode: opts.mode, ...given({ via: opts.via }) },
+      }),
     };
     if (opts.via !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--via needs --target', { field: 'target.via' });
     if (opts.targetSchema !== undefined && opts.target === undefined)

@@ -52,11 +52,11 @@ export const partitionRequestSchema = z.strictObject({
   /** File name relative to the output root. */
   name: relativeNameSchema,
 });
-export type PartitionActivityRequest = z.output<typeof partitionRequestSchema>;
+export type PartitionRequest = z.output<typeof partitionRequestSchema>;
 
 /** Copy the whole table in one transaction of its own. */
 export const wholeCopyRequestSchema = z.strictObject({ input: inputSchema, name: relativeNameSchema });
-export type WholeCopyActivityRequest = z.output<typeof wholeCopyRequestSchema>;
+export type WholeCopyRequest = z.output<typeof wholeCopyRequestSchema>;
 
 /** Export a snapshot, plan, and hold it until completed or cancelled. */
 export const holdSnapshotRequestSchema = z.strictObject({ attemptKey: z.string().min(1).max(300), input: inputSchema });

@@ -13,6 +13,7 @@ import { describeMysqlTable } from './catalog';
 import { closeMysql, openMysql } from './connection';
 import { planMysqlRanges } from './planner';
 import { copyMysqlRange } from './range-copy';
+import type { TerminalOutcome } from '../lifecycle/terminal';
 
 export function mysqlAdapter(url: string): SourceAdapter {
   return {
@@ -46,11 +47,7 @@ export function mysqlAdapter(url: string): SourceAdapter {
           plan,
           receipt: () => authority.latest()!,
           probe: async () => undefined,
-          async close(
-            outcome: 'success' | 'abort' | 'retain',
-            evidence?: readonly { name: string; rows: number; bytes: number; sha256: string }[],
-            rangesRead?: number,
-          ) {
+          async close(outcome: TerminalOutcome, evidence?: readonly { name: string; rows: number; bytes: number; sha256: string }[], rangesRead?: number) {
             if (outcome !== 'success') return null;
             checkExhausted(plan.ranges.length, evidence ?? [], rangesRead);
             return authority.complete(evidence ?? []);

@@ -16,7 +16,8 @@ import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
 import type { FileReceipt } from '../contract/file-receipt';
 import type { TableSelection } from '../postgres/table-set';
-import type { CloseOutcome, OpenOptions, SourceAdapter, SourceRead, SourceTable } from './source-adapter';
+import type { OpenOptions, SourceAdapter, SourceRead, SourceTable } from './source-adapter';
+import type { TerminalOutcome } from '../lifecycle/terminal';
 
 export function postgresAdapter(url: string): SourceAdapter {
   return {
@@ -148,7 +149,7 @@ function coordinatorRead(
   return {
     receipt: () => coordinator.authority.latest()!,
     probe: () => coordinator.probe(),
-    async close(outcome: CloseOutcome, evidence?: readonly FileReceipt[], rangesRead?: number) {
+    async close(outcome: TerminalOutcome, evidence?: readonly FileReceipt[], rangesRead?: number) {
       if (outcome !== 'success') {
         await end();
         return null;

@@ -15,6 +15,7 @@ import type { PartitionRange } from '../contract/partition-range';
 import type { SourceIdentity } from '../contract/partition-range';
 import type { SourceColumn } from '../contract/source-column';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
+import type { TerminalOutcome } from '../lifecycle/terminal';
 
 /** The source kinds the worker can read, chosen by the configured URL's scheme. */
 export type SourceKind = 'postgresql' | 'mysql';
@@ -90,13 +91,6 @@ export interface RangeCopy extends CopiedOutput {
   completedAt: string;
 }
 
-/**
- * How a read ends. `success`: every planned range is receipted; the receipt completes. `abort`:
- * the read is given up. `retain`: the outputs are kept as evidence, but live resources (sessions,
- * transactions) end exactly as for abort: rollback and close.
- */
-export type CloseOutcome = 'success' | 'abort' | 'retain';
-
 /** An open read: its receipt started before planning read anything. */
 export interface SourceRead {
   readonly handle: ReadHandle;
@@ -106,13 +100,13 @@ export interface SourceRead {
   /** Proves what the read holds is still alive (a no-op when it holds nothing). */
   probe(): Promise<void>;
   /**
-   * Ends the read. `success` needs every planned range read: `rangesRead` of them (default: one
+   * Ends the read with the run's terminal outcome. `success` needs every planned range read: `rangesRead` of them (default: one
    * evidence entry per range; batched files give several per range, an empty range none), else
-   * EXTRACTION_INCOMPLETE and the read stays open; it returns the complete receipt. The others return
-   * null, never throw, and leave no session or transaction behind. Later calls after the first that ended it are no-ops.
+   * EXTRACTION_INCOMPLETE and the read stays open; it returns the complete receipt. `abort` and
+   * `retain_commit_unknown` (outputs kept as evidence) both roll back and return null, never throw, and leave no session or transaction behind. Later calls after the first that ended it are no-ops.
    */
   close(outcome: 'success', evidence: readonly FileReceipt[], rangesRead?: number): Promise<ExtractionLifecycleReceipt>;
-  close(outcome: 'abort' | 'retain'): Promise<null>;
+  close(outcome: Exclude<TerminalOutcome, 'success'>): Promise<null>;
 }
 
 export interface SourceAdapter {

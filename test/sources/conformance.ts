@@ -142,7 +142,7 @@ export function conformanceSuite(fixture: ConformanceFixture): void {
       assert.equal(rows, ROWS, 'the ranges cover every row exactly once');
     });
 
-    for (const outcome of ['retain', 'abort'] as const) {
+    for (const outcome of ['retain_commit_unknown', 'abort'] as const) {
       it(`${outcome} closes live resources: no session or transaction is left`, async () => {
         const read = await adapter.open(request, { partitions: PARTITIONS });
         await copyAll(read, read.plan.ranges.slice(0, 1));
