@@ -19,7 +19,7 @@ export const PG_COLUMNS_KEY = 'pg_extract.columns';
 
 const DUCKDB_MEMORY_LIMIT = '128MB';
 
-/** The longest row DuckDB reads (its default is 2 MiB); its CSV buffer must hold two. */
+/** The longest row DuckDB reads (its default is 2 MiB); its CSV buffer must hold one, and a larger one only costs memory. */
 export const MAX_ROW_BYTES = 8 << 20;
 
 const CODECS = { zstd: 'zstd', snappy: 'snappy', none: 'uncompressed' } as const;
@@ -46,7 +46,7 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
   const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression, [
     `max_line_size = ${MAX_ROW_BYTES}`,
-    `buffer_size = ${2 * MAX_ROW_BYTES}`,
+    `buffer_size = ${MAX_ROW_BYTES}`,
   ]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
   const codec = CODECS[format.compression ?? DEFAULT_PARQUET_COMPRESSION];

@@ -1,8 +1,9 @@
 /**
- * One Parquet output: the COPY's CSV goes to a scratch file, DuckDB turns it into a scratch Parquet
- * file, and that file is streamed into the sink (a local file or an S3 object), counted and hashed
- * as stored, so the receipt's bytes and sha256 are the finished file's. The scratch folder (under
- * the worker's TMPDIR) is removed on every path.
+ * One Parquet output: the COPY's CSV flows through a named pipe into DuckDB, which writes a scratch
+ * Parquet file as the rows arrive, and that file is streamed into the sink (a local file or an S3
+ * object), counted and hashed as stored, so the receipt's bytes and sha256 are the finished file's.
+ * Either side failing stops the other. The scratch folder (under the worker's TMPDIR) is removed on
+ * every path.
  */
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,7 +19,7 @@ import type { SourceColumn } from '../contract/source-column';
 import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { csvToParquet } from './csv-to-parquet';
-import { TempFileSink } from './temp-file-sink';
+import { makeFifo, openFifoWhenRead } from './fifo-sink';
 
 export interface ParquetOutputOptions {
   /** Called with the CSV bytes read so far, then the Parquet bytes stored (progress only). */
@@ -40,20 +41,44 @@ export async function writeParquet(
   const scratch = await mkdtemp(join(tmpdir(), `${SCRATCH_PREFIX}${process.pid}-`));
   try {
     const csv = join(scratch, 'rows.csv');
-    const copied = await copyToOutput(client, copyOutSql(select, format), new TempFileSink(csv), {
-      gzip: false,
-      onBytes: options.onBytes,
-      signal: options.signal,
-    });
-    const rows = copied.rowCount();
+    await makeFifo(csv);
     const parquet = join(scratch, 'rows.parquet');
-    const written = await csvToParquet({ csv, parquet, columns, format, scratch, signal: options.signal });
+    const copy = async (signal: AbortSignal) => {
+      const pipe = await openFifoWhenRead(csv, signal);
+      try {
+        return await copyToOutput(client, copyOutSql(select, format), pipe, { gzip: false, onBytes: options.onBytes, signal });
+      } finally {
+        await pipe.discard();
+      }
+    };
+    const [written, copied] = await firstFailureStopsBoth(options.signal, [(signal) => csvToParquet({ csv, parquet, columns, format, scratch, signal }), copy]);
+    const rows = copied.rowCount();
     if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
-    await rm(csv);
     return { ...(await storeFile(parquet, sink, options)), rowCount: () => rows };
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * Runs both sides at once; the first to fail aborts the other (a COPY aborted mid-stream closes its
+ * session, as on any abort) and is the error reported, once both have stopped.
+ */
+async function firstFailureStopsBoth<A, B>(
+  signal: AbortSignal | undefined,
+  [first, second]: [(signal: AbortSignal) => Promise<A>, (signal: AbortSignal) => Promise<B>],
+): Promise<[A, B]> {
+  const stop = new AbortController();
+  const both = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+  let failure: { error: unknown } | null = null;
+  const failed = (error: unknown): never => {
+    failure ??= { error };
+    stop.abort();
+    throw error;
+  };
+  const [a, b] = await Promise.allSettled([first(both).catch(failed), second(both).catch(failed)]);
+  if (a.status === 'rejected' || b.status === 'rejected') throw failure!.error;
+  return [a.value, b.value];
 }
 
 /** Streams a finished file into the sink, hashing what is stored, and commits it; a failure discards the sink's partial output. */

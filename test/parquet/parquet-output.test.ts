@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir } from 'node:fs/promises';
+import { lstat, mkdtemp, readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -342,16 +342,40 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   }
 
-  it('cancelled while DuckDB converts: the run aborts, its scratch folder and files are gone, its sessions closed', async () => {
+  it('a value DuckDB refuses early in a large partition stops its COPY mid-stream: the run fails with the code, leaving no file, scratch or session', async () => {
+    await admin().query(
+      `DROP TABLE IF EXISTS pq.badbig; CREATE TABLE pq.badbig AS SELECT g AS id, repeat('x', 100) AS a, CASE WHEN g = 100 THEN 'infinity' ELSE date '2026-01-01' END AS d
+         FROM generate_series(1, ${BIG_ROWS}) g`,
+    );
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'pq.badbig', partitions: 1, format: 'parquet', outDir: 'bad-big' }, { taskQueue });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.ok(err instanceof WorkflowFailedError);
+        assert.match(JSON.stringify(err.cause), /PARQUET_VALUE_UNREPRESENTABLE.*column d/);
+        return true;
+      });
+      const left = await readdir(join(live().outRoot, 'bad-big'), { recursive: true }).catch(() => []);
+      assert.deepEqual(
+        left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
+        [],
+        'no file or temp file',
+      );
+    });
+  });
+
+  it('cancelled while DuckDB converts the streaming COPY: the run aborts, its scratch folder and files are gone, its sessions closed', async () => {
     await withWorker(async ({ client, taskQueue }) => {
       const handle = await startExtraction(client, { table: 'pq.big', partitions: 1, format: 'parquet', outDir: 'cancel-parquet' }, { taskQueue });
-      const converting = async (): Promise<boolean> => {
+      const converting = async (): Promise<string | null> => {
         for (const folder of await scratchLeft()) {
-          if ((await readdir(join(tmpdir(), folder)).catch((): string[] => [])).includes('rows.parquet')) return true;
+          if ((await readdir(join(tmpdir(), folder)).catch((): string[] => [])).includes('rows.parquet')) return join(tmpdir(), folder);
         }
-        return false;
+        return null;
       };
-      while (!(await converting())) await new Promise((r) => setTimeout(r, 10));
+      let folder: string | null;
+      while (!(folder = await converting())) await new Promise((r) => setTimeout(r, 10));
+      // DuckDB converts while the COPY still streams (the README's "How it is written"): its CSV is a pipe, never a scratch file.
+      assert.ok((await lstat(join(folder, 'rows.csv'))).isFIFO(), 'the CSV reaches DuckDB through a named pipe');
       await handle.cancel();
       await assert.rejects(handle.result(), WorkflowFailedError);
       const left = await readdir(join(live().outRoot, 'cancel-parquet'), { recursive: true }).catch(() => []);

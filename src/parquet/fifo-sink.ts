@@ -1,0 +1,77 @@
+/**
+ * An OutputSink over a named pipe that the worker's own DuckDB reads while the COPY writes into it
+ * (the CSV a Parquet file is made from): the conversion overlaps the COPY and no scratch CSV is
+ * written or read back. The write end is opened only once DuckDB's read end is (see
+ * {@link openFifoWhenRead}) and written as a libuv pipe on the event loop, never through the thread
+ * pool, where DuckDB's conversions run and could starve the writes they wait for. Closing it is the
+ * reader's end of file.
+ */
+import { execFile } from 'node:child_process';
+import { constants, openSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { setTimeout } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import type { OutputSink, StoredOutput } from '../storage/output-sink';
+
+/** How often to look for the reader; DuckDB opens the pipe within milliseconds of starting its COPY. */
+const READER_POLL_MS = 5;
+
+/** Creates the named pipe `path` (mode 0600); node has no mkfifo of its own. */
+export async function makeFifo(path: string): Promise<void> {
+  await promisify(execFile)('mkfifo', ['-m', '600', path]);
+}
+
+/**
+ * Opens the pipe for writing once a reader has it open. A non-blocking open fails with ENXIO until
+ * then; a blocking one would hold a thread-pool thread that the reader's DuckDB may need. Opening
+ * earlier would not do either: a reader that opens after the last writer closed waits forever.
+ */
+export async function openFifoWhenRead(path: string, signal: AbortSignal): Promise<FifoSink> {
+  for (;;) {
+    signal.throwIfAborted();
+    try {
+      return new FifoSink(path, openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
+    }
+    await setTimeout(READER_POLL_MS, undefined, { signal });
+  }
+}
+
+export class FifoSink implements OutputSink {
+  private readonly pipe: Socket;
+
+  constructor(
+    readonly location: string,
+    fd: number,
+  ) {
+    this.pipe = new Socket({ fd, readable: false, writable: true });
+  }
+
+  /** Each block goes back to the COPY's reader once the kernel has it, so the COPY reuses a few blocks instead of allocating one per MiB. */
+  open(recycle?: (chunk: Buffer) => void): Writable {
+    return new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        this.pipe.write(chunk, (err) => {
+          if (!err) recycle?.(chunk);
+          done(err);
+        });
+      },
+      final: (done) => this.pipe.end(done),
+      destroy: (err, done) => {
+        this.pipe.destroy();
+        done(err);
+      },
+    });
+  }
+
+  async commit(): Promise<StoredOutput> {
+    return { location: this.location, etag: null };
+  }
+
+  /** Closes the pipe (idempotent): the reader sees the end of what was written. */
+  async discard(): Promise<void> {
+    this.pipe.destroy();
+  }
+}
