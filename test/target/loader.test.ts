@@ -155,6 +155,27 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
     });
 
+    it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table', async () => {
+      await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
+      try {
+        await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_inserter`);
+        await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter'));
+        const url = new URL(targetUrl());
+        url.username = 'pgx_inserter';
+        const inserter = createLoadActivities({
+          targetUrl: () => url.toString(),
+          sourceUrl: () => live().pg.url,
+          stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+        }).loadTarget;
+        const report: LoadReport = await env.run(inserter, request({ operationId: 'op-inserter' }));
+        assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
+        assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
+      } finally {
+        await onTarget((c) => c.query('DROP OWNED BY pgx_inserter'));
+        await admin().query(`DROP OWNED BY pgx_inserter; DROP ROLE pgx_inserter`);
+      }
+    });
+
     it('a load whose files are outside the output root is refused: failed, OUTPUT_PATH_ESCAPES_ROOT', async () => {
       const report: LoadReport = await env.run(activity(), request({ files: [{ path: '/etc/hostname', rows: 1, sha256: 'a'.repeat(64) }] }));
       assert.deepEqual([report.outcome, report.reason], ['failed', 'OUTPUT_PATH_ESCAPES_ROOT']);
