@@ -140,7 +140,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
     beforeEach(async () => onTarget((c) => c.query('CREATE TABLE dst.u (id int, name text)')));
 
-    it('a sha256 mismatch aborts before commit and drops staging', async () => {
+    it('a sha256 mismatch aborts before commit: nothing lands', async () => {
       const bad = [{ ...files[0]!, sha256: 'f'.repeat(64) }, files[1]!];
       const report: LoadReport = await env.run(activity(), request({ files: bad }));
       assert.deepEqual([report.outcome, report.reason], ['failed', 'TARGET_CHECKSUM_MISMATCH']);
@@ -174,6 +174,13 @@ describe('built-in PostgreSQL target loader (live)', function () {
         await onTarget((c) => c.query('DROP OWNED BY pgx_inserter'));
         await admin().query(`DROP OWNED BY pgx_inserter; DROP ROLE pgx_inserter`);
       }
+    });
+
+    it('a target with an INSERT rule is filled through staging, so the rule applies as it would to an INSERT', async () => {
+      await onTarget((c) => c.query('CREATE TABLE dst.audit (id int); CREATE RULE audit AS ON INSERT TO dst.u DO ALSO INSERT INTO dst.audit VALUES (NEW.id)'));
+      const report: LoadReport = await env.run(activity(), request({ operationId: 'op-rule' }));
+      assert.deepEqual([report.outcome, report.rows], ['committed', 4]);
+      assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.audit'))).rows[0].n, 4);
     });
 
     it('a load whose files are outside the output root is refused: failed, OUTPUT_PATH_ESCAPES_ROOT', async () => {
