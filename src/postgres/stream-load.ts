@@ -19,7 +19,8 @@ import { copyInSql } from './export-format';
 import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
-import { type LoadControl, type LoadResult, fencedTransaction, moveIntoTarget } from '../target/loader';
+import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
+import { moveIntoTarget } from '../target/table-fill';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;

@@ -1,23 +1,19 @@
 /**
  * The built-in target owner for PostgreSQL: load a manifest's files into a target table in one
- * transaction, guarded by a commit fence. Files are COPYed into a staging table (under the owned
- * staging guard), verified against the manifest's rows and sha256 before anything moves, then
- * moved into the target (append or replace) and the fence row `(operation_id, intent_digest)` is
- * written in the same transaction. If COMMIT's acknowledgement is lost, {@link reconcileCommit}
+ * transaction, guarded by a commit fence. The files are COPYed in and verified against the
+ * manifest's rows and sha256 (see table-fill.ts), and the fence row `(operation_id, intent_digest)`
+ * is written in the same transaction. If COMMIT's acknowledgement is lost, {@link reconcileCommit}
  * asks the target what became of that transaction (its xid, recorded before COMMIT); a retried
  * load finds its fence row and loads nothing twice.
  */
 import { createHash } from 'node:crypto';
-import { type Readable, Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import type { Readable } from 'node:stream';
 import type { Client } from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
+import { FailureDisposition } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
-import { copyInSql } from '../postgres/export-format';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
+import { fillTable } from './table-fill';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
 export const FENCE_SCHEMA = 'pgextract';
@@ -143,103 +139,21 @@ export interface LoadControl {
   onBytes?: (bytes: number) => void;
 }
 
-class Hasher extends Transform {
-  readonly hash = createHash('sha256');
-  constructor(private readonly onChunk: (bytes: number) => void) {
-    super();
-  }
-  override _transform(chunk: Buffer, _e: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
-    this.onChunk(chunk.length);
-    done(null, chunk);
-  }
-}
-
-/** Copies one file into `staging`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
-async function copyFileInto(
-  client: Client,
-  staging: string,
-  file: LoadFile,
-  format: ExportFormat,
-  onChunk: (bytes: number) => void,
-): Promise<{ rows: number; sha256: string }> {
-  // Opened before the COPY starts: a file that cannot be opened must not leave the session mid-COPY.
-  const bytes = await file.open();
-  const sink = client.query(copyFrom(copyInSql(staging, format)));
-  const hasher = new Hasher(onChunk);
-  await (format.gzip ? pipeline(bytes, hasher, createGunzip(), sink) : pipeline(bytes, hasher, sink));
-  return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
-}
-
 /**
  * Loads on `client` (a fresh target session). Throws with a `disposition` the outcome mapping
  * understands: a checksum mismatch is cleanup-safe (abort); a lost COMMIT acknowledgement is
  * TARGET_COMMIT_AMBIGUOUS and must be reconciled.
  */
 export async function loadIntoTarget(client: Client, request: LoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
-  const target = quoteQualified(request.schema, request.table);
-  const staging = stagingName(request.schema, request.operationId);
+  let bytes = 0;
   return fencedTransaction(
     client,
     request.operationId,
     intentDigest(request),
     `${request.schema}.${request.table}`,
-    async () => {
-      await client.query('SAVEPOINT pg_extract_staging');
-      const { result: rows } = await ownedStagingHandle({
-        // Created inside the load's transaction: dropping is rolling back to before it, which works
-        // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
-        // transaction, so WAL for it would protect nothing (the load measured 1.45× → 1.3× pgcopydb).
-        create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
-        drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
-        materialize: async () => {
-          let bytes = 0;
-          const total = await stageFiles(client, staging, request.files, request.format, signal, (n) => onBytes?.((bytes += n)));
-          signal?.throwIfAborted();
-          await moveIntoTarget(client, staging, target, request.mode);
-          return total;
-        },
-      });
-      return rows;
-    },
+    () => fillTable(client, request, signal, (n) => onBytes?.((bytes += n))),
     signal,
   );
-}
-
-/** A load's staging table in `schema`, named after its operation (and its place in a set's load). */
-export function stagingName(schema: string, operationId: string, suffix = ''): string {
-  return quoteQualified(schema, `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
-}
-
-/**
- * COPYs `files` into `staging`, each verified against its manifest entry (rows and sha256) before
- * the next; returns the rows. `onChunk` gets each chunk's size as it is read.
- */
-export async function stageFiles(
-  client: Client,
-  staging: string,
-  files: LoadFile[],
-  format: ExportFormat,
-  signal: AbortSignal | undefined,
-  onChunk: (bytes: number) => void,
-): Promise<number> {
-  let total = 0;
-  for (const file of files) {
-    signal?.throwIfAborted();
-    const loaded = await copyFileInto(client, staging, file, format, onChunk);
-    if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
-      throw failure(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`, FailureDisposition.cleanupSafe);
-    }
-    total += loaded.rows;
-  }
-  return total;
-}
-
-/** Staging → target in the caller's transaction: `replace` empties the target first. */
-export async function moveIntoTarget(client: Client, staging: string, target: string, mode: 'append' | 'replace'): Promise<void> {
-  if (mode === 'replace') await client.query(`DELETE FROM ${target}`);
-  await client.query(`INSERT INTO ${target} SELECT * FROM ${staging}`);
-  await client.query(`DROP TABLE ${staging}`);
 }
 
 /** What the target says about an operation whose COMMIT is ambiguous. */

@@ -26,11 +26,11 @@ import {
   fencedTransaction,
   intentDigest,
   loadIntoTarget,
-  moveIntoTarget,
   reconcileCommit,
 } from './loader';
 import { assertSameDatabase, onTargetSession } from './session';
 import { loadSetIntoTarget, setIntentDigest } from './set-loader';
+import { moveIntoTarget } from './table-fill';
 
 /** Runs a fenced load and turns its end into the target owner's report (see the file comment). */
 async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {

@@ -1,17 +1,16 @@
 /**
  * The built-in loader for a run of several tables: every table's files into its own target table
- * in ONE target transaction, behind the same commit fence as one table's load. Each table is
- * staged and verified (rows and sha256 of every file) before anything moves; `replace` empties
- * the whole set in one TRUNCATE; tables move parents first along the target's foreign keys, so
- * every key holds at COMMIT. Any failure rolls back to before the staging tables existed: nothing
- * lands and no staging table stays.
+ * in ONE target transaction, behind the same commit fence as one table's load. `replace` empties
+ * the whole set in one TRUNCATE first; tables fill parents first along the target's foreign keys
+ * (see table-fill.ts for how, and how each file is verified), so every key holds at COMMIT. Any
+ * failure rolls the transaction back: nothing lands and no staging table stays.
  */
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
-import { ownedStagingHandle } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { quoteQualified } from '../postgres/sql';
-import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction, moveIntoTarget, stageFiles, stagingName } from './loader';
+import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
+import { fillTable } from './table-fill';
 
 export interface SetLoadTable {
   /** The resolved target table. */
@@ -71,8 +70,6 @@ export async function parentsFirst(client: Client, tables: { schema: string; tab
 
 /** Loads the set on `client` (a fresh target session); failures carry the dispositions {@link loadIntoTarget} documents. */
 export async function loadSetIntoTarget(client: Client, request: SetLoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
-  const targets = request.tables.map((t) => quoteQualified(t.schema, t.table));
-  const stagings = request.tables.map((t, i) => stagingName(t.schema, request.operationId, `_${i}`));
   const label = request.tables.map((t) => `${t.schema}.${t.table}`).join(', ');
   return fencedTransaction(
     client,
@@ -80,27 +77,14 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
     setIntentDigest(request),
     label,
     async () => {
-      await client.query('SAVEPOINT pg_extract_staging');
-      const { result: rows } = await ownedStagingHandle({
-        // As for one table: created inside the load's transaction, so rolling back to the savepoint drops them all.
-        create: async () => {
-          for (const [i, staging] of stagings.entries()) await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${targets[i]} INCLUDING DEFAULTS)`);
-        },
-        drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
-        materialize: async () => {
-          let total = 0;
-          let bytes = 0;
-          for (const [i, table] of request.tables.entries()) {
-            total += await stageFiles(client, stagings[i]!, table.files, request.format, signal, (n) => onBytes?.((bytes += n)));
-          }
-          signal?.throwIfAborted();
-          const order = await parentsFirst(client, request.tables);
-          if (request.mode === 'replace') await client.query(`TRUNCATE ${targets.join(', ')}`);
-          for (const i of order) await moveIntoTarget(client, stagings[i]!, targets[i]!, 'append');
-          return total;
-        },
-      });
-      return rows;
+      if (request.mode === 'replace') await client.query(`TRUNCATE ${request.tables.map((t) => quoteQualified(t.schema, t.table)).join(', ')}`);
+      let total = 0;
+      let bytes = 0;
+      for (const i of await parentsFirst(client, request.tables)) {
+        const fill = { ...request.tables[i]!, format: request.format, mode: 'append' as const, operationId: request.operationId, stagingSuffix: `_${i}` };
+        total += await fillTable(client, fill, signal, (n) => onBytes?.((bytes += n)));
+      }
+      return total;
     },
     signal,
   );

@@ -140,7 +140,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
     beforeEach(async () => onTarget((c) => c.query('CREATE TABLE dst.u (id int, name text)')));
 
-    it('a sha256 mismatch aborts before commit and drops staging', async () => {
+    it('a sha256 mismatch aborts before commit: nothing lands', async () => {
       const bad = [{ ...files[0]!, sha256: 'f'.repeat(64) }, files[1]!];
       const report: LoadReport = await env.run(activity(), request({ files: bad }));
       assert.deepEqual([report.outcome, report.reason], ['failed', 'TARGET_CHECKSUM_MISMATCH']);
@@ -153,6 +153,34 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.deepEqual([first.outcome, first.rows], ['committed', 4]);
       assert.deepEqual([second.outcome, second.rows], ['committed', null], 'the fence answered the retry');
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
+    });
+
+    it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table', async () => {
+      await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
+      try {
+        await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_inserter`);
+        await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter'));
+        const url = new URL(targetUrl());
+        url.username = 'pgx_inserter';
+        const inserter = createLoadActivities({
+          targetUrl: () => url.toString(),
+          sourceUrl: () => live().pg.url,
+          stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+        }).loadTarget;
+        const report: LoadReport = await env.run(inserter, request({ operationId: 'op-inserter' }));
+        assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
+        assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
+      } finally {
+        await onTarget((c) => c.query('DROP OWNED BY pgx_inserter'));
+        await admin().query(`DROP OWNED BY pgx_inserter; DROP ROLE pgx_inserter`);
+      }
+    });
+
+    it('a target with an INSERT rule is filled through staging, so the rule applies as it would to an INSERT', async () => {
+      await onTarget((c) => c.query('CREATE TABLE dst.audit (id int); CREATE RULE audit AS ON INSERT TO dst.u DO ALSO INSERT INTO dst.audit VALUES (NEW.id)'));
+      const report: LoadReport = await env.run(activity(), request({ operationId: 'op-rule' }));
+      assert.deepEqual([report.outcome, report.rows], ['committed', 4]);
+      assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.audit'))).rows[0].n, 4);
     });
 
     it('a load whose files are outside the output root is refused: failed, OUTPUT_PATH_ESCAPES_ROOT', async () => {

@@ -1,0 +1,140 @@
+/**
+ * How a load's files reach one target table inside the caller's transaction: COPYed straight into
+ * the table where COPY has the effect an INSERT would have (each row written once), otherwise into
+ * an UNLOGGED staging table moved in by `INSERT … SELECT`, which applies what COPY would bypass or
+ * refuse. Either way every file is checked against its manifest entry (rows and sha256) as it is
+ * read, and a mismatch fails the transaction, so nothing of it can commit.
+ */
+import { createHash } from 'node:crypto';
+import { Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import type { Client } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { ErrorCode, PgExtractError } from '../errors';
+import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
+import type { ExportFormat } from '../contract/formats';
+import { copyInSql } from '../postgres/export-format';
+import { quoteQualified } from '../postgres/sql';
+import type { LoadFile } from './loader';
+
+/** One target table and the files that fill it. */
+export interface TableFill {
+  schema: string;
+  table: string;
+  files: LoadFile[];
+  format: ExportFormat;
+  mode: 'append' | 'replace';
+  /** Names the staging table, if one is needed: the load's operation id and the table's place in the load. */
+  operationId: string;
+  stagingSuffix?: string;
+}
+
+/**
+ * Fills one table on `client` inside its open transaction; returns the rows. `onChunk` gets each
+ * chunk's size as it is read. `replace` empties the table first, in the same transaction.
+ */
+export async function fillTable(client: Client, fill: TableFill, signal: AbortSignal | undefined, onChunk: (bytes: number) => void): Promise<number> {
+  const target = quoteQualified(fill.schema, fill.table);
+  if (await copiesLikeInsert(client, fill.schema, fill.table)) {
+    if (fill.mode === 'replace') await client.query(`DELETE FROM ${target}`);
+    return copyFiles(client, target, fill.files, fill.format, signal, onChunk);
+  }
+  const staging = stagingName(fill.schema, fill.operationId, fill.stagingSuffix);
+  await client.query('SAVEPOINT pg_extract_staging');
+  const { result } = await ownedStagingHandle({
+    // Created inside the load's transaction: dropping is rolling back to before it, which works
+    // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
+    // transaction, so WAL for it would protect nothing.
+    create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
+    drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
+    materialize: async () => {
+      const rows = await copyFiles(client, staging, fill.files, fill.format, signal, onChunk);
+      signal?.throwIfAborted();
+      await moveIntoTarget(client, staging, target, fill.mode);
+      return rows;
+    },
+  });
+  return result;
+}
+
+/**
+ * Whether COPY into `schema.table` does what INSERT would: a plain or partitioned table without
+ * row security (COPY FROM refuses it), rules (COPY ignores them), a GENERATED ALWAYS identity column
+ * (COPY writes the file's value where INSERT refuses it) or a generated column (COPY expects one
+ * column fewer). Such targets are filled through staging, so they load or fail as with INSERT.
+ */
+async function copiesLikeInsert(client: Client, schema: string, table: string): Promise<boolean> {
+  const r = await client.query<{ direct: boolean }>(
+    `SELECT c.relkind IN ('r', 'p') AND NOT c.relrowsecurity AND NOT c.relhasrules
+            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND (a.attidentity = 'a' OR a.attgenerated <> '')) AS direct
+       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relname = $2`,
+    [schema, table],
+  );
+  return r.rows[0]?.direct === true;
+}
+
+/** A load's staging table in `schema`, named after its operation (and its place in a set's load). */
+export function stagingName(schema: string, operationId: string, suffix = ''): string {
+  return quoteQualified(schema, `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
+}
+
+/** Staging → target in the caller's transaction: `replace` empties the target first. */
+export async function moveIntoTarget(client: Client, staging: string, target: string, mode: 'append' | 'replace'): Promise<void> {
+  if (mode === 'replace') await client.query(`DELETE FROM ${target}`);
+  await client.query(`INSERT INTO ${target} SELECT * FROM ${staging}`);
+  await client.query(`DROP TABLE ${staging}`);
+}
+
+/** COPYs `files` into `table`, each verified against its manifest entry (rows and sha256) before the next; returns the rows. */
+async function copyFiles(
+  client: Client,
+  table: string,
+  files: LoadFile[],
+  format: ExportFormat,
+  signal: AbortSignal | undefined,
+  onChunk: (bytes: number) => void,
+): Promise<number> {
+  let total = 0;
+  for (const file of files) {
+    signal?.throwIfAborted();
+    const loaded = await copyFileInto(client, table, file, format, onChunk);
+    if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
+      throw Object.assign(new PgExtractError(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`), {
+        disposition: FailureDisposition.cleanupSafe,
+      });
+    }
+    total += loaded.rows;
+  }
+  return total;
+}
+
+class Hasher extends Transform {
+  readonly hash = createHash('sha256');
+  constructor(private readonly onChunk: (bytes: number) => void) {
+    super();
+  }
+  override _transform(chunk: Buffer, _e: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    this.onChunk(chunk.length);
+    done(null, chunk);
+  }
+}
+
+/** Copies one file into `table`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
+async function copyFileInto(
+  client: Client,
+  table: string,
+  file: LoadFile,
+  format: ExportFormat,
+  onChunk: (bytes: number) => void,
+): Promise<{ rows: number; sha256: string }> {
+  // Opened before the COPY starts: a file that cannot be opened must not leave the session mid-COPY.
+  const bytes = await file.open();
+  const sink = client.query(copyFrom(copyInSql(table, format)));
+  const hasher = new Hasher(onChunk);
+  await (format.gzip ? pipeline(bytes, hasher, createGunzip(), sink) : pipeline(bytes, hasher, sink));
+  return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
+}
