@@ -3,7 +3,7 @@
  * SET TRANSACTION SNAPSHOT '<id>' as the first statement, prove it is the planned snapshot on the
  * planned cluster and database, COPY its range into a file (waiting at most lock_timeout for the
  * table's ACCESS SHARE), commit, and report its backend pid and the snapshot text it saw as
- * evidence of the import.
+ * evidence of the import. A group of small tables shares one such import (table-group-copy.ts).
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
@@ -21,16 +21,23 @@ import { lockTimeoutError, setLockTimeout } from './table-lock';
 
 export interface PartitionFile extends CopiedOutput, PartitionRead {}
 
-/** What a partition reads, and (when given) the snapshot digest and source identity it must see. */
-export interface PartitionRequest extends ExpectedSnapshot {
+/** The exported snapshot a session imports and (when given) the snapshot digest and source identity it must see there. */
+export interface SnapshotImport extends ExpectedSnapshot {
   snapshotId: string;
-  /** The table as the coordinator resolved it; re-resolved here from the catalog. */
-  table: TableRequest & { columns: string[] };
-  key: SplitKey | null;
-  range: PartitionRange;
-  format: ExportFormat;
   /** @default DEFAULT_LOCK_TIMEOUT_MS */
   lockTimeoutMs?: number;
+}
+
+/** A table as the coordinator planned it: re-resolved from the catalog inside the snapshot, its split key unchanged. */
+export interface PlannedTable {
+  table: TableRequest & { columns: string[] };
+  key: SplitKey | null;
+}
+
+/** What a partition reads. */
+export interface PartitionRequest extends SnapshotImport, PlannedTable {
+  range: PartitionRange;
+  format: ExportFormat;
 }
 
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
@@ -67,8 +74,31 @@ export async function readPartition<T>(
   request: PartitionRequest,
   read: (table: ResolvedTable) => Promise<T>,
 ): Promise<PartitionRead & { result: T }> {
+  return readInSnapshot(client, request, async (resolve) => read(await resolve(request)));
+}
+
+/**
+ * Imports the snapshot on `client` and proves it is the planned one on the planned cluster and
+ * database, then runs `read` (which re-resolves each planned table it reads through `resolve`)
+ * and commits; rolls back on any failure. One import serves every table `read` reads.
+ */
+export async function readInSnapshot<T>(
+  client: Client,
+  request: SnapshotImport,
+  read: (resolve: (planned: PlannedTable) => Promise<ResolvedTable>) => Promise<T>,
+): Promise<PartitionRead & { result: T }> {
   const literal = snapshotIdLiteral(request.snapshotId);
   const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  // The table last resolved is the one being read when a lock wait times out.
+  let reading: TableRequest | null = null;
+  const resolve = async (planned: PlannedTable): Promise<ResolvedTable> => {
+    reading = planned.table;
+    const table = await resolveTable(client, { ...planned.table, key: planned.key?.name });
+    if (planned.key && !sameSplitKey(table.key, planned.key)) {
+      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
+    }
+    return table;
+  };
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     try {
@@ -85,17 +115,13 @@ export async function readPartition<T>(
       `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${SOURCE_IDENTITY_COLUMNS}`,
     );
     checkSnapshotIdentity(request, { snapshotText: first.rows[0]!.snapshot, source: identityOf(first.rows[0]!) });
-    const table = await resolveTable(client, { ...request.table, key: request.key?.name });
-    if (request.key && !sameSplitKey(table.key, request.key)) {
-      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
-    }
-    const result = await read(table);
+    const result = await read(resolve);
     const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;
     return { result, backendPid: row.pid, snapshotText: row.snapshot, startedAt: row.started, completedAt };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
-    throw await lockTimeoutError(client, err, request.table, lockTimeoutMs);
+    throw reading ? await lockTimeoutError(client, err, reading, lockTimeoutMs) : err;
   }
 }
