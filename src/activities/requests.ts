@@ -39,22 +39,37 @@ const sourceIdentitySchema: z.ZodType<SourceIdentity> = z.strictObject({
   databaseOid: z.number().int().nonnegative().max(0xffff_ffff),
 });
 
-const partitionRequestSchema = z.strictObject({
-  input: z.unknown(),
-  // Null for a source without a native snapshot (MySQL).
-  snapshotId: z.string().refine(isSnapshotId, 'a pg_export_snapshot() id').nullable(),
-  // Optional: copyPartition calls of workflows started on older code lack them.
-  snapshotDigest: z
-    .string()
-    .regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest')
-    .nullable()
-    .optional(),
-  source: sourceIdentitySchema.optional(),
+const snapshotIdSchema = z.string().refine(isSnapshotId, 'a pg_export_snapshot() id');
+const snapshotDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest');
+
+/** One planned range of one table, and the file it goes to. */
+const rangeItemSchema = {
   table: z.strictObject({ schema: z.string().min(1).max(63), table: z.string().min(1).max(63), columns: z.array(z.string().min(1).max(63)).min(1) }),
   key: keySchema.nullable(),
   range: rangeSchema,
   partition: z.number().int().nonnegative(),
   name: relativeName,
+};
+
+const partitionRequestSchema = z.strictObject({
+  input: z.unknown(),
+  // Null for a source without a native snapshot (MySQL).
+  snapshotId: snapshotIdSchema.nullable(),
+  // Optional: copyPartition calls of workflows started on older code lack them.
+  snapshotDigest: snapshotDigestSchema.nullable().optional(),
+  source: sourceIdentitySchema.optional(),
+  ...rangeItemSchema,
+});
+
+/** The most ranges one copyTables call takes (a batch's worth). */
+export const MAX_GROUP_RANGES = 500;
+
+const tableGroupRequestSchema = z.strictObject({
+  input: z.unknown(),
+  snapshotId: snapshotIdSchema,
+  snapshotDigest: snapshotDigestSchema,
+  source: sourceIdentitySchema,
+  ranges: z.array(z.strictObject(rangeItemSchema)).min(1).max(MAX_GROUP_RANGES),
 });
 
 /** Copy one planned range inside the exported snapshot. */
@@ -71,6 +86,15 @@ export interface PartitionActivityRequest {
   partition: number;
   /** File name relative to the output root. */
   name: string;
+}
+
+/** Copy a group of small tables' planned ranges inside the exported snapshot, on one session, one file each. */
+export interface TableGroupActivityRequest {
+  input: ExtractionInput;
+  snapshotId: string;
+  snapshotDigest: string;
+  source: SourceIdentity;
+  ranges: Omit<PartitionActivityRequest, 'input' | 'snapshotId' | 'snapshotDigest' | 'source'>[];
 }
 
 /** Export a snapshot, plan, and hold it until completed or cancelled. */
@@ -136,14 +160,22 @@ function invalid(err: z.ZodError): PgExtractError {
   return new PgExtractError(ErrorCode.INPUT_INVALID, `${field}: ${issue.message}`, { field });
 }
 
-export function parsePartitionRequest(raw: unknown): PartitionActivityRequest {
-  const parsed = partitionRequestSchema.safeParse(raw);
+/** A copy request's data, or its first issue as an error (a bad snapshot id under a code of its own). */
+function parsedCopyRequest<T extends { input: unknown }>(parsed: z.ZodSafeParseResult<T>): Omit<T, 'input'> & { input: ExtractionInput } {
   if (!parsed.success) {
     const snapshotIssue = parsed.error.issues.find((i) => i.path[0] === 'snapshotId');
     if (snapshotIssue) throw new PgExtractError(ErrorCode.SNAPSHOT_ID_INVALID, 'snapshotId: not a pg_export_snapshot() id', { field: 'snapshotId' });
     throw invalid(parsed.error);
   }
   return { ...parsed.data, input: parseExtractionInput(parsed.data.input) };
+}
+
+export function parsePartitionRequest(raw: unknown): PartitionActivityRequest {
+  return parsedCopyRequest(partitionRequestSchema.safeParse(raw));
+}
+
+export function parseTableGroupRequest(raw: unknown): TableGroupActivityRequest {
+  return parsedCopyRequest(tableGroupRequestSchema.safeParse(raw));
 }
 
 export function parseReleaseRequest(raw: unknown): ReleaseOutputsRequest {
