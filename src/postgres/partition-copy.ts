@@ -7,7 +7,7 @@
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { type ResolvedTable, type SplitKey, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
+import { type ResolvedTable, type SplitKey, type TableRequest, resolveTables, sameSplitKey, selectSql, sourceColumns } from './catalog';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
@@ -65,6 +65,14 @@ export async function copyPartition(
   return { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, ...read };
 }
 
+/** What `read` gets inside the imported snapshot. */
+export interface SnapshotRead {
+  /** Re-resolves planned tables in one catalog query and checks that their split keys are unchanged. */
+  resolve(planned: readonly PlannedTable[]): Promise<ResolvedTable[]>;
+  /** Names the table being read now, for the error of a lock wait that times out. */
+  reading(table: TableRequest): void;
+}
+
 /**
  * Imports the snapshot on `client`, proves it is the planned one on the planned cluster and
  * database, re-resolves the table, runs `read` and commits; rolls back on any failure.
@@ -74,30 +82,38 @@ export async function readPartition<T>(
   request: PartitionRequest,
   read: (table: ResolvedTable) => Promise<T>,
 ): Promise<PartitionRead & { result: T }> {
-  return readInSnapshot(client, request, async (resolve) => read(await resolve(request)));
+  return readInSnapshot(client, request, async (snapshot) => read((await snapshot.resolve([request]))[0]!));
 }
 
 /**
  * Imports the snapshot on `client` and proves it is the planned one on the planned cluster and
- * database, then runs `read` (which re-resolves each planned table it reads through `resolve`)
- * and commits; rolls back on any failure. One import serves every table `read` reads.
+ * database, then runs `read` and commits; rolls back on any failure. One import serves every
+ * table `read` reads.
  */
 export async function readInSnapshot<T>(
   client: Client,
   request: SnapshotImport,
-  read: (resolve: (planned: PlannedTable) => Promise<ResolvedTable>) => Promise<T>,
+  read: (snapshot: SnapshotRead) => Promise<T>,
 ): Promise<PartitionRead & { result: T }> {
   const literal = snapshotIdLiteral(request.snapshotId);
   const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  // The table last resolved is the one being read when a lock wait times out.
   let reading: TableRequest | null = null;
-  const resolve = async (planned: PlannedTable): Promise<ResolvedTable> => {
-    reading = planned.table;
-    const table = await resolveTable(client, { ...planned.table, key: planned.key?.name });
-    if (planned.key && !sameSplitKey(table.key, planned.key)) {
-      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
-    }
-    return table;
+  const snapshot: SnapshotRead = {
+    async resolve(planned) {
+      reading = planned[0]?.table ?? null;
+      const tables = await resolveTables(
+        client,
+        planned.map((p) => ({ ...p.table, key: p.key?.name })),
+      );
+      for (const [i, table] of tables.entries()) {
+        const key = planned[i]!.key;
+        if (key && !sameSplitKey(table.key, key)) {
+          throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
+        }
+      }
+      return tables;
+    },
+    reading: (table) => (reading = table),
   };
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
@@ -115,7 +131,7 @@ export async function readInSnapshot<T>(
       `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${SOURCE_IDENTITY_COLUMNS}`,
     );
     checkSnapshotIdentity(request, { snapshotText: first.rows[0]!.snapshot, source: identityOf(first.rows[0]!) });
-    const result = await read(resolve);
+    const result = await read(snapshot);
     const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;

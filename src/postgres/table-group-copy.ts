@@ -1,13 +1,14 @@
 /**
- * A group of small tables' ranges on one session: one snapshot import and identity check for the
- * whole group (see {@link readInSnapshot}), then one COPY per range into its own file, in order.
+ * A group of small tables' ranges on one session: one snapshot import and identity check and one
+ * catalog query for the whole group (see {@link readInSnapshot}), then one COPY per range into its
+ * own file, in order.
  * A table of many small ones costs a COPY and a file, not a session, an import and an activity.
  */
 import type { Client } from 'pg';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import type { PartitionRange } from '../planning/range-planner';
-import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
+import { selectSql, sourceColumns } from './catalog';
 import { exportToOutput } from './export-to-output';
 import { type PartitionRead, type PlannedTable, type SnapshotImport, readInSnapshot } from './partition-copy';
 import { rangePredicate } from './range-predicate';
@@ -36,15 +37,13 @@ export async function copyTableGroup(
 ): Promise<PartitionRead & { files: CopiedOutput[] }> {
   const committed: OutputSink[] = [];
   try {
-    const { result: written, ...read } = await readInSnapshot(client, request, async (resolve) => {
-      // A table with a NULL-key range and a key range is resolved once.
-      const tables = new Map<string, ResolvedTable>();
+    const { result: written, ...read } = await readInSnapshot(client, request, async (snapshot) => {
+      const tables = await snapshot.resolve(ranges);
       const outputs = [];
       let before = 0;
       for (const [i, planned] of ranges.entries()) {
-        const name = `${planned.table.schema}.${planned.table.table}`;
-        const table = tables.get(name) ?? (await resolve(planned));
-        tables.set(name, table);
+        const table = tables[i]!;
+        snapshot.reading(planned.table);
         const sink = await options.sink(i);
         const out = await exportToOutput(client, selectSql(table, rangePredicate(planned.range, table.key)), sourceColumns(table), options.format, sink, {
           onBytes: (bytes) => options.onBytes?.(before + bytes),
