@@ -8,6 +8,7 @@ import { createDataPackageActivities } from './data-package';
 import { type ExtractDeps, createExtractActivities } from './extract';
 import { createLoadActivities } from './load';
 import { type HolderDeps, createHolderActivities } from './snapshot-holder';
+import { createTableGroupActivities } from './table-group';
 
 export { SnapshotHolderRegistry } from './snapshot-holder';
 
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createExtractActivities(deps),
     ...createBatchedExtractActivities(deps),
+    ...createTableGroupActivities(deps),
     ...createCleanupActivities(deps),
     ...createDataPackageActivities(deps),
     ...createLoadActivities(deps),

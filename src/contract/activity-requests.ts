@@ -29,30 +29,44 @@ const inputSchema = z.unknown().transform((raw) => parseExtractionInput(raw));
 /** A table as the plan names it: schema, table and the exported columns in file order. */
 const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63).min(1) });
 
-/** Copy one planned range inside the exported snapshot. */
-export const partitionRequestSchema = z.strictObject({
-  input: inputSchema,
-  /** Null for a source without a native snapshot (MySQL). */
-  snapshotId: z
-    .string()
-    .refine(isSnapshotId, { message: 'not a pg_export_snapshot() id', params: { code: ErrorCode.SNAPSHOT_ID_INVALID } })
-    .nullable(),
-  /** The plan's snapshot digest, which the partition proves it sees; absent from workflows started on older code, null without a snapshot. */
-  snapshotDigest: z
-    .string()
-    .regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest')
-    .nullable()
-    .optional(),
-  /** The cluster and database the plan was made on; absent from workflows started on older code. */
-  source: sourceIdentitySchema.optional(),
+const snapshotIdSchema = z.string().refine(isSnapshotId, { message: 'not a pg_export_snapshot() id', params: { code: ErrorCode.SNAPSHOT_ID_INVALID } });
+const snapshotDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest');
+
+/** One planned range of one table, and the file it goes to. */
+const rangeItem = {
   table: planTableSchema,
   key: splitKeySchema.nullable(),
   range: partitionRangeSchema,
   partition: z.number().int().nonnegative(),
   /** File name relative to the output root. */
   name: relativeNameSchema,
+};
+
+/** Copy one planned range inside the exported snapshot. */
+export const partitionRequestSchema = z.strictObject({
+  input: inputSchema,
+  /** Null for a source without a native snapshot (MySQL). */
+  snapshotId: snapshotIdSchema.nullable(),
+  /** The plan's snapshot digest, which the partition proves it sees; absent from workflows started on older code, null without a snapshot. */
+  snapshotDigest: snapshotDigestSchema.nullable().optional(),
+  /** The cluster and database the plan was made on; absent from workflows started on older code. */
+  source: sourceIdentitySchema.optional(),
+  ...rangeItem,
 });
 export type PartitionRequest = z.output<typeof partitionRequestSchema>;
+
+/** The most ranges one copyTables call takes (a batch's worth). */
+export const MAX_GROUP_RANGES = 500;
+
+/** Copy a group of small tables' planned ranges inside the exported snapshot, on one session, one file each. */
+export const tableGroupRequestSchema = z.strictObject({
+  input: inputSchema,
+  snapshotId: snapshotIdSchema,
+  snapshotDigest: snapshotDigestSchema,
+  source: sourceIdentitySchema,
+  ranges: z.array(z.strictObject(rangeItem)).min(1).max(MAX_GROUP_RANGES),
+});
+export type TableGroupRequest = z.output<typeof tableGroupRequestSchema>;
 
 /** Copy the whole table in one transaction of its own. */
 export const wholeCopyRequestSchema = z.strictObject({ input: inputSchema, name: relativeNameSchema });

@@ -52,53 +52,67 @@ export interface TableRequest {
 }
 
 export async function resolveTable(client: ClientBase, request: TableRequest): Promise<ResolvedTable> {
-  const rel = await client.query<{ oid: string; relkind: string }>(
-    `SELECT c.oid::text AS oid, c.relkind::text AS relkind
-       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p', 'm', 'v', 'f')`,
-    [request.schema, request.table],
+  return (await resolveTables(client, [request]))[0]!;
+}
+
+/** What one catalog query returns per requested table (null oid: no such readable relation). */
+interface CatalogRow {
+  oid: string | null;
+  relkind: string;
+  columns: (ResolvedColumn & { collation: KeyCollation | null })[] | null;
+  primaryKey: string[] | null;
+  uniqueKey: string | null;
+}
+
+/**
+ * Resolves every request in one catalog query (one round trip however many tables: a group of
+ * small tables pays per table a COPY, not a catalog conversation), in the order given.
+ */
+export async function resolveTables(client: ClientBase, requests: readonly TableRequest[]): Promise<ResolvedTable[]> {
+  const r = await client.query<CatalogRow>(
+    `SELECT c.oid::text AS oid, c.relkind::text AS relkind,
+            (SELECT json_agg(json_build_object(
+                      'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(a.atttypid, a.atttypmod),
+                      'notNull', a.attnotnull,
+                      'enumLabels', (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e WHERE e.enumtypid = a.atttypid),
+                      'collation', (SELECT json_build_object('schema', cn.nspname, 'name', co.collname)
+                                      FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace
+                                     WHERE co.oid = a.attcollation))
+                    ORDER BY a.attnum)
+               FROM pg_catalog.pg_attribute a
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+            (SELECT json_agg(a.attname ORDER BY k.n)
+               FROM pg_catalog.pg_index i
+               CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+              WHERE i.indrelid = c.oid AND i.indisprimary) AS "primaryKey",
+            (SELECT a.attname
+               FROM pg_catalog.pg_index i
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+              WHERE i.indrelid = c.oid AND i.indnatts = 1 AND (i.indisprimary OR i.indisunique) AND i.indpred IS NULL
+              ORDER BY i.indisprimary DESC LIMIT 1) AS "uniqueKey"
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(schema, name, n)
+       LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = r.schema
+       LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = r.name AND c.relkind IN ('r', 'p', 'm', 'v', 'f')
+      ORDER BY r.n`,
+    [requests.map((q) => q.schema), requests.map((q) => q.table)],
   );
-  const found = rel.rows[0];
-  if (!found) {
+  return requests.map((request, i) => tableOf(request, r.rows[i]!));
+}
+
+function tableOf(request: TableRequest, found: CatalogRow): ResolvedTable {
+  if (found.oid === null) {
     throw new PgExtractError(ErrorCode.TABLE_NOT_FOUND, `table ${request.schema}.${request.table} does not exist or is not readable`, { field: 'table' });
   }
-  const cols = await client.query<ResolvedColumn>(
-    `SELECT a.attname AS name, a.atttypid::regtype::text AS type, pg_catalog.format_type(a.atttypid, a.atttypmod) AS "pgType",
-            a.attnotnull AS "notNull",
-            (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e WHERE e.enumtypid = a.atttypid) AS "enumLabels"
-       FROM pg_catalog.pg_attribute a
-      WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped
-      ORDER BY a.attnum`,
-    [found.oid],
-  );
-  const pk = await client.query<{ name: string }>(
-    `SELECT a.attname AS name
-       FROM pg_catalog.pg_index i
-       CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
-       JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-      WHERE i.indrelid = $1::oid AND i.indisprimary
-      ORDER BY k.n`,
-    [found.oid],
-  );
-  const byName = new Map(cols.rows.map((c) => [c.name, c]));
-  const columns = (request.columns ?? cols.rows.map((c) => c.name)).map((name) => {
+  const all = found.columns ?? [];
+  const byName = new Map(all.map(({ collation: _collation, ...c }) => [c.name, c]));
+  const columns = (request.columns ?? all.map((c) => c.name)).map((name) => {
     const column = byName.get(name);
     if (!column)
       throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `column ${name} does not exist in ${request.schema}.${request.table}`, { field: 'columns' });
     return column;
   });
-  let keyName = request.key;
-  if (keyName === undefined) {
-    const idx = await client.query<{ name: string }>(
-      `SELECT a.attname AS name
-         FROM pg_catalog.pg_index i
-         JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-        WHERE i.indrelid = $1::oid AND i.indnatts = 1 AND (i.indisprimary OR i.indisunique) AND i.indpred IS NULL
-        ORDER BY i.indisprimary DESC LIMIT 1`,
-      [found.oid],
-    );
-    keyName = idx.rows[0]?.name;
-  }
+  const keyName = request.key ?? found.uniqueKey ?? undefined;
   let key: SplitKey | null = null;
   if (keyName !== undefined) {
     const column = byName.get(keyName);
@@ -113,24 +127,14 @@ export async function resolveTable(client: ClientBase, request: TableRequest): P
       }
     } else {
       key = { name: column.name, ...kind };
-      if (kind.kind === 'text') key.collation = await columnCollation(client, found.oid, column.name);
+      if (kind.kind === 'text') {
+        const collation = all.find((c) => c.name === keyName)!.collation;
+        if (!collation) throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `key ${keyName} has no collation`, { field: 'key' });
+        key.collation = collation;
+      }
     }
   }
-  return { schema: request.schema, table: request.table, relkind: found.relkind, columns, primaryKey: pk.rows.map((r) => r.name), key };
-}
-
-async function columnCollation(client: ClientBase, relation: string, column: string): Promise<KeyCollation> {
-  const r = await client.query<KeyCollation>(
-    `SELECT n.nspname AS schema, c.collname AS name
-       FROM pg_catalog.pg_attribute a
-       JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation
-       JOIN pg_catalog.pg_namespace n ON n.oid = c.collnamespace
-      WHERE a.attrelid = $1::oid AND a.attname = $2`,
-    [relation, column],
-  );
-  const collation = r.rows[0];
-  if (!collation) throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, `key ${column} has no collation`, { field: 'key' });
-  return collation;
+  return { schema: request.schema, table: request.table, relkind: found.relkind, columns, primaryKey: found.primaryKey ?? [], key };
 }
 
 /** Whether a partition's key is the one the plan was made with: same column, type and collation. */

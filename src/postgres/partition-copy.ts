@@ -3,11 +3,11 @@
  * SET TRANSACTION SNAPSHOT '<id>' as the first statement, prove it is the planned snapshot on the
  * planned cluster and database, COPY its range into a file (waiting at most lock_timeout for the
  * table's ACCESS SHARE), commit, and report its backend pid and the snapshot text it saw as
- * evidence of the import.
+ * evidence of the import. A group of small tables shares one such import (table-group-copy.ts).
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { type ResolvedTable, type TableRequest, resolveTable, sameSplitKey, selectSql, sourceColumns } from './catalog';
+import { type ResolvedTable, type TableRequest, resolveTables, sameSplitKey, selectSql, sourceColumns } from './catalog';
 import type { SplitKey } from '../contract/partition-range';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
@@ -22,16 +22,23 @@ import { lockTimeoutError, setLockTimeout } from './table-lock';
 
 export interface PartitionFile extends CopiedOutput, PartitionRead {}
 
-/** What a partition reads, and (when given) the snapshot digest and source identity it must see. */
-export interface PartitionRequest extends ExpectedSnapshot {
+/** The exported snapshot a session imports and (when given) the snapshot digest and source identity it must see there. */
+export interface SnapshotImport extends ExpectedSnapshot {
   snapshotId: string;
-  /** The table as the coordinator resolved it; re-resolved here from the catalog. */
-  table: TableRequest & { columns: string[] };
-  key: SplitKey | null;
-  range: PartitionRange;
-  format: ExportFormat;
   /** @default DEFAULT_LOCK_TIMEOUT_MS */
   lockTimeoutMs?: number;
+}
+
+/** A table as the coordinator planned it: re-resolved from the catalog inside the snapshot, its split key unchanged. */
+export interface PlannedTable {
+  table: TableRequest & { columns: string[] };
+  key: SplitKey | null;
+}
+
+/** What a partition reads. */
+export interface PartitionRequest extends SnapshotImport, PlannedTable {
+  range: PartitionRange;
+  format: ExportFormat;
 }
 
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
@@ -59,6 +66,14 @@ export async function copyPartition(
   return { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, ...read };
 }
 
+/** What `read` gets inside the imported snapshot. */
+export interface SnapshotRead {
+  /** Re-resolves planned tables in one catalog query and checks that their split keys are unchanged. */
+  resolve(planned: readonly PlannedTable[]): Promise<ResolvedTable[]>;
+  /** Names the table being read now, for the error of a lock wait that times out. */
+  reading(table: TableRequest): void;
+}
+
 /**
  * Imports the snapshot on `client`, proves it is the planned one on the planned cluster and
  * database, re-resolves the table, runs `read` and commits; rolls back on any failure.
@@ -68,8 +83,39 @@ export async function readPartition<T>(
   request: PartitionRequest,
   read: (table: ResolvedTable) => Promise<T>,
 ): Promise<PartitionRead & { result: T }> {
+  return readInSnapshot(client, request, async (snapshot) => read((await snapshot.resolve([request]))[0]!));
+}
+
+/**
+ * Imports the snapshot on `client` and proves it is the planned one on the planned cluster and
+ * database, then runs `read` and commits; rolls back on any failure. One import serves every
+ * table `read` reads.
+ */
+export async function readInSnapshot<T>(
+  client: Client,
+  request: SnapshotImport,
+  read: (snapshot: SnapshotRead) => Promise<T>,
+): Promise<PartitionRead & { result: T }> {
   const literal = snapshotIdLiteral(request.snapshotId);
   const lockTimeoutMs = request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  let reading: TableRequest | null = null;
+  const snapshot: SnapshotRead = {
+    async resolve(planned) {
+      reading = planned[0]?.table ?? null;
+      const tables = await resolveTables(
+        client,
+        planned.map((p) => ({ ...p.table, key: p.key?.name })),
+      );
+      for (const [i, table] of tables.entries()) {
+        const key = planned[i]!.key;
+        if (key && !sameSplitKey(table.key, key)) {
+          throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
+        }
+      }
+      return tables;
+    },
+    reading: (table) => (reading = table),
+  };
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
     try {
@@ -86,17 +132,13 @@ export async function readPartition<T>(
       `SELECT pg_backend_pid() AS pid, pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started, ${SOURCE_IDENTITY_COLUMNS}`,
     );
     checkSnapshotIdentity(request, { snapshotText: first.rows[0]!.snapshot, source: identityOf(first.rows[0]!) });
-    const table = await resolveTable(client, { ...request.table, key: request.key?.name });
-    if (request.key && !sameSplitKey(table.key, request.key)) {
-      throw new PgExtractError(ErrorCode.KEY_TYPE_UNSUPPORTED, 'the split key changed type or collation since planning', { field: 'key' });
-    }
-    const result = await read(table);
+    const result = await read(snapshot);
     const completedAt = await serverNow(client);
     await client.query('COMMIT');
     const row = first.rows[0]!;
     return { result, backendPid: row.pid, snapshotText: row.snapshot, startedAt: row.started, completedAt };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
-    throw await lockTimeoutError(client, err, request.table, lockTimeoutMs);
+    throw reading ? await lockTimeoutError(client, err, reading, lockTimeoutMs) : err;
   }
 }

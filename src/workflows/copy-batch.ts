@@ -1,6 +1,7 @@
 /**
  * copyBatchWorkflow: copies one batch of a table set's planned ranges inside the run's exported
- * snapshot, at most `maxInFlight` at a time, and returns the batch's files. The parent runs one
+ * snapshot, at most `maxInFlight` at a time, and returns the batch's files: a big table's range by
+ * copyPartition, a group of small tables' ranges by one copyTables (one file per range all the same). The parent runs one
  * batch after another, so its own history grows by a few events per batch, not per partition,
  * and the run stays within Temporal's history limits however many tables it takes.
  */
@@ -21,13 +22,19 @@ export interface BatchItem {
   name: string;
 }
 
+/** Small tables' ranges copied by one activity on one session (see src/planning/table-groups.ts). */
+export interface BatchGroup {
+  group: BatchItem[];
+}
+
 export interface CopyBatchInput {
   /** The run's input (its set of tables is not needed here and not passed). */
   input: ExtractionInput;
   snapshotId: string;
   snapshotDigest: string;
   source: SourceIdentity;
-  items: BatchItem[];
+  /** Groups only in batches of runs started on code with table groups. */
+  items: (BatchItem | BatchGroup)[];
 }
 
 /**
@@ -56,17 +63,20 @@ export async function inFlight<T, R>(items: readonly T[], limit: number, work: (
   return results;
 }
 
+const tableName = (item: BatchItem) => `${item.table.schema}.${item.table.table}`;
+
 export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<ManifestFile[]> {
   const extract = extractActivities(batch.input);
-  return inFlight(batch.items, batch.input.maxInFlight, async (item) => {
-    const table = `${item.table.schema}.${item.table.table}`;
-    const file = await extract.copyPartition({
-      input: tableInput(batch.input, table),
-      snapshotId: batch.snapshotId,
-      snapshotDigest: batch.snapshotDigest,
-      source: batch.source,
-      ...item,
-    });
-    return { ...file, table };
+  const snapshot = { snapshotId: batch.snapshotId, snapshotDigest: batch.snapshotDigest, source: batch.source };
+  const copied = await inFlight(batch.items, batch.input.maxInFlight, async (unit) => {
+    if ('group' in unit) {
+      const input = { ...batch.input, tables: [...new Set(unit.group.map(tableName))] };
+      const files = await extract.copyTables({ input, ...snapshot, ranges: unit.group });
+      return files.map((file, i) => ({ ...file, table: tableName(unit.group[i]!) }));
+    }
+    const table = tableName(unit);
+    const file = await extract.copyPartition({ input: tableInput(batch.input, table), ...snapshot, ...unit });
+    return [{ ...file, table }];
   });
+  return copied.flat();
 }

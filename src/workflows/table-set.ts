@@ -3,17 +3,19 @@
  * and plans every table in it (biggest first); each planned range is copied on any
  * worker, at most `maxInFlight` at a time over the whole run, and one receipt is completed on the
  * holder. The copies run in child workflows of BATCH_ITEMS ranges each (see copy-batch.ts), so
- * this workflow's history and payloads grow per batch. Losing the holder fails the attempt as
- * SNAPSHOT_LOST, as for one table.
+ * this workflow's history and payloads grow per batch. Small tables are copied in groups, one
+ * activity per group (src/planning/table-groups.ts); runs started before groups replay without
+ * them. Losing the holder fails the attempt as SNAPSHOT_LOST, as for one table.
  */
-import { executeChild } from '@temporalio/workflow';
+import { executeChild, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
 import { withoutTables } from '../contract/table-selection';
 import { quick } from './activity-stubs';
 import type { AttemptEvents, AttemptScope } from './attempts';
-import { type BatchItem, copyBatchWorkflow } from './copy-batch';
+import { groupSmallTables } from '../planning/table-groups';
+import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { onHeldSnapshot } from './held-snapshot';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
@@ -36,6 +38,24 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
 /** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
 export const BATCH_ITEMS = 500;
 
+export const TABLE_GROUPS = 'table-groups';
+
+/** Consecutive units of at most BATCH_ITEMS ranges each (a group counts its ranges; a group is never split). */
+function batchesOf(units: readonly (BatchItem | BatchGroup)[]): (BatchItem | BatchGroup)[][] {
+  const batches: (BatchItem | BatchGroup)[][] = [];
+  let ranges = BATCH_ITEMS;
+  for (const unit of units) {
+    const size = 'group' in unit ? unit.group.length : 1;
+    if (ranges + size > BATCH_ITEMS) {
+      batches.push([]);
+      ranges = 0;
+    }
+    batches.at(-1)!.push(unit);
+    ranges += size;
+  }
+  return batches;
+}
+
 export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   return onHeldSnapshot(
     input,
@@ -49,9 +69,17 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         plan.tables.map((t) => t.table),
       );
       // Biggest table first, its ranges in order: the plan's order is the order partitions start.
-      const items: BatchItem[] = plan.tables.flatMap(({ table, key, ranges }, t) =>
-        ranges.map((range, partition) => ({ table, key, range, partition, name: name(t, partition) })),
-      );
+      const planned = plan.tables.map(({ table, key, bytes, ranges }, t) => ({
+        bytes,
+        items: ranges.map((range, partition): BatchItem => ({ table, key, range, partition, name: name(t, partition) })),
+      }));
+      const items = planned.flatMap((t) => t.items);
+      // Big tables' ranges first, then the groups of small tables (each about as much work as a range).
+      let units: (BatchItem | BatchGroup)[] = items;
+      if (patched(TABLE_GROUPS)) {
+        const { big, groups } = groupSmallTables(planned, input.maxInFlight);
+        units = [...big.flatMap((t) => t.items), ...groups.map((g) => ({ group: g.flatMap((t) => t.items) }))];
+      }
       events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
       const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
       const base = withoutTables(input);
@@ -59,7 +87,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
       const copy = copyScope.run(async () => {
         const files: ManifestFile[] = [];
         let tablesDone = 0;
-        for (let from = 0, batch = 0; from < items.length; from += BATCH_ITEMS, batch++) {
+        for (const [batch, batchUnits] of batchesOf(units).entries()) {
           const done = await executeChild(copyBatchWorkflow, {
             workflowId: `${attemptKey}/batch-${batch}`,
             args: [
@@ -68,7 +96,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
                 snapshotId: plan.snapshotId,
                 snapshotDigest: plan.snapshotDigest,
                 source: plan.source,
-                items: items.slice(from, from + BATCH_ITEMS),
+                items: batchUnits,
               },
             ],
           });

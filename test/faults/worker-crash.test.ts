@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
 import { eventually } from '../support/eventually';
@@ -146,5 +146,63 @@ describe('worker process killed mid-extraction (live)', function () {
     second.child.kill('SIGTERM');
     assert.equal(await second.exited, 0);
     assert.deepEqual(await settleSessions(10_000), [], 'no session left');
+  });
+  it('table groups: SIGKILL of the worker copying a group, not holding the snapshot → the group is retried, rewrites its files whole; exact rows, no orphan', async () => {
+    const TABLES = 24;
+    await admin().query(`DROP SCHEMA IF EXISTS tcrash CASCADE; CREATE SCHEMA tcrash;
+      DO $$ BEGIN FOR i IN 1..${TABLES} LOOP
+        EXECUTE format('CREATE TABLE tcrash.%I (id int PRIMARY KEY, v text)', 't' || i);
+        EXECUTE format('INSERT INTO tcrash.%I SELECT g, md5(g::text) FROM generate_series(1, 100000) g', 't' || i);
+      END LOOP; END $$`);
+    const out = join(live().outRoot, 'crash-groups');
+    const taskQueue = `crash-${randomUUID()}`;
+    try {
+      // One copy at a time on each: the two workers share the groups (about 8 tables each).
+      for (let i = 0; i < 2; i++) workers.push(await spawnWorker(taskQueue, { PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES: '1' }));
+      const client = live().temporal.client;
+      const handle = await startExtraction(
+        client,
+        { schema: 'tcrash', maxInFlight: 2, outDir: 'crash-groups', timeouts: { partitionHeartbeatMs: 2000 } },
+        { taskQueue },
+      );
+      const runningOn = (pending: { activityType?: { name?: string | null } | null; lastWorkerIdentity?: string | null }[] | null | undefined, name: string) =>
+        workers.find((w) => pending?.some((a) => a.activityType?.name === name && a.lastWorkerIdentity?.startsWith(`${w.child.pid}@`)));
+      const holder = await eventually(async () => runningOn((await handle.describe()).raw.pendingActivities, 'holdSnapshot'), 'a worker holds the snapshot');
+      const victim = workers.find((w) => w !== holder)!;
+      const { runId } = await handle.describe();
+      const batch = client.workflow.getHandle(`${handle.workflowId}/${runId}/attempt-1/batch-0`);
+      await eventually(
+        async () => runningOn((await batch.describe().catch(() => null))?.raw.pendingActivities, 'copyTables') === victim,
+        'the other worker copies a group',
+        {
+          intervalMs: 20,
+        },
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      victim.child.kill('SIGKILL');
+      assert.equal(await victim.exited, null, 'killed by the signal');
+
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.attempt, 1, 'the holder survived: the same attempt, the group retried');
+      assert.equal(manifest.files.length, TABLES);
+      for (let i = 1; i <= TABLES; i++) {
+        const files = manifest.files.filter((f) => f.table === `tcrash.t${i}`).map((f) => f.path);
+        assert.deepEqual(await filesDigest(`tcrash.t${i}`, files), await tableDigest(`SELECT * FROM tcrash.t${i}`), `tcrash.t${i}`);
+      }
+      const retried = ((await batch.fetchHistory()).events ?? []).filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
+      assert.equal(retried.length, 1, 'the killed group ran again');
+      const listed = [...manifest.files.map((f) => f.path), ...(manifest.dataPackage ? [manifest.dataPackage.path] : [])].map((p) => p.slice(out.length + 1));
+      const present = (await readdir(out, { recursive: true })).filter((e) => !(e.endsWith('.pg-extract-run') || /^[^/]+(\/attempt-\d+)?$/.test(e)));
+      assert.deepEqual(present.sort(), listed.sort(), 'the folder holds exactly the listed files: no temp file of the killed try');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      const result = (await handle.result()) as ExtractionResult;
+      assert.equal(result.terminalReceipt.cleanupSucceeded, true);
+      assert.deepEqual(await readdir(out).catch(() => []), [], 'nothing left after success');
+      holder.child.kill('SIGTERM');
+      assert.equal(await holder.exited, 0);
+      assert.deepEqual(await settleSessions(10_000), [], 'no session left');
+    } finally {
+      await admin().query('DROP SCHEMA IF EXISTS tcrash CASCADE');
+    }
   });
 });

@@ -183,6 +183,21 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('a set of small tables copied in groups, committed', async () => {
+    await admin()
+      .query(`CREATE TABLE hist.small_a (id int PRIMARY KEY); CREATE TABLE hist.small_b (id int PRIMARY KEY); CREATE TABLE hist.small_c (id int PRIMARY KEY);
+      INSERT INTO hist.small_a SELECT generate_series(1, 10); INSERT INTO hist.small_b SELECT generate_series(1, 20); INSERT INTO hist.small_c SELECT generate_series(1, 30)`);
+    await withWorker(async ({ taskQueue }) => {
+      // Three small tables, two in flight: two groups, one of two tables.
+      const request = { tables: ['hist.small_a', 'hist.small_b', 'hist.small_c'], maxInFlight: 2 };
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-table-groups-committed' });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('table-groups-committed', handle);
+    });
+  });
+
   it('a set of tables loaded by the built-in loader into a target schema', async () => {
     await admin().query(`
       DROP SCHEMA IF EXISTS histdst CASCADE; CREATE SCHEMA histdst;

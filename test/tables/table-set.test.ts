@@ -108,15 +108,44 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         let most = 0;
         const copies = new Set<string>();
         for (const e of history.events ?? []) {
-          if (e.activityTaskScheduledEventAttributes?.activityType?.name === 'copyPartition') {
+          if (['copyPartition', 'copyTables'].includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '')) {
             copies.add(String(e.eventId));
             most = Math.max(most, ++running);
           } else if (copies.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? ''))) running--;
         }
-        assert.ok(most <= 2, `at most 2 partitions in flight (saw ${most})`);
+        assert.ok(most <= 2, `at most 2 copies in flight (saw ${most})`);
       });
     } finally {
       await admin().query('DROP TABLE IF EXISTS tset.big');
+    }
+  });
+
+  it('thirty small tables: copied in one group per lane, one session and one import each, one exact file per table', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS tgroup CASCADE; CREATE SCHEMA tgroup;
+      DO $$ BEGIN FOR i IN 1..30 LOOP
+        EXECUTE format('CREATE TABLE tgroup.%I (id int PRIMARY KEY, v text)', 't' || i);
+        EXECUTE format('INSERT INTO tgroup.%I SELECT g, md5(g::text) FROM generate_series(1, %s) g', 't' || i, i * 10);
+      END LOOP; END $$`);
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { schema: 'tgroup', maxInFlight: 4 }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        assert.equal(manifest.files.length, 30, 'one file per table');
+        for (let i = 1; i <= 30; i++)
+          assert.deepEqual(await tableFilesDigest(manifest, `tgroup.t${i}`), await tableDigest(`SELECT * FROM tgroup.t${i}`), `tgroup.t${i}`);
+        assert.equal(new Set(manifest.files.map((f) => f.backendPid)).size, 4, 'one session per group');
+        assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest));
+        assert.equal(manifest.extractionReceipt!.evidence.length, 30);
+        const { runId } = await handle.describe();
+        const history = await live().temporal.client.workflow.getHandle(`${handle.workflowId}/${runId}/attempt-1/batch-0`).fetchHistory();
+        const copies = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+        assert.deepEqual(copies, ['copyTables', 'copyTables', 'copyTables', 'copyTables'], 'one activity per group');
+        const status = await handle.query(statusQuery);
+        assert.deepEqual([status.tablesDone, status.partitionsDone], [30, 30]);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      });
+    } finally {
+      await admin().query('DROP SCHEMA IF EXISTS tgroup CASCADE');
     }
   });
 

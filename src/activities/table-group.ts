@@ -1,0 +1,77 @@
+/**
+ * copyTables: a group of small tables' planned ranges on one session and one snapshot import,
+ * one file (and one manifest entry) per range exactly as copyPartition writes it. It heartbeats
+ * the ranges done; a retry first removes whatever an earlier try of the group left under its
+ * files' names (committed files and temp files of a killed worker), so it rewrites the group whole.
+ */
+import { Context } from '@temporalio/activity';
+import type { ManifestFile } from '../contract/extraction-types';
+import { digestSourceToken } from '../postgres/source-token';
+import { closeSession, openSession } from '../postgres/session';
+import { copyTableGroup } from '../postgres/table-group-copy';
+import type { ExtractDeps } from './extract';
+import { withFailures } from './failures';
+import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { countExtracted } from './metrics';
+import { type TableGroupRequest, parseActivityRequest, tableGroupRequestSchema } from '../contract/activity-requests';
+
+/** Heartbeat details of a group: bytes written and ranges done so far. */
+export interface GroupProgress {
+  bytes: number;
+  ranges: number;
+}
+
+export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
+  return {
+    async copyTables(raw: TableGroupRequest): Promise<ManifestFile[]> {
+      return withFailures(async () => {
+        const req = parseActivityRequest(tableGroupRequestSchema, raw);
+        const ctx = Context.current();
+        const progress: GroupProgress = { bytes: 0, ranges: 0 };
+        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        try {
+          if (ctx.info.attempt > 1) for (const { name } of req.ranges) await stores.of(name).removeStartingWith(name);
+          const client = await openSession(sourceUrl(req.input.source), 'partition');
+          try {
+            const read = await copyTableGroup(
+              client,
+              { snapshotId: req.snapshotId, snapshotDigest: req.snapshotDigest, source: req.source, lockTimeoutMs: req.input.timeouts.lockTimeoutMs },
+              req.ranges,
+              {
+                format: req.input,
+                sink: (i) => stores.of(req.ranges[i]!.name).sink(req.ranges[i]!.name),
+                onFile: (i) => {
+                  progress.ranges = i + 1;
+                  ctx.heartbeat(progress);
+                },
+                onBytes: (bytes) => (progress.bytes = bytes),
+                signal: ctx.cancellationSignal,
+              },
+            );
+            const snapshotDigest = digestSourceToken(read.snapshotText);
+            return read.files.map((file, i) => {
+              countExtracted(file, 'partition');
+              const { name, partition, range } = req.ranges[i]!;
+              return {
+                path: file.location,
+                name: stores.of(name).evidenceName(file.location),
+                etag: file.etag,
+                partition,
+                range,
+                rows: file.rows,
+                bytes: file.bytes,
+                sha256: file.sha256,
+                backendPid: read.backendPid,
+                snapshotDigest,
+              };
+            });
+          } finally {
+            await closeSession(client);
+          }
+        } finally {
+          stopBeats();
+        }
+      });
+    },
+  };
+}
