@@ -9,6 +9,7 @@ import { Context } from '@temporalio/activity';
 import { z } from 'zod';
 import { parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
+import { FILE_COMPRESSIONS, type FileCompression } from '../contract/format-options';
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
@@ -25,7 +26,7 @@ export interface LoadTargetRequest {
   target: { name: string; table: string; mode: 'append' | 'replace' };
   files: { path: string; rows: number; sha256: string }[];
   /** Parquet never reaches a load (the input refuses it); the schema below rejects it here too. */
-  format: { format: 'csv' | 'binary' | 'parquet'; header: boolean; gzip: boolean };
+  format: { format: 'csv' | 'binary' | 'parquet'; header: boolean; gzip: boolean; compression?: FileCompression };
   operationId: string;
 }
 
@@ -34,7 +35,7 @@ const requestSchema = z.strictObject({
   files: z
     .array(z.strictObject({ path: z.string().min(1).max(4096), rows: z.number().int().nonnegative(), sha256: z.string().regex(/^[0-9a-f]{64}$/) }))
     .max(10_000),
-  format: z.strictObject({ format: z.enum(['csv', 'binary']), header: z.boolean(), gzip: z.boolean() }),
+  format: z.strictObject({ format: z.enum(['csv', 'binary']), header: z.boolean(), gzip: z.boolean(), compression: z.enum(FILE_COMPRESSIONS).optional() }),
   operationId: z.string().min(1).max(300),
 });
 

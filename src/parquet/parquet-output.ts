@@ -39,11 +39,7 @@ export async function writeParquet(
   const scratch = await mkdtemp(join(tmpdir(), `${SCRATCH_PREFIX}${process.pid}-`));
   try {
     const csv = join(scratch, 'rows.csv');
-    const copied = await copyToOutput(client, copyOutSql(select, format), new TempFileSink(csv), {
-      gzip: false,
-      onBytes: options.onBytes,
-      signal: options.signal,
-    });
+    const copied = await copyToOutput(client, copyOutSql(select, format), new TempFileSink(csv), { onBytes: options.onBytes, signal: options.signal });
     const rows = copied.rowCount();
     const parquet = join(scratch, 'rows.parquet');
     const written = await csvToParquet({ csv, parquet, columns, format, scratch, signal: options.signal });

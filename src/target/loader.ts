@@ -10,7 +10,6 @@
 import { createHash } from 'node:crypto';
 import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
 import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
@@ -18,6 +17,7 @@ import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { copyInSql } from '../postgres/export-format';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
+import { decompressStage } from '../storage/file-compression';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
 export const FENCE_SCHEMA = 'pgextract';
@@ -167,7 +167,8 @@ async function copyFileInto(
   const bytes = await file.open();
   const sink = client.query(copyFrom(copyInSql(staging, format)));
   const hasher = new Hasher(onChunk);
-  await (format.gzip ? pipeline(bytes, hasher, createGunzip(), sink) : pipeline(bytes, hasher, sink));
+  const decompress = decompressStage(format);
+  await (decompress ? pipeline(bytes, hasher, decompress, sink) : pipeline(bytes, hasher, sink));
   return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
 }
 
