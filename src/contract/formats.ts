@@ -1,5 +1,5 @@
 /** Export formats and the file suffix each gets. Pure, so the workflow can name files. */
-import type { Compression } from './format-options';
+import type { Compression, FileCompression } from './format-options';
 
 /** How rows are written. */
 export interface ExportFormat {
@@ -17,7 +17,7 @@ const EXTENSIONS = { csv: '.csv', binary: '.pgcopy', parquet: '.parquet' } as co
 const COMPRESSED_EXTENSIONS = { gzip: '.gz', zstd: '.zst', none: '' } as const;
 
 /** How a whole CSV or binary file is compressed (a Parquet file is never compressed whole). */
-export function fileCompression(format: ExportFormat): 'gzip' | 'zstd' | 'none' {
+export function fileCompression(format: ExportFormat): FileCompression {
   if (format.format === 'parquet') return 'none';
   if (format.gzip) return 'gzip';
   return format.compression === 'gzip' || format.compression === 'zstd' ? format.compression : 'none';

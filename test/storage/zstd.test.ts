@@ -37,7 +37,7 @@ describe('zstd streams', () => {
   let compressed: Buffer;
   before(async () => {
     // 16 KiB frames: the file is dozens of concatenated frames.
-    compressed = await collect(chunked(csv, 5_000), new ZstdCompress(1, 16 * 1024));
+    compressed = await collect(chunked(csv, 5_000), new ZstdCompress(16 * 1024));
     file = join(await mkdtemp(join(tmpdir(), 'pg-extract-zstd-')), 'rows.csv.zst');
     await writeFile(file, compressed);
   });
