@@ -239,6 +239,8 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     ours('2 partitions csv → S3 (local SeaweedFS)', { partitions: 2, outDir: 's3://bench/runs' }),
     ours('2 partitions csv+gzip', { partitions: 2, gzip: true }),
     ours('4 partitions binary+gzip', { partitions: 4, format: 'binary', gzip: true }),
+    ours('2 partitions csv+zstd', { partitions: 2, compression: 'zstd' }),
+    ours('2 partitions binary+zstd', { partitions: 2, format: 'binary', compression: 'zstd' }),
     ours('2 partitions parquet', { partitions: 2, format: 'parquet' }),
     // The many-table schema: each tool at its defaults (ours: `--partitions auto`, 8 in flight), and ours at pg_dump's 2 sessions.
     pgDump(`pg_dump -Fd -j2 -a, ${SET_LABEL}`, 2, ['-n', SET_SCHEMA]),
@@ -413,6 +415,15 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   const byName = (n: string): number => results.find((r) => r.name === n)?.medianSeconds ?? Number.NaN;
   /** a / b to two places, or null when `--only` left one of them out. */
   const ratio = (a: string, b: string): number | null => (Number.isNaN(byName(a) / byName(b)) ? null : Number((byName(a) / byName(b)).toFixed(2)));
+  /** Plain bytes / compressed bytes of two runs of the same rows, or null when `--only` left one out. */
+  const shrink = (plain: string, compressed: string): number | null => {
+    const [p, c] = [times.get(plain)?.bytes, times.get(compressed)?.bytes];
+    return p && c ? Number((p / c).toFixed(2)) : null;
+  };
+  const compressedVsPlain = (f: 'csv' | 'binary', plain = `pg-extract 2 partitions ${f}`, compressed = `${plain}+zstd`) => ({
+    time: ratio(compressed, plain),
+    ratio: shrink(plain, compressed),
+  });
   const summary = {
     rows: ROWS,
     runs: RUNS,
@@ -426,6 +437,12 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       twoPartitionsVsReceiptedHandSplit2: ratio('pg-extract 2 partitions csv', 'psql \\copy ×2 + sha256sum + sync'),
       /** 2 partitions to a local S3 server / the same run to local files. */
       s3VsLocalFiles: ratio('pg-extract 2 partitions csv → S3 (local SeaweedFS)', 'pg-extract 2 partitions csv'),
+      /** 2 partitions with zstd files / the same run uncompressed: time (goal ≤ 1.3) and plain bytes / zstd bytes (goal ≥ 3); gzip's for comparison. */
+      compressedVsPlain: {
+        csv: compressedVsPlain('csv'),
+        binary: compressedVsPlain('binary'),
+        csvGzip: compressedVsPlain('csv', 'pg-extract 2 partitions csv', 'pg-extract 2 partitions csv+gzip'),
+      },
       /** 2 partitions to Parquet / DuckDB's PostgreSQL scanner to Parquet on 2 threads. */
       parquetVsDuckdbScanner: ratio('pg-extract 2 partitions parquet', 'DuckDB postgres scanner → parquet, 2 threads'),
       workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0), scaling?.peakRssMb1M ?? 0, scaling?.peakRssMb10M ?? 0),
@@ -472,8 +489,12 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   }
   const pgToPg = summary.goals.pgToPgVsPgcopydb;
   const stream = summary.goals.streamVsPgcopydb;
+  const zstd = summary.goals.compressedVsPlain;
   console.log(
     `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; parquet / DuckDB scanner = ${summary.goals.parquetVsDuckdbScanner}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
+  );
+  console.log(
+    `compressed / plain, 2 partitions: zstd csv ×${zstd.csv.time} time at ratio ${zstd.csv.ratio}, zstd binary ×${zstd.binary.time} at ratio ${zstd.binary.ratio}; gzip csv ×${zstd.csvGzip.time} at ratio ${zstd.csvGzip.ratio}`,
   );
   console.log(
     `--via stream: / pgcopydb = ${stream ? `${stream.csv} (csv), ${stream.binary} (binary)` : 'n/a'}; / built-in loader = ${summary.goals.streamVsLoader.csv} (csv), ${summary.goals.streamVsLoader.binary} (binary)`,

@@ -9,6 +9,7 @@ import { parseCommitReport } from './contract/commit-report';
 import { runLabel } from './contract/table-selection';
 import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './contract/definitions';
 import { type ExtractionRequest, parseExtractionInput } from './contract/extraction-input';
+import { fileCompression } from './contract/formats';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
 import type { extractionWorkflow } from './workflows';
 
@@ -27,6 +28,7 @@ export async function startExtraction(
   const input = parseExtractionInput(request);
   const label = runLabel(input);
   const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const compression = fileCompression(input);
   return client.workflow.start<typeof extractionWorkflow>('extractionWorkflow', {
     taskQueue: options.taskQueue,
     workflowId,
@@ -35,7 +37,7 @@ export async function startExtraction(
       { key: SearchAttributes.table, value: label },
       { key: SearchAttributes.phase, value: 'planning' },
     ],
-    staticSummary: `Extract ${label} (${input.partitions === 'auto' ? 'auto' : input.partitions} partitions, ${input.format}${input.gzip ? '+gzip' : ''})`,
+    staticSummary: `Extract ${label} (${input.partitions === 'auto' ? 'auto' : input.partitions} partitions, ${input.format}${compression === 'none' ? '' : `+${compression}`})`,
     staticDetails: `source \`${input.source}\`, commit deadline ${Math.round(input.commitDeadlineMs / 1000)} s`,
   });
 }

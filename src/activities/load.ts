@@ -9,6 +9,7 @@ import { Context } from '@temporalio/activity';
 import type { z } from 'zod';
 import { parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
+import { FILE_COMPRESSIONS, type FileCompression } from '../contract/format-options';
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';

@@ -106,8 +106,11 @@ program
   .option('--partitions <N|auto>', 'partition count', partitionsArg, 'auto')
   .option('--format <csv|binary|parquet>', 'file format', 'csv')
   .option('--no-header', 'omit the CSV header line')
-  .option('--gzip', 'gzip the files (csv, binary)')
-  .option('--compression <zstd|snappy|none>', 'Parquet column compression (default zstd)')
+  .option('--gzip', 'gzip the files (csv, binary): the same as --compression gzip')
+  .option(
+    '--compression <zstd|gzip|snappy|none>',
+    'csv, binary: compress each file whole, zstd|gzip|none (default none); parquet: its columns, zstd|snappy|none (default zstd)',
+  )
   .option('--row-group-rows <N>', 'rows per Parquet row group (default 122880)', countArg)
   .option('--max-file-bytes <size>', 'batched files: each partition writes a sequence of files of at most this size as stored (e.g. 256MB, 1GiB)')
   .option('--max-file-rows <N>', 'batched files: at most N rows per file', Number)

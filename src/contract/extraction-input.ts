@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { parseOrThrow } from './parse';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
-import { MAX_ROW_GROUP_ROWS, PARQUET_COMPRESSIONS, formatOptionsCheck } from './format-options';
+import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkTargetMapping } from './target-mapping';
 import { formatS3Url, isS3Url, parseS3Url } from './s3-url';
 import { parseColumnName, parseTableName } from './identifiers';
@@ -96,8 +96,8 @@ export const extractionInputSchema = z
     format: z.enum(['csv', 'binary', 'parquet']).default('csv'),
     header: z.boolean().default(true),
     gzip: z.boolean().default(false),
-    /** Parquet's column compression (zstd when absent); the other formats take `gzip` instead. */
-    compression: z.enum(PARQUET_COMPRESSIONS).optional(),
+    /** CSV and binary: the whole file's, zstd, gzip or none (none when absent); Parquet: its columns', zstd, snappy or none (zstd when absent). */
+    compression: z.enum(COMPRESSIONS).optional(),
     /** Rows per Parquet row group (DEFAULT_ROW_GROUP_ROWS when absent): what a writer holds in memory at once. */
     rowGroupRows: z.number().int().min(1).max(MAX_ROW_GROUP_ROWS).optional(),
     /** Batched files: each partition (or the whole copy) writes a sequence of files of at most this many bytes (`256MB`, `1GiB` or a number). */
@@ -240,9 +240,10 @@ function checkSelection(
 }
 
 /** A stream stores nothing, so options that shape stored files would be silently ignored. */
-function checkStream(input: { target?: { via?: string }; gzip?: boolean; outDir?: string }, ctx: z.RefinementCtx): void {
-  if (input.target?.via === 'stream' && (input.gzip || input.outDir !== undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['target', 'via'], message: 'a stream writes no files: gzip and outDir do not apply' });
+function checkStream(input: { target?: { via?: string }; gzip?: boolean; compression?: string; outDir?: string }, ctx: z.RefinementCtx): void {
+  const compressed = input.gzip || (input.compression !== undefined && input.compression !== 'none');
+  if (input.target?.via === 'stream' && (compressed || input.outDir !== undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['target', 'via'], message: 'a stream writes no files: compression, gzip and outDir do not apply' });
   }
 }
 

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { parseExtractionInput } from './extraction-input';
 import { fileReceiptSchema } from './file-receipt';
+import { FILE_COMPRESSIONS } from './format-options';
 
 const targetName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/);
 const tableName = z.string().min(1).max(300);
@@ -19,6 +20,8 @@ const loadFormatSchema = z.strictObject({
   format: z.enum(['csv', 'binary', 'parquet']).refine((f): boolean => f !== 'parquet', 'the built-in loader COPYs CSV or binary files; it cannot load Parquet'),
   header: z.boolean(),
   gzip: z.boolean(),
+  /** Absent from requests of runs started before zstd (then `gzip` says it). */
+  compression: z.enum(FILE_COMPRESSIONS).optional(),
 });
 
 /** Load one table's files into one target table, in one transaction behind the fence. */

@@ -5,7 +5,6 @@
  * clock, taken before the SELECT is sent and after the last byte is stored.
  */
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import type { Connection, FieldPacket } from 'mysql2';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { toUtcTimestamp } from '../lifecycle/utc-timestamp';
@@ -13,6 +12,7 @@ import { Digest } from '../postgres/copy-to-output';
 import type { PartitionRange } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import type { RangeCopy, RangeCopyOptions, ReadHandle } from '../sources/source-adapter';
+import { compressStage } from '../storage/file-compression';
 import type { OutputSink } from '../storage/output-sink';
 import { CsvRows, type MysqlField } from './csv-rows';
 
@@ -62,7 +62,8 @@ export async function copyMysqlRange(
   try {
     const writable = sink.open();
     const rows = query.stream({ highWaterMark: 256 });
-    const stages = options.format.gzip ? [rows, csv, createGzip({ level: 1 }), digest, writable] : [rows, csv, digest, writable];
+    const compress = compressStage(options.format);
+    const stages = compress ? [rows, csv, compress, digest, writable] : [rows, csv, digest, writable];
     await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
     const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
     const stored = await sink.commit(written);

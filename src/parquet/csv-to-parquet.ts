@@ -49,7 +49,10 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
     `buffer_size = ${MAX_ROW_BYTES}`,
   ]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
-  const codec = CODECS[format.compression ?? DEFAULT_PARQUET_COMPRESSION];
+  const compression = format.compression ?? DEFAULT_PARQUET_COMPRESSION;
+  // The input refuses it (src/contract/format-options.ts); gzip compresses CSV and binary files whole.
+  if (compression === 'gzip') throw new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, 'Parquet columns are compressed with zstd, snappy or none');
+  const codec = CODECS[compression];
   const options = [
     'FORMAT parquet',
     `COMPRESSION ${codec}`,

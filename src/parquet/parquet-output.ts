@@ -46,7 +46,7 @@ export async function writeParquet(
     const copy = async (signal: AbortSignal) => {
       const pipe = await openFifoWhenRead(csv, signal);
       try {
-        return await copyToOutput(client, copyOutSql(select, format), pipe, { gzip: false, onBytes: options.onBytes, signal });
+        return await copyToOutput(client, copyOutSql(select, format), pipe, { onBytes: options.onBytes, signal });
       } finally {
         await pipe.discard();
       }

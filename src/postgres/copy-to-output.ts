@@ -1,13 +1,12 @@
 /**
  * Streams `COPY … TO STDOUT` into an output sink (a local file or an S3 object) with backpressure,
- * hashing and counting the bytes as written (after optional gzip). The sink makes the output
+ * hashing and counting the bytes as written (after optional compression). The sink makes the output
  * visible only at commit, so a retry rewrites the whole output and a crash never leaves a half
  * one under the final name.
  */
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import { type Client, DatabaseError } from 'pg';
 import { addNote } from '../errors';
 import type { WrittenFile } from '../contract/file-receipt';
@@ -31,7 +30,8 @@ export class Digest extends Transform {
 
 /** Options for {@link copyToOutput}. */
 export interface CopyToOutputOptions {
-  gzip: boolean;
+  /** The stage compressing the file whole (src/storage/file-compression.ts); absent for plain output. */
+  compress?: Transform | undefined;
   /** Called with the running byte count; keep it cheap (it runs per chunk). */
   onBytes?: (bytes: number) => void;
   signal?: AbortSignal;
@@ -57,9 +57,10 @@ export async function copyToOutput(
   const digest = new Digest(options.onBytes ?? (() => undefined));
   try {
     // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
-    // hand each back once written; gzip's output is its own.
-    const writable = sink.open(options.gzip ? undefined : (chunk) => source.recycle(chunk));
-    const stages = options.gzip ? [source, createGzip({ level: 1 }), digest, writable] : [source, digest, writable];
+    // hand each back once written; a compressor's output is its own.
+    const { compress } = options;
+    const writable = sink.open(compress ? undefined : (chunk) => source.recycle(chunk));
+    const stages = compress ? [source, compress, digest, writable] : [source, digest, writable];
     await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
     const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
     const stored = await sink.commit(written);

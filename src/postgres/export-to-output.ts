@@ -7,6 +7,7 @@ import type { Client } from 'pg';
 import { writeParquet } from '../parquet/parquet-output';
 import type { SourceColumn } from '../contract/source-column';
 import type { WrittenFile } from '../contract/file-receipt';
+import { compressStage } from '../storage/file-compression';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { copyToOutput } from './copy-to-output';
 import type { ExportFormat } from '../contract/formats';
@@ -27,5 +28,5 @@ export function exportToOutput(
   options: ExportToOutputOptions,
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
   if (format.format === 'parquet') return writeParquet(client, select, columns, format, sink, options);
-  return copyToOutput(client, copyOutSql(select, format), sink, { gzip: format.gzip, onBytes: options.onBytes, signal: options.signal });
+  return copyToOutput(client, copyOutSql(select, format), sink, { compress: compressStage(format), onBytes: options.onBytes, signal: options.signal });
 }

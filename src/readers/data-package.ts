@@ -6,7 +6,7 @@
  * Pure, so the workflow's activity and the `reader` command share one shape.
  */
 import { parquetColumn } from '../parquet/column-mapping';
-import type { ExportFormat } from '../contract/formats';
+import { type ExportFormat, fileCompression } from '../contract/formats';
 import type { SourceColumn } from '../contract/source-column';
 import { parsePgType } from './pg-type';
 
@@ -43,7 +43,8 @@ export interface DataPackageResource {
   format: 'csv' | 'pgcopy' | 'parquet';
   mediatype: string;
   encoding: 'utf-8';
-  compression?: 'gz';
+  /** Whole-file compression: `gz` is Frictionless's own name; `zst` (zstd) is ours, as Frictionless names no zstd. */
+  compression?: 'gz' | 'zst';
   description?: string;
   dialect?: { delimiter: ','; quoteChar: '"'; doubleQuote: true; lineTerminator: '\n'; header: boolean; nullSequence: string };
   schema: { fields: TableSchemaField[]; missingValues: string[]; primaryKey?: string[] };
@@ -93,6 +94,10 @@ function resourceName(schema: string, table: string): string {
   return `${schema}.${table}`.toLowerCase().replace(/[^-a-z0-9._]/g, '_');
 }
 
+const RESOURCE_COMPRESSIONS = { gzip: { compression: 'gz' as const }, zstd: { compression: 'zst' as const }, none: undefined };
+const ZSTD_NOTE =
+  "zstd-compressed CSV (concatenated frames): Frictionless names no zstd compression and its tools may not read it; `zstd -d` and DuckDB's read_csv (compression 'zstd') do";
+
 export function dataPackageResource(source: ResourceSource, format: ExportFormat): DataPackageResource {
   const names = new Set(source.columns.map((c) => c.name));
   const common = {
@@ -100,7 +105,7 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
     pgTable: `${source.schema}.${source.table}`,
     path: source.paths,
     encoding: 'utf-8' as const,
-    ...(format.gzip ? { compression: 'gz' as const } : {}),
+    ...(RESOURCE_COMPRESSIONS[fileCompression(format)] ?? {}),
     schema: {
       fields: source.columns.map(tableSchemaField),
       missingValues: [NULL_SEQUENCE],
@@ -133,6 +138,7 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
     profile: 'tabular-data-resource',
     format: 'csv',
     mediatype: 'text/csv',
+    ...(fileCompression(format) === 'zstd' ? { description: ZSTD_NOTE } : {}),
     dialect: { delimiter: ',', quoteChar: '"', doubleQuote: true, lineTerminator: '\n', header: format.header, nullSequence: NULL_SEQUENCE },
   };
 }

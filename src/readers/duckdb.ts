@@ -93,6 +93,9 @@ export function duckdbStatement(resource: DataPackageResource, locations: string
   return `${duckdbSelect(resource, locations, duckdbExpression)};`;
 }
 
+/** read_csv's names for a resource's compression. */
+const DUCKDB_COMPRESSIONS = { gz: 'gzip', zst: 'zstd', none: 'none' } as const;
+
 /** The same select without its `;`, with the select-list entries `expression` makes (the Parquet writer's differ). */
 export function duckdbSelect(
   resource: DataPackageResource,
@@ -113,7 +116,7 @@ export function duckdbSelect(
     `nullstr = ${literal(dialect.nullSequence)}`,
     'allow_quoted_nulls = false',
     'auto_detect = false',
-    `compression = ${literal(resource.compression === 'gz' ? 'gzip' : 'none')}`,
+    `compression = ${literal(DUCKDB_COMPRESSIONS[resource.compression ?? 'none'])}`,
     `columns = {${columns}}`,
     ...readOptions,
   ];

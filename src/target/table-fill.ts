@@ -8,7 +8,6 @@
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
 import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError } from '../errors';
@@ -16,6 +15,7 @@ import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { copyInSql } from '../postgres/export-format';
 import { quoteQualified } from '../postgres/sql';
+import { decompressStage } from '../storage/file-compression';
 import type { LoadFile } from './loader';
 
 /** One target table and the files that fill it. */
@@ -135,6 +135,7 @@ async function copyFileInto(
   const bytes = await file.open();
   const sink = client.query(copyFrom(copyInSql(table, format)));
   const hasher = new Hasher(onChunk);
-  await (format.gzip ? pipeline(bytes, hasher, createGunzip(), sink) : pipeline(bytes, hasher, sink));
+  const decompress = decompressStage(format);
+  await (decompress ? pipeline(bytes, hasher, decompress, sink) : pipeline(bytes, hasher, sink));
   return { rows: sink.rowCount, sha256: hasher.hash.digest('hex') };
 }

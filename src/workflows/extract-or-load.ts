@@ -7,6 +7,7 @@
 import { ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
 import type { ExtractionInput } from '../contract/extraction-input';
+import { fileCompression } from '../contract/formats';
 import type { AttemptRecord, ExtractionStatus, Manifest } from '../contract/extraction-types';
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode } from '../errors';
@@ -96,7 +97,13 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
   status.phase = 'loading';
   progress.show();
   const operationId = `${workflowId}:${runId}:attempt-${manifest.attempt}`;
-  const format = { format: input.format, header: input.header, gzip: input.gzip };
+  // Without a compression the request is as it was before compression applied to CSV and binary.
+  const format = {
+    format: input.format,
+    header: input.header,
+    gzip: input.gzip,
+    ...(input.compression !== undefined ? { compression: fileCompression(input) } : {}),
+  };
   const { name, mode } = input.target;
   // Before TABLE_SET_LOAD a set's files all went to target.table (the input now refuses that); such runs replay so.
   const setLoad = isTableSet(input) && patched(TABLE_SET_LOAD);

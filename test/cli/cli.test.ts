@@ -92,6 +92,10 @@ describe('pg-extract CLI (live)', function () {
     ['an output folder above the root', ['--table', 'a.b', '--out', '../../etc'], 'OUTPUT_PATH_ESCAPES_ROOT'],
     ['an absolute output folder elsewhere', ['--table', 'a.b', '--out', '/etc/cron.d'], 'OUTPUT_PATH_ESCAPES_ROOT'],
     ['a source name with a URL in it', ['--table', 'a.b', '--source', 'postgres://u:p@h/db'], 'INPUT_INVALID'],
+    ['--gzip with --compression zstd', ['--table', 'a.b', '--gzip', '--compression', 'zstd'], 'FORMAT_OPTIONS_INVALID'],
+    ['--gzip with --compression none', ['--table', 'a.b', '--format', 'binary', '--gzip', '--compression', 'none'], 'FORMAT_OPTIONS_INVALID'],
+    ['a Parquet codec for csv files', ['--table', 'a.b', '--compression', 'snappy'], 'FORMAT_OPTIONS_INVALID'],
+    ['compressed files for a stream', ['--table', 'a.b', '--target', 'x', '--via', 'stream', '--compression', 'zstd'], 'INPUT_INVALID'],
     ['an unknown size unit', ['--table', 'a.b', '--max-file-bytes', '12XB'], 'FILE_BOUND_INVALID'],
     ['a byte bound under 1 KiB', ['--table', 'a.b', '--max-file-bytes', '100'], 'FILE_BOUND_INVALID'],
     ['a negative byte bound', ['--table', 'a.b', '--max-file-bytes', '-5MB'], 'FILE_BOUND_INVALID'],
@@ -168,18 +172,21 @@ describe('pg-extract CLI (live)', function () {
     );
   });
 
-  it('start --out s3://bucket/prefix --wait --json lists objects with their ETag, the data package beside them', async () => {
+  it('start --out s3://bucket/prefix --compression zstd --wait --json lists .csv.zst objects with their ETag, the data package beside them', async () => {
     const table = await seedMixedTable('clis3', 2_000);
     const s3 = await s3Service();
     await s3.createBucket('pgx-cli');
     await withWorker(
       async ({ taskQueue }) => {
         const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
-        const started = await cli(['start', '--table', table, '--partitions', '2', '--out', 's3://pgx-cli/exports', '--wait', '--json'], env);
+        const started = await cli(
+          ['start', '--table', table, '--partitions', '2', '--out', 's3://pgx-cli/exports', '--compression', 'zstd', '--wait', '--json'],
+          env,
+        );
         assert.equal(started.code, 0, started.stderr);
         const doc = JSON.parse(started.stdout);
         for (const f of doc.files) {
-          assert.match(f.path, /^s3:\/\/pgx-cli\/exports\/[^/]+\/attempt-1\/part-000\d\.csv$/);
+          assert.match(f.path, /^s3:\/\/pgx-cli\/exports\/[^/]+\/attempt-1\/part-000\d\.csv\.zst$/);
           assert.match(f.etag, /^[0-9a-f]{32}(-\d+)?$/);
         }
         assert.match(doc.dataPackage.path, /^s3:\/\/pgx-cli\/exports\/.*\/datapackage\.json$/);

@@ -266,6 +266,21 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
     });
   });
 
+  it('zstd CSV files (two partitions): the package says zst and why, and the DuckDB statement reads them exactly', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'dp.t', partitions: 2, compression: 'zstd' });
+      const manifest = await waitForManifest(handle);
+      const [resource] = (JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage).resources;
+      assert.deepEqual([resource!.path, resource!.compression], [['part-0000.csv.zst', 'part-0001.csv.zst'], 'zst']);
+      assert.match(resource!.description ?? '', /Frictionless names no zstd compression/);
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.equal(printed.code, 0, printed.stderr);
+      assertExact(await duckdbRead(printed.stdout));
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
   it('a binary run says its files are PostgreSQL binary COPY; the DuckDB reader refuses it with a code', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table: 'dp.t', partitions: 2, format: 'binary' });

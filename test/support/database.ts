@@ -1,4 +1,6 @@
 /** Test helpers on the live PostgreSQL: an admin pool, seeded tables, and our sessions in pg_stat_activity. */
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { Pool } from 'pg';
 import { APPLICATION_NAME } from '../../src/postgres/session';
 import { live } from './services';
@@ -82,10 +84,17 @@ export async function tableDigest(query: string, snapshotId?: string): Promise<{
  * Loads exported CSV/binary files into a scratch copy of `table` and digests it the same way as
  * {@link tableDigest}, so "the files hold exactly the snapshot's rows" is one comparison.
  */
+/** A zstd file's bytes as the zstd tool itself decompresses them: a decoder independent of the one under test. */
+export function zstdDecompressed(file: string): Readable {
+  const child = spawn('zstd', ['-dc', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  child.once('exit', (code) => code !== 0 && child.stdout.destroy(new Error(`zstd -dc ${file} exited with ${code}`)));
+  return child.stdout;
+}
+
 export async function filesDigest(
   table: string,
   files: string[],
-  format: { format: 'csv' | 'binary'; header: boolean; gzip?: boolean } = { format: 'csv', header: true },
+  format: { format: 'csv' | 'binary'; header: boolean; gzip?: boolean; compression?: 'zstd' } = { format: 'csv', header: true },
 ): Promise<{ count: number; md5: string }> {
   const { createReadStream } = await import('node:fs');
   const { pipeline } = await import('node:stream/promises');
@@ -97,7 +106,8 @@ export async function filesDigest(
     const options = format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.header}`;
     for (const file of files) {
       const sink = client.query(from(`COPY scratch FROM STDIN (${options})`));
-      await (format.gzip ? pipeline(createReadStream(file), createGunzip(), sink) : pipeline(createReadStream(file), sink));
+      if (format.compression === 'zstd') await pipeline(zstdDecompressed(file), sink);
+      else await (format.gzip ? pipeline(createReadStream(file), createGunzip(), sink) : pipeline(createReadStream(file), sink));
     }
     const r = await client.query(digestSql('scratch x'));
     return r.rows[0];

@@ -85,6 +85,21 @@ describe('built-in PostgreSQL target loader (live)', function () {
     for (const f of manifest.files) await assert.rejects(access(f.path));
   });
 
+  it('loads zstd files (compression zstd), binary from S3 and csv from local files, as it loads plain ones', async () => {
+    const s3 = await s3Service();
+    await s3.createBucket('pgx-load-zstd');
+    for (const [extra, worker] of [
+      [{ compression: 'zstd', format: 'binary', outDir: 's3://pgx-load-zstd/runs' }, { s3Env: s3.env }],
+      [{ compression: 'zstd', target: { name: 'warehouse', table: 'dst.t', mode: 'replace' } }, {}],
+    ] as const) {
+      const { result, manifest } = await run(extra, worker);
+      assert.ok(manifest.files.every((f) => f.path.endsWith('.zst')));
+      assert.equal(result.terminalReceipt.outcome, 'success');
+      assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
+      assert.deepEqual(await targetDigest(), expected);
+    }
+  });
+
   it('replace mode swaps the target contents in the same transaction', async () => {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'stale')`));
     const { result } = await run({ target: { name: 'warehouse', table: 'dst.t', mode: 'replace' } });

@@ -3,7 +3,8 @@
  * snapshot, the three terminal outcomes, the deadline, duplicate reports, cancellation.
  */
 import assert from 'node:assert/strict';
-import { access, readdir } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { access, readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
@@ -11,10 +12,12 @@ import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from 
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
-import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest, zstdDecompressed } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { eventually } from '../support/eventually';
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 const exists = (p: string): Promise<boolean> =>
   access(p).then(
@@ -111,6 +114,29 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
           expected,
         );
         await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      });
+    });
+  }
+
+  for (const format of ['csv', 'binary'] as const) {
+    it(`writes ${format} + zstd files: receipts of the compressed bytes, zstd -d gives the plain run's bytes, and they load back`, async () => {
+      await withWorker(async ({ taskQueue }) => {
+        const plainHandle = await start(taskQueue, { table, partitions: 2, format });
+        const plain = await waitForManifest(plainHandle);
+        const handle = await start(taskQueue, { table, partitions: 2, format, compression: 'zstd' });
+        const manifest = await waitForManifest(handle);
+        assert.ok(manifest.files.every((f) => f.path.endsWith(`${format === 'binary' ? '.pgcopy' : '.csv'}.zst`)));
+        assert.equal(manifest.files.length, plain.files.length);
+        for (const [i, f] of manifest.files.entries()) {
+          const stored = await readFile(f.path);
+          assert.deepEqual({ bytes: f.bytes, sha256: f.sha256 }, { bytes: stored.length, sha256: sha256(stored) }, 'the receipt is of the bytes written');
+          const restored = createHash('sha256');
+          for await (const chunk of zstdDecompressed(f.path)) restored.update(chunk as Buffer);
+          assert.equal(restored.digest('hex'), plain.files[i]!.sha256, `${f.path} decompresses to the plain run's file`);
+        }
+        const paths = manifest.files.map((f) => f.path);
+        assert.deepEqual(await filesDigest(table, paths, { format, header: true, compression: 'zstd' }), expected);
+        await Promise.all([plainHandle, handle].map((h) => h.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] })));
       });
     });
   }

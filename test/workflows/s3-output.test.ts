@@ -5,7 +5,8 @@
  * refused while planning, before any partition starts.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
@@ -90,6 +91,30 @@ describe('output on S3 (live SeaweedFS + Temporal + PostgreSQL)', function () {
         assert.equal(receipt.outcome, 'abort');
         assert.equal(receipt.cleanupSucceeded, true);
         assert.deepEqual(await bucketContents(BUCKET, 'whole/'), { objects: [], uploads: [] });
+      },
+      { s3Env },
+    );
+  });
+
+  it('zstd objects: the receipts are of the compressed bytes stored, which zstd -d restores to the exact rows', async () => {
+    await withWorker(
+      async ({ client, taskQueue }) => {
+        const handle = await startExtraction(client, { table, partitions: 2, compression: 'zstd', outDir: `s3://${BUCKET}/zstd` }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        assert.ok(manifest.files.every((f) => f.path.endsWith('.csv.zst')));
+        const local = await download(
+          manifest.files.map((f) => f.path),
+          await mkdtemp(join(live().scratch, 's3-')),
+        );
+        for (const [i, path] of local.entries()) {
+          const stored = await readFile(path);
+          assert.equal(createHash('sha256').update(stored).digest('hex'), manifest.files[i]!.sha256);
+          assert.equal(stored.length, manifest.files[i]!.bytes);
+        }
+        assert.deepEqual(await filesDigest(table, local, { format: 'csv', header: true, compression: 'zstd' }), expected);
+        const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+        assert.equal(receipt.cleanupSucceeded, true);
+        assert.deepEqual(await bucketContents(BUCKET, 'zstd/'), { objects: [], uploads: [] });
       },
       { s3Env },
     );
