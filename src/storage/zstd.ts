@@ -12,35 +12,59 @@ import { compress, decompress } from '@mongodb-js/zstd';
 /** 1 MiB of input per frame: larger frames compressed no better and cost no less (README "Performance"). */
 export const ZSTD_CHUNK_BYTES = 1 << 20;
 
+/** Gathers a stream's chunks until {@link wanted} bytes are buffered, then lets {@link consume} take them (asynchronously, on the thread pool). */
+abstract class GatheringTransform extends Transform {
+  private pending: Buffer[] = [];
+  protected pendingBytes = 0;
+
+  /** How many buffered bytes make {@link consume} worth calling. */
+  protected abstract wanted(): number;
+  protected abstract consume(): Promise<void>;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes < this.wanted()) return done();
+    this.consume().then(() => done(), done);
+  }
+
+  /** Everything buffered, as one Buffer; the buffer is empty afterwards. */
+  protected takeBuffered(): Buffer {
+    const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    return all;
+  }
+
+  /** Puts back bytes {@link consume} could not use yet. */
+  protected keepBuffered(rest: Buffer): void {
+    this.pending = rest.length > 0 ? [rest] : [];
+    this.pendingBytes = rest.length;
+  }
+}
+
 /**
  * Compresses a byte stream into zstd frames of `chunkBytes` input each; an empty input still gives one
  * (empty) frame. At zstd's default level 3: this binding (1.2.2) takes no other.
  */
-export class ZstdCompress extends Transform {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+export class ZstdCompress extends GatheringTransform {
   private frames = 0;
 
   constructor(private readonly chunkBytes = ZSTD_CHUNK_BYTES) {
     super();
   }
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    if (this.pendingBytes < this.chunkBytes) return done();
-    this.compressPending().then(() => done(), done);
+  protected wanted(): number {
+    return this.chunkBytes;
   }
 
   override _flush(done: TransformCallback): void {
     if (this.pendingBytes === 0 && this.frames > 0) return done();
-    this.compressPending().then(() => done(), done);
+    this.consume().then(() => done(), done);
   }
 
-  private async compressPending(): Promise<void> {
-    const input = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [];
-    this.pendingBytes = 0;
+  protected async consume(): Promise<void> {
+    const input = this.takeBuffered();
     this.frames += 1;
     this.push(await compress(input));
   }
@@ -80,16 +104,11 @@ function scanFrame(buf: Buffer): FrameScan {
 }
 
 /** Decompresses a stream of concatenated zstd frames (and skippable frames), one frame at a time. */
-export class ZstdDecompress extends Transform {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+export class ZstdDecompress extends GatheringTransform {
   private need = 8;
 
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    if (this.pendingBytes < this.need) return done();
-    this.drain().then(() => done(), done);
+  protected wanted(): number {
+    return this.need;
   }
 
   override _flush(done: TransformCallback): void {
@@ -97,8 +116,8 @@ export class ZstdDecompress extends Transform {
   }
 
   /** Decompresses every whole frame buffered; keeps the partial one. */
-  private async drain(): Promise<void> {
-    let buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+  protected async consume(): Promise<void> {
+    let buf = this.takeBuffered();
     for (;;) {
       const scan = scanFrame(buf);
       if ('need' in scan) {
@@ -110,7 +129,6 @@ export class ZstdDecompress extends Transform {
       this.need = 8;
       if (buf.length === 0) break;
     }
-    this.pending = buf.length > 0 ? [buf] : [];
-    this.pendingBytes = buf.length;
+    this.keepBuffered(buf);
   }
 }
