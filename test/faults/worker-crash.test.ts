@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
@@ -171,16 +172,30 @@ describe('worker process killed mid-extraction (live)', function () {
       const victim = workers.find((w) => w !== holder)!;
       const { runId } = await handle.describe();
       const batch = client.workflow.getHandle(`${handle.workflowId}/${runId}/attempt-1/batch-0`);
-      await eventually(
-        async () => runningOn((await batch.describe().catch(() => null))?.raw.pendingActivities, 'copyTables') === victim,
-        'the other worker copies a group',
-        {
-          intervalMs: 20,
-        },
+      await eventually(async () => (await batch.describe().catch(() => null)) !== null, 'the set is planned and its batch started');
+      // An ACCESS EXCLUSIVE request queued on every table (behind the snapshot's own ACCESS SHARE, so
+      // never granted) stops each group at its next table: the victim is surely inside a group when
+      // it is killed, however fast small tables copy. Cancelled once it is dead.
+      const blockers = await Promise.all(
+        Array.from({ length: TABLES }, async (_, i) => {
+          const blocker = new PgClient({ connectionString: live().pg.url, application_name: 'pg-extract-test' });
+          await blocker.connect();
+          const pid = (await blocker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+          await blocker.query('BEGIN');
+          return { blocker, pid, waiting: blocker.query(`LOCK TABLE tcrash.t${i + 1} IN ACCESS EXCLUSIVE MODE`).catch(() => undefined) };
+        }),
       );
-      await new Promise((r) => setTimeout(r, 300));
+      await eventually(async () => {
+        const pending = (await batch.describe()).raw.pendingActivities;
+        return pending?.some((a) => a.activityType?.name === 'copyTables' && a.lastWorkerIdentity?.startsWith(`${victim.child.pid}@`)) === true;
+      }, 'the other worker copies a group');
       victim.child.kill('SIGKILL');
       assert.equal(await victim.exited, null, 'killed by the signal');
+      for (const { blocker, pid, waiting } of blockers) {
+        await admin().query('SELECT pg_cancel_backend($1)', [pid]);
+        await waiting;
+        await blocker.end();
+      }
 
       const manifest = await waitForManifest(handle);
       assert.equal(manifest.attempt, 1, 'the holder survived: the same attempt, the group retried');
