@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Client } from 'pg';
-import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { ErrorCode, PgExtractError, addNote, causes } from '../errors';
 import { Digest, copyToOutput } from '../postgres/copy-to-output';
 import type { ExportFormat } from '../contract/formats';
 import { copyOutSql } from '../postgres/export-format';
@@ -62,7 +62,9 @@ export async function writeParquet(
 
 /**
  * Runs both sides at once; the first to fail aborts the other (a COPY aborted mid-stream closes its
- * session, as on any abort) and is the error reported, once both have stopped.
+ * session, as on any abort) and is the error reported, once both have stopped. A broken pipe on the
+ * writing side only says the reader stopped: it aborts nothing, and the reader's own error, when it
+ * has one, is the one reported.
  */
 async function firstFailureStopsBoth<A, B>(
   signal: AbortSignal | undefined,
@@ -70,14 +72,17 @@ async function firstFailureStopsBoth<A, B>(
 ): Promise<[A, B]> {
   const stop = new AbortController();
   const both = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
-  let failure: { error: unknown } | null = null;
+  const failures: unknown[] = [];
   const failed = (error: unknown): never => {
-    failure ??= { error };
-    stop.abort();
+    if (![...causes(error)].some((e) => (e as { code?: unknown }).code === 'EPIPE')) {
+      failures.push(error);
+      stop.abort();
+    }
     throw error;
   };
   const [a, b] = await Promise.allSettled([first(both).catch(failed), second(both).catch(failed)]);
-  if (a.status === 'rejected' || b.status === 'rejected') throw failure!.error;
+  if (a.status === 'rejected') throw failures.length > 0 ? failures[0] : a.reason;
+  if (b.status === 'rejected') throw failures.length > 0 ? failures[0] : b.reason;
   return [a.value, b.value];
 }
 

@@ -97,7 +97,11 @@ describe('stopping the services a run started (live)', function () {
     const tree = processTree(services.map((s) => s.pid));
     child.kill('SIGKILL');
     await exited;
-    assert.ok(tree.every(running), 'the crash left the services running');
+    // The recorded services themselves: a short-lived child of theirs (an autovacuum worker) may end on its own meanwhile.
+    assert.ok(
+      services.every((s) => running(s.pid)),
+      'the crash left the services running',
+    );
 
     execFileSync('bash', [STOP_SERVICES, dir], { stdio: 'ignore' });
     if (dataDir) rmSync(join(dataDir, '..'), { recursive: true, force: true });
