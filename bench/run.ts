@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../src/client';
@@ -51,8 +51,8 @@ const SET_SCHEMA = 'bench_set';
 interface Method {
   name: string;
   kind: 'baseline' | 'ours';
-  /** Runs once; returns the output bytes and, for ours, the worker's peak RSS. */
-  once(): Promise<{ bytes: number; peakRssMb?: number }>;
+  /** Runs once; returns the output bytes and, for ours, the worker's peak RSS and how long it planned. */
+  once(): Promise<{ bytes: number; peakRssMb?: number; planningSeconds?: number }>;
 }
 
 interface Result {
@@ -84,6 +84,17 @@ async function seed(url: string, schema: string, rows: number): Promise<void> {
 async function dirBytes(dir: string): Promise<number> {
   const { stdout } = await run('du', ['-sb', dir]);
   return Number(stdout.split('\t')[0]);
+}
+
+/**
+ * Planning time of a finished run, from its history: workflow start to the first copy activity
+ * scheduled (the holder has exported the snapshot, sized the table and planned its ranges by then).
+ */
+async function planningSeconds(handle: WorkflowHandle): Promise<number> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const at = (e: (typeof events)[number]) => Number(e.eventTime?.seconds ?? 0) + (e.eventTime?.nanos ?? 0) / 1e9;
+  const firstCopy = events.find((e) => /^copy/.test(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''));
+  return firstCopy ? at(firstCopy) - at(events[0]!) : Number.NaN;
 }
 
 /** A process's peak RSS (VmHWM) from /proc, since start or since {@link resetPeakRss}. */
@@ -197,7 +208,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       // With a target the built-in loader is the target owner; otherwise we answer for one.
       if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
-      return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!) };
+      return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!), planningSeconds: await planningSeconds(handle) };
     },
   });
 
@@ -354,16 +365,18 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   }
 
   /** Runs one of ours RUNS times in a row: its median seconds and the largest peak RSS of its runs. */
-  const repeated = async (method: Method): Promise<{ seconds: number; peakRssMb: number }> => {
+  const repeated = async (method: Method): Promise<{ seconds: number; peakRssMb: number; planningSeconds: number }> => {
     const xs: number[] = [];
+    const plans: number[] = [];
     let peak = 0;
     for (let r = 0; r < RUNS; r++) {
       const t0 = process.hrtime.bigint();
-      const { peakRssMb: rss } = await method.once();
+      const { peakRssMb: rss, planningSeconds: plan } = await method.once();
       xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
+      plans.push(plan ?? Number.NaN);
       peak = Math.max(peak, rss ?? 0);
     }
-    return { seconds: median(xs), peakRssMb: Math.round(peak) };
+    return { seconds: median(xs), peakRssMb: Math.round(peak), planningSeconds: median(plans) };
   };
 
   // Fixed cost of a run and of each partition: an empty table with 2 and with 16 partitions.
@@ -371,12 +384,23 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   const empty16 = (await repeated(ours('empty', { partitions: 16 }, { table: 'bench_empty.t' }))).seconds;
 
   // 10× the rows should take about 10× the time, in the same memory: 2 partitions on 1 M and on 10 M rows.
-  let scaling: { rows1M: number; rows10M: number; ratio: number; peakRssMb1M: number; peakRssMb10M: number } | null = null;
+  let scaling: {
+    rows1M: number;
+    rows10M: number;
+    ratio: number;
+    peakRssMb1M: number;
+    peakRssMb10M: number;
+    /** Median seconds from workflow start to the first partition scheduled with `partitions: auto` (goal: 10 M within 1.2× of 1 M). */
+    planning1M: number;
+    planning10M: number;
+  } | null = null;
   if (process.argv.includes('--scaling')) {
     const sized = async (rows: number) => {
       const schema = `bench_${rows / 1_000_000}m`;
       await seed(pg.url, schema, rows);
-      return repeated(ours('scaling', { partitions: 2 }, { table: `${schema}.t` }));
+      const timed = await repeated(ours('scaling', { partitions: 2 }, { table: `${schema}.t` }));
+      // Planning as the default sizes the plan (`partitions: auto`: an estimate, never a COUNT(*)).
+      return { ...timed, planningSeconds: (await repeated(ours('scaling', { partitions: 'auto' }, { table: `${schema}.t` }))).planningSeconds };
     };
     const [one, ten] = [await sized(1_000_000), await sized(10_000_000)];
     scaling = {
@@ -385,6 +409,8 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       ratio: Number((ten.seconds / one.seconds).toFixed(2)),
       peakRssMb1M: one.peakRssMb,
       peakRssMb10M: ten.peakRssMb,
+      planning1M: Number(one.planningSeconds.toFixed(3)),
+      planning10M: Number(ten.planningSeconds.toFixed(3)),
     };
   }
 
@@ -484,7 +510,7 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   console.log(`\noverhead: an empty 2-partition run ${empty2.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
   if (scaling) {
     console.log(
-      `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}`,
+      `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}; planning ${scaling.planning1M} s and ${scaling.planning10M} s`,
     );
   }
   const pgToPg = summary.goals.pgToPgVsPgcopydb;

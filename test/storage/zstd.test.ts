@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { ZstdCompress, ZstdDecompress } from '../../src/storage/zstd';
+import { compress } from '@mongodb-js/zstd';
+import { ZSTD_LEVEL, ZstdCompress, ZstdDecompress } from '../../src/storage/zstd';
 import { zstdDecompressed } from '../support/database';
 
 const ROWS = 20_000;
@@ -66,6 +67,12 @@ describe('zstd streams', () => {
       assert.equal(sha256(await collect(chunked(compressed, size), new ZstdDecompress())), sha256(csv));
     });
   }
+
+  it(`compresses at level ${ZSTD_LEVEL}, which the binding honours (1.2.2 compressed every level as 3)`, async () => {
+    const one = await collect(Readable.from([csv]), new ZstdCompress(csv.length));
+    assert.deepEqual(one, await compress(csv, ZSTD_LEVEL));
+    assert.notDeepEqual(one, await compress(csv, 19), 'level 19 must give other frames than the one written');
+  });
 
   it('an empty input is one empty frame, which decompresses to nothing', async () => {
     const empty = await collect(Readable.from([]), new ZstdCompress());
