@@ -4,7 +4,7 @@
  * the ANSI way (so the one quoting helper, src/postgres/sql.ts, serves both sources) and is read
  * only. A refused login is SOURCE_AUTH_FAILED: retrying the same credentials cannot help.
  */
-import { type Connection, createConnection } from 'mysql2';
+import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
 
 export type MysqlRole = 'planner' | 'partition';
@@ -20,6 +20,8 @@ const SESSION_SETTINGS = [
 ];
 
 export async function openMysql(url: string, role: MysqlRole): Promise<Connection> {
+  // Loaded on first use: a worker that reads no MySQL source does not carry the driver.
+  const { createConnection } = await import('mysql2');
   const conn = createConnection({
     // `mariadb://` is the same protocol.
     uri: url.replace(/^mariadb:/i, 'mysql:'),

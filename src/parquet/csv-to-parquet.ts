@@ -5,7 +5,6 @@
  * size, and the columns' names and PostgreSQL types in the file's key-value metadata. DuckDB streams
  * the CSV and flushes a row group at a time, on one thread, so memory stays flat in table size.
  */
-import { DuckDBInstance } from '@duckdb/node-api';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExportFormat } from '../contract/formats';
 import { dataPackageResource } from '../readers/data-package';
@@ -63,6 +62,8 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   ];
   // One thread per partition (the partitions are the parallelism) and a memory cap: DuckDB otherwise keeps up to
   // 80% of the machine's memory in buffers; with the cap a conversion holds about 100 MB whatever the table's size.
+  // Loaded on first use: DuckDB's library and bindings are about 18 MB of a worker's memory that only Parquet runs need.
+  const { DuckDBInstance } = await import('@duckdb/node-api');
   const instance = await DuckDBInstance.create(':memory:', {
     threads: '1',
     memory_limit: DUCKDB_MEMORY_LIMIT,
