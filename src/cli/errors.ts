@@ -20,6 +20,11 @@ function codeAndMessage(err: unknown): { code: string; message: string } {
 
 export function printError(err: unknown): number {
   const { code, message } = codeAndMessage(err);
+  return printFailure(code, message);
+}
+
+/** Prints a failure reported by code (ours, or SQLSTATE_xxxxx) as {@link printError} does; returns its exit code. */
+export function printFailure(code: string, message: string): number {
   const { hint, exit } = codeInfo(code);
   console.error(`error ${code}: ${redactUrl(message)}`);
   if (hint) console.error(`hint: ${hint}`);

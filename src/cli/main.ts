@@ -8,13 +8,14 @@ import { Command, InvalidArgumentError } from 'commander';
 import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputFileMode, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
+import type { ExtractionResult } from '../contract/extraction-types';
 import { confinedPath } from '../storage/output-root';
 import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../contract/s3-url';
 import { parseCommitReport } from '../contract/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../contract/extraction-input';
 import { runWorkerFromEnv } from '../worker/worker';
-import { printError } from './errors';
+import { printError, printFailure } from './errors';
 import { followProgress } from './progress';
 import { parseEngine, readerStatement } from './reader';
 import { manifestJson, printManifest, printReceipt, printStatus } from './output';
@@ -128,7 +129,7 @@ program
   )
   .option('--commit-deadline <seconds>', 'wait this long for the target commit before retaining the files', secondsArg)
   .option('--workflow-id <id>', 'workflow id (default derived from the table and time)')
-  .option('--wait', 'wait until extraction is complete and print the manifest')
+  .option('--wait', 'wait until extraction is complete (with --target, until the load has ended) and print the manifest')
   .option('--json', 'print JSON')
   .action(async (opts) => {
     const request: ExtractionRequest = {
@@ -167,10 +168,26 @@ program
         console.log(opts.json ? JSON.stringify({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId }) : `started ${handle.workflowId}`);
         return;
       }
-      if (opts.json) {
-        console.log(JSON.stringify(manifestJson(await waitForManifest(handle))));
-      } else {
-        printManifest(await followProgress(handle, process.stderr));
+      const manifest = opts.json ? await waitForManifest(handle) : await followProgress(handle, process.stderr);
+      if (!input.target) {
+        // The files wait for their target owner, who reports the commit (`pg-extract commit`).
+        if (opts.json) console.log(JSON.stringify(manifestJson(manifest)));
+        else printManifest(manifest, `awaiting the target commit (pg-extract commit ${manifest.workflowId} --outcome …)`);
+        return;
+      }
+      // The built-in loader is the target owner: the run ends with its load, so that is what --wait waits for.
+      const result = (await handle.result()) as ExtractionResult;
+      if (opts.json) console.log(JSON.stringify({ ...manifestJson(manifest), load: result.load, terminalReceipt: result.terminalReceipt }));
+      else {
+        printManifest(manifest, `loaded into ${input.target.name}: ${result.load?.outcome ?? 'no load'}`);
+        printReceipt(result.terminalReceipt);
+      }
+      if (result.terminalReceipt.outcome !== 'success') {
+        const outcome = result.load?.outcome ?? 'no load';
+        process.exitCode = printFailure(
+          result.load?.reason ?? ErrorCode.WORKFLOW_FAILED,
+          `the load into ${input.target.name} did not commit (${outcome}); the run ended ${result.terminalReceipt.outcome}`,
+        );
       }
     });
   });

@@ -36,7 +36,8 @@ export function tableTotals(m: Manifest): { table: string; rows: number; bytes: 
   return [...byTable.values()];
 }
 
-export function printManifest(m: Manifest): void {
+/** `then` says what happens next: the target commit awaited, or the built-in load's outcome. */
+export function printManifest(m: Manifest, then: string): void {
   const r = m.extractionReceipt;
   console.log(`${m.workflowId}: ${m.table} extracted (${m.strategy}, attempt ${m.attempt})`);
   if (r) {
@@ -50,7 +51,7 @@ export function printManifest(m: Manifest): void {
       `  ${f.table ? `${f.table} ` : ''}part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`,
     );
   if (m.dataPackage) console.log(`  package ${m.dataPackage.path} (types and CSV dialect; pg-extract reader ${m.workflowId} --engine duckdb)`);
-  console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; awaiting the target commit (pg-extract commit ${m.workflowId} --outcome …)`);
+  console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; ${then}`);
 }
 
 export function printReceipt(r: ArtifactTerminalReceipt): void {

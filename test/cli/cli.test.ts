@@ -172,6 +172,34 @@ describe('pg-extract CLI (live)', function () {
     );
   });
 
+  it('start --target NAME --wait waits for the load: a committed load prints its outcome and exits 0, a refused one exits with its code', async () => {
+    const table = await seedMixedTable('cliload', 2_000);
+    const expected = await tableDigest(`SELECT * FROM ${table}`);
+    await admin().query(`CREATE TABLE cliload.copy (LIKE ${table})`);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const loaded = await cli(
+          ['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'cliload.copy', '--wait', '--json'],
+          env,
+        );
+        assert.equal(loaded.code, 0, loaded.stderr);
+        const doc = JSON.parse(loaded.stdout);
+        assert.equal(doc.files.length, 2);
+        assert.equal(doc.load.outcome, 'committed');
+        assert.equal(doc.load.rows, 2_000);
+        assert.equal(doc.terminalReceipt.outcome, 'success');
+        assert.deepEqual(await tableDigest('SELECT * FROM cliload.copy'), expected, 'loaded when the command returns');
+
+        const refused = await cli(['start', '--table', table, '--target', 'same', '--target-table', 'cliload.missing', '--wait'], env);
+        assert.equal(refused.code, 2, refused.stderr);
+        assert.match(refused.stderr, /error TABLE_NOT_FOUND: the load into same did not commit \(failed\); the run ended abort/);
+        assert.match(refused.stdout, /outcome abort/);
+      },
+      { targets: { same: live().pg.url } },
+    );
+  });
+
   it('start --out s3://bucket/prefix --compression zstd --wait --json lists .csv.zst objects with their ETag, the data package beside them', async () => {
     const table = await seedMixedTable('clis3', 2_000);
     const s3 = await s3Service();
