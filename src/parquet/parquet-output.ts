@@ -2,12 +2,10 @@
  * One Parquet output: the COPY's CSV flows through a named pipe into DuckDB, which writes a scratch
  * Parquet file as the rows arrive, and that file is streamed into the sink (a local file or an S3
  * object), counted and hashed as stored, so the receipt's bytes and sha256 are the finished file's.
- * Either side failing stops the other. The scratch folder (under the worker's TMPDIR) is removed on
- * every path.
+ * Either side failing stops the other. The scratch folder (./scratch.ts) is removed on every path.
  */
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Client } from 'pg';
@@ -20,15 +18,13 @@ import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { csvToParquet } from './csv-to-parquet';
 import { makeFifo, openFifoWhenRead } from './fifo-sink';
+import { makeScratch } from './scratch';
 
 export interface ParquetOutputOptions {
   /** Called with the CSV bytes read so far, then the Parquet bytes stored (progress only). */
   onBytes?: (bytes: number) => void;
   signal?: AbortSignal;
 }
-
-/** Scratch folders are named for the worker's pid, so a crashed worker's leftovers are recognisable. */
-export const SCRATCH_PREFIX = `pg-extract-parquet-`;
 
 export async function writeParquet(
   client: Client,
@@ -38,7 +34,7 @@ export async function writeParquet(
   sink: OutputSink,
   options: ParquetOutputOptions,
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
-  const scratch = await mkdtemp(join(tmpdir(), `${SCRATCH_PREFIX}${process.pid}-`));
+  const scratch = await makeScratch();
   try {
     const csv = join(scratch, 'rows.csv');
     await makeFifo(csv);

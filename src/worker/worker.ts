@@ -15,6 +15,7 @@ import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
 import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './runtime';
+import { sweepOrphanedScratch } from '../parquet/scratch';
 
 /** Options for {@link createExtractionWorker}. */
 export interface ExtractionWorkerOptions {
@@ -133,6 +134,8 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
       ...(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES ? { maxConcurrentActivities: maxConcurrentActivities(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES) } : {}),
     });
+    const swept = await sweepOrphanedScratch();
+    if (swept.length) logger.info({ swept }, 'removed the Parquet scratch folders of workers that are gone');
     if (!hasWorkerRuntimeSettings()) {
       logger.warn(`started without the worker's memory settings; start it with ${describeWorkerRuntimeSettings()} for a lower peak RSS`);
     }

@@ -17,7 +17,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { projectRoot } from '../../devenv/project-root';
-import { SCRATCH_PREFIX } from '../../src/parquet/parquet-output';
+import { SCRATCH_PREFIX } from '../../src/parquet/scratch';
 import type { DataPackage } from '../../src/readers/data-package';
 import { commitUpdate } from '../../src/contract/definitions';
 import { cli } from '../support/cli';
