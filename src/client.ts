@@ -7,7 +7,7 @@ import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
 import { runLabel } from './contract/table-selection';
-import { SearchAttributes, commitUpdate, manifestQuery, statusQuery } from './contract/definitions';
+import { SearchAttributes, batchStatusQuery, commitUpdate, manifestQuery, statusQuery } from './contract/definitions';
 import { type ExtractionRequest, parseExtractionInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
@@ -75,10 +75,26 @@ export async function reportCommit(client: Client, workflowId: string, commit: T
   });
 }
 
+/**
+ * The run's status with the progress of its running copy batch counted in: a set's run counts a
+ * batch's partitions in its own status only when the whole batch ends.
+ */
+export async function liveStatus(handle: WorkflowHandle): Promise<ExtractionStatus> {
+  const status = await handle.query(statusQuery);
+  if (!status.batchWorkflowId) return status;
+  // Asked after the run's status: a batch that has ended since is counted there or here, never in both.
+  const batch = await handle.client
+    .getHandle(status.batchWorkflowId)
+    .query(batchStatusQuery)
+    .catch(() => null);
+  if (!batch) return status;
+  return { ...status, partitionsDone: status.partitionsDone + batch.partitionsDone, rows: status.rows + batch.rows, bytes: status.bytes + batch.bytes };
+}
+
 export async function extractionStatus(client: Client, workflowId: string): Promise<ExtractionStatus & { workflowStatus: string }> {
   const handle = client.workflow.getHandle(workflowId);
   const description = await handle.describe();
-  if (description.status.name === 'RUNNING') return { ...(await handle.query(statusQuery)), workflowStatus: 'RUNNING' };
+  if (description.status.name === 'RUNNING') return { ...(await liveStatus(handle)), workflowStatus: 'RUNNING' };
   const status = await handle.query(statusQuery).catch(() => null);
   return {
     ...(status ?? { phase: 'done', table: '', attempt: 0, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0, outcome: null }),

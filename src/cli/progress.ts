@@ -1,12 +1,12 @@
 /**
  * Follows a run until its manifest exists, reporting progress: a redrawn bar with rows, bytes,
  * MB/s and an ETA on a terminal, one plain line per change otherwise. Live bytes come from the
- * running partitions' heartbeats (describe → pending activities), finished ones from the status.
+ * running partitions' heartbeats (describe → pending activities: the run's, or in a set's run its
+ * running copy batch's), finished ones from the status.
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { waitForManifest } from '../client';
-import { statusQuery } from '../contract/definitions';
+import { liveStatus, waitForManifest } from '../client';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 
 /** Bytes reported by the heartbeats of the run's pending activities. */
@@ -42,9 +42,11 @@ export async function followProgress(handle: WorkflowHandle, out: NodeJS.WriteSt
   return waitForManifest(handle, pollMs, async (manifest) => {
     // Asked after the manifest, the status is never older than it (two queries can be answered
     // from different workflow states); queries answer on closed runs too.
-    const status = await handle.query(statusQuery);
+    const status = await liveStatus(handle);
     if (out.isTTY) {
-      out.write(`\r${progressLine(status, manifest ? 0 : await heartbeatBytes(handle), (Date.now() - started) / 1000)}\x1b[K${manifest ? '\n' : ''}`);
+      const copying = status.batchWorkflowId ? handle.client.getHandle(status.batchWorkflowId) : handle;
+      const live = manifest ? 0 : await heartbeatBytes(copying).catch(() => 0);
+      out.write(`\r${progressLine(status, live, (Date.now() - started) / 1000)}\x1b[K${manifest ? '\n' : ''}`);
     } else {
       const line = `${status.phase} ${status.partitionsDone}/${status.partitionsTotal} partitions, ${status.rows} rows`;
       if (line !== last) out.write(`${line}\n`);

@@ -5,7 +5,7 @@
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
-import type { ExtractionStatus, Manifest, TargetCommit } from './extraction-types';
+import type { BatchStatus, ExtractionStatus, Manifest, TargetCommit } from './extraction-types';
 
 /** The default task queue (`PG_EXTRACT_TASK_QUEUE` overrides it). */
 export const DEFAULT_TASK_QUEUE = 'pg-extract';
@@ -18,6 +18,8 @@ export const commitUpdate = defineUpdate<ArtifactTerminalReceipt, [TargetCommit]
 export const manifestQuery = defineQuery<Manifest | null>('manifest');
 /** Phase and progress. */
 export const statusQuery = defineQuery<ExtractionStatus>('status');
+/** A set's copy batch: what it has copied so far (the parent's status counts it when the batch ends). */
+export const batchStatusQuery = defineQuery<BatchStatus>('batchStatus');
 
 /** Search attributes shown in (and filterable from) Temporal Web UI. */
 export const SearchAttributes = {

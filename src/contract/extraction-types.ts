@@ -88,6 +88,19 @@ export interface ExtractionStatus {
   rows: number;
   bytes: number;
   outcome: TerminalOutcome | null;
+  /**
+   * The copy batch (child workflow) of a set's run that is copying now; what it has copied so far
+   * is counted above only when it ends, and is its own {@link BatchStatus} until then.
+   */
+  batchWorkflowId?: string | null;
+}
+
+/** What one copy batch of a set's run has copied so far (its `batchStatus` query). */
+export interface BatchStatus {
+  partitionsDone: number;
+  partitionsTotal: number;
+  rows: number;
+  bytes: number;
 }
 
 export interface ExtractionResult {

@@ -42,6 +42,8 @@ export interface AttemptEvents {
   writes(name: string): void;
   /** `partitions` more partitions are complete with these files (and, in a set, this many tables in all). */
   done(partitions: number, files: readonly ManifestFile[], tablesDone?: number): void;
+  /** A set's copy batch (child workflow) started, or none runs (null). */
+  copying?(batchWorkflowId: string | null): void;
 }
 
 /** A partition's file name without its suffix; batched files add `-batch-NNNNN` to it. */

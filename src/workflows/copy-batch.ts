@@ -5,13 +5,16 @@
  * batch after another, so its own history grows by a few events per batch, not per partition,
  * and the run stays within Temporal's history limits however many tables it takes.
  */
+import { setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { batchStatusQuery } from '../contract/definitions';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { ManifestFile } from '../contract/extraction-types';
+import type { BatchStatus, ManifestFile } from '../contract/extraction-types';
 import { tableInput } from '../contract/table-selection';
 import type { SplitKey } from '../contract/partition-range';
 import type { PartitionRange } from '../contract/partition-range';
 import type { SourceIdentity } from '../contract/partition-range';
 import { extractActivities } from './activity-stubs';
+import { grouped, humanBytes } from './visibility';
 
 /** One planned range of one table, and the file it goes to. */
 export interface BatchItem {
@@ -65,18 +68,50 @@ export async function inFlight<T, R>(items: readonly T[], limit: number, work: (
 
 const tableName = (item: BatchItem) => `${item.table.schema}.${item.table.table}`;
 
+/** The batch's progress as its parent's status shows a run's, in Web UI's current details (state only: no command). */
+function showBatch(progress: BatchStatus): void {
+  setCurrentDetails(
+    [
+      '**copy batch**',
+      '',
+      '| measure | value |',
+      '|---|---|',
+      `| partitions | ${progress.partitionsDone}/${progress.partitionsTotal} |`,
+      `| rows | ${grouped(progress.rows)} |`,
+      `| bytes | ${humanBytes(progress.bytes)} |`,
+    ].join('\n'),
+  );
+}
+
 export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<ManifestFile[]> {
   const extract = extractActivities(batch.input);
   const snapshot = { snapshotId: batch.snapshotId, snapshotDigest: batch.snapshotDigest, source: batch.source };
+  const progress: BatchStatus = {
+    partitionsDone: 0,
+    partitionsTotal: batch.items.reduce((n, unit) => n + ('group' in unit ? unit.group.length : 1), 0),
+    rows: 0,
+    bytes: 0,
+  };
+  // Queries add nothing to history: the parent's history stays a few events per batch.
+  setHandler(batchStatusQuery, () => progress);
+  showBatch(progress);
   const copied = await inFlight(batch.items, batch.input.maxInFlight, async (unit) => {
+    let files: ManifestFile[];
     if ('group' in unit) {
       const input = { ...batch.input, tables: [...new Set(unit.group.map(tableName))] };
-      const files = await extract.copyTables({ input, ...snapshot, ranges: unit.group });
-      return files.map((file, i) => ({ ...file, table: tableName(unit.group[i]!) }));
+      const copiedFiles = await extract.copyTables({ input, ...snapshot, ranges: unit.group });
+      files = copiedFiles.map((file, i) => ({ ...file, table: tableName(unit.group[i]!) }));
+    } else {
+      const table = tableName(unit);
+      files = [{ ...(await extract.copyPartition({ input: tableInput(batch.input, table), ...snapshot, ...unit })), table }];
     }
-    const table = tableName(unit);
-    const file = await extract.copyPartition({ input: tableInput(batch.input, table), ...snapshot, ...unit });
-    return [{ ...file, table }];
+    progress.partitionsDone += files.length;
+    for (const file of files) {
+      progress.rows += file.rows;
+      progress.bytes += file.bytes;
+    }
+    showBatch(progress);
+    return files;
   });
   return copied.flat();
 }

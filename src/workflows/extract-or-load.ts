@@ -158,6 +158,9 @@ async function extractWithFreshSnapshots(
         if (tablesDone !== undefined) status.tablesDone = tablesDone;
         show();
       },
+      copying: (batchWorkflowId) => {
+        status.batchWorkflowId = batchWorkflowId;
+      },
     };
     Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
     try {
@@ -171,6 +174,7 @@ async function extractWithFreshSnapshots(
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
       return { manifest, attempts };
     } catch (err) {
+      if (status.batchWorkflowId) status.batchWorkflowId = null;
       const discarded = await discardAttempt(scope, planned, prefixes);
       const lost = isSnapshotLost(err);
       attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), ...discarded });

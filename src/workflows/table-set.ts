@@ -88,8 +88,10 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         const files: ManifestFile[] = [];
         let tablesDone = 0;
         for (const [batch, batchUnits] of batchesOf(units).entries()) {
+          const workflowId = `${attemptKey}/batch-${batch}`;
+          events.copying?.(workflowId);
           const done = await executeChild(copyBatchWorkflow, {
-            workflowId: `${attemptKey}/batch-${batch}`,
+            workflowId,
             args: [
               {
                 input: base,
@@ -105,6 +107,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
             remaining.set(file.table!, left);
             if (left === 0) tablesDone++;
           }
+          events.copying?.(null);
           events.done(done.length, done, tablesDone);
           files.push(...done);
         }

@@ -7,12 +7,13 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
-import { startExtraction, waitForManifest } from '../../src/client';
+import { extractionStatus, startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
 import { cli } from '../support/cli';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
+import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
@@ -147,6 +148,33 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     } finally {
       await admin().query('DROP SCHEMA IF EXISTS tgroup CASCADE');
     }
+  });
+
+  it('progress shows while a copy batch runs: its finished groups count before the batch ends (status and CLI)', async () => {
+    // Two groups (one per lane): one of a table alone, one ending with a view that takes seconds to read.
+    await admin().query(`
+      DROP SCHEMA IF EXISTS tprog CASCADE; CREATE SCHEMA tprog;
+      CREATE TABLE tprog.a (id int PRIMARY KEY); INSERT INTO tprog.a SELECT generate_series(1, 2000);
+      CREATE TABLE tprog.b (id int PRIMARY KEY); INSERT INTO tprog.b SELECT generate_series(1, 1000);
+      CREATE VIEW tprog.slow AS SELECT x, pg_sleep(0.5) IS NULL AS slept FROM generate_series(1, 8) x;
+    `);
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await startExtraction(live().temporal.client, { tables: ['tprog.a', 'tprog.b', 'tprog.slow'], maxInFlight: 2 }, { taskQueue });
+      const running = await eventually(async () => {
+        const own = await handle.query(statusQuery);
+        const seen = await extractionStatus(live().temporal.client, handle.workflowId);
+        return own.batchWorkflowId && own.partitionsDone === 0 && seen.partitionsDone > 0 && seen.workflowStatus === 'RUNNING' ? { own, seen } : null;
+      }, 'a finished group counted while its batch still runs');
+      assert.equal(running.seen.partitionsTotal, 3);
+      assert.ok(running.seen.rows >= 1000, `rows of a finished group: ${running.seen.rows}`);
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+      const shown = await cli(['status', handle.workflowId, '--json'], env);
+      assert.ok(JSON.parse(shown.stdout).partitionsDone >= 1, shown.stdout);
+      const manifest = await waitForManifest(handle);
+      const done = await handle.query(statusQuery);
+      assert.deepEqual([done.partitionsDone, done.rows, done.batchWorkflowId], [3, manifest.totals.rows, null], 'counted once the batch ended');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
   });
 
   it("the coordinator's backend terminated mid-run → the whole set again from one fresh snapshot", async () => {
