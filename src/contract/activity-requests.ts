@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ErrorCode } from '../errors';
-import { parseExtractionInput } from './extraction-input';
+import { MAX_TABLES, parseExtractionInput } from './extraction-input';
 import { fileReceiptSchema } from './file-receipt';
 import { isSnapshotId } from './identifiers';
 import { parseOrThrow } from './parse';
@@ -126,6 +126,25 @@ export const dataPackageRequestSchema = z.strictObject({
   primaryKey: z.array(name63),
 });
 export type DataPackageRequest = z.output<typeof dataPackageRequestSchema>;
+
+/**
+ * Write a set's data package next to its files, from the tables as the snapshot (still held) sees
+ * them: each table's column types and primary key are read inside it, never after.
+ */
+export const setDataPackageRequestSchema = z.strictObject({
+  input: inputSchema,
+  /** The package's own name, in the files' folder: `<folder>/datapackage.json`. */
+  name: relativeNameSchema,
+  snapshotId: snapshotIdSchema,
+  snapshotDigest: snapshotDigestSchema,
+  source: sourceIdentitySchema,
+  /** Each table as planned, with its files' names in partition order. */
+  tables: z
+    .array(z.strictObject({ table: planTableSchema, key: splitKeySchema.nullable(), files: z.array(relativeNameSchema).min(1).max(10_000) }))
+    .min(1)
+    .max(MAX_TABLES),
+});
+export type SetDataPackageRequest = z.output<typeof setDataPackageRequestSchema>;
 
 /** Release outputs: delete files, sweep partial temp files, discard folders and name prefixes. */
 export const releaseOutputsRequestSchema = z.strictObject({

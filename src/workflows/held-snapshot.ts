@@ -6,7 +6,7 @@
  */
 import { CancellationScope, workflowInfo } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { Manifest, ManifestFile } from '../contract/extraction-types';
+import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
@@ -21,6 +21,8 @@ export interface Copying {
   ranges: number;
   files: Promise<ManifestFile[]>;
   settled: Promise<unknown>;
+  /** The data package the copy wrote while the snapshot was held (a set's); one table's is written after. */
+  dataPackage?: Promise<DataPackageFile | null>;
 }
 
 /** What the manifest takes from a plan: one table's has its columns and primary key, a set's has neither. */
@@ -66,6 +68,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     const copying = await copy(plan, copyScope, attemptKey);
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);
+    const dataPackage = (await Promise.race([copying.dataPackage ?? Promise.resolve(null), holdEnded])) ?? null;
     const receipt = await holder.control
       .completeSnapshot({
         attemptKey,
@@ -85,7 +88,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
       totals: totals(files),
       columns: plan.columns ?? null,
       primaryKey: plan.primaryKey ?? null,
-      dataPackage: null,
+      dataPackage,
       extractionReceipt: receipt,
     };
   } catch (err) {

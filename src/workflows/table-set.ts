@@ -17,6 +17,7 @@ import type { AttemptEvents, AttemptScope } from './attempts';
 import { groupSmallTables } from '../planning/table-groups';
 import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { onHeldSnapshot } from './held-snapshot';
+import { DATA_PACKAGE_FILE } from '../readers/data-package';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
 function safePart(name: string): string {
@@ -39,6 +40,8 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
 export const BATCH_ITEMS = 500;
 
 export const TABLE_GROUPS = 'table-groups';
+/** A set's data package, written while the snapshot is held; runs started before it replay without. */
+export const SET_DATA_PACKAGE = 'set-data-package';
 
 /** Consecutive units of at most BATCH_ITEMS ranges each (a group counts its ranges; a group is never split). */
 function batchesOf(units: readonly (BatchItem | BatchGroup)[]): (BatchItem | BatchGroup)[][] {
@@ -113,7 +116,22 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         }
         return files;
       });
-      return { ranges: items.length, files: copy, settled: copy.catch(() => undefined) };
+      // The package reads each table's column types inside the snapshot, so it is written before the receipt completes it.
+      const dataPackage = copyScope.run(async () => {
+        const files = await copy;
+        if (!patched(SET_DATA_PACKAGE) || files.length === 0) return null;
+        const packageName = `${scope.folder}/${DATA_PACKAGE_FILE}`;
+        events.writes(packageName);
+        return quick.writeSetDataPackage({
+          input,
+          name: packageName,
+          snapshotId: plan.snapshotId,
+          snapshotDigest: plan.snapshotDigest,
+          source: plan.source,
+          tables: planned.map((t, i) => ({ table: plan.tables[i]!.table, key: plan.tables[i]!.key, files: t.items.map((item) => item.name) })),
+        });
+      });
+      return { ranges: items.length, files: copy, settled: dataPackage.catch(() => undefined), dataPackage };
     },
   );
 }

@@ -250,6 +250,59 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
     });
   });
 
+  it("a set's run writes one datapackage.json with a resource per table, types read in the snapshot; the reader picks a table", async () => {
+    await admin().query(
+      `DROP TABLE IF EXISTS dp.u; CREATE TABLE dp.u (id int PRIMARY KEY, t_id bigint REFERENCES dp.t, note text); INSERT INTO dp.u SELECT g, 1 + g % ${ROWS}, 'n' || g FROM generate_series(1, 40) g`,
+    );
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { tables: ['dp.t', 'dp.u'] });
+      const manifest = await waitForManifest(handle);
+      const receipt = manifest.dataPackage!;
+      assert.ok(receipt, 'a set has a data package');
+      for (const f of manifest.files) assert.equal(dirname(f.path), dirname(receipt.path), 'next to the files');
+      const body = await readFile(receipt.path);
+      assert.equal(receipt.sha256, createHash('sha256').update(body).digest('hex'));
+      const pkg = JSON.parse(body.toString('utf8')) as DataPackage;
+      assert.deepEqual(pkg.resources.map((r) => r.pgTable).sort(), ['dp.t', 'dp.u']);
+      for (const resource of pkg.resources) {
+        const files = manifest.files.filter((f) => f.table === resource.pgTable).map((f) => basename(f.path));
+        assert.deepEqual(resource.path, files, `${resource.pgTable}: its own files, in partition order`);
+        const types = await admin().query<{ name: string; type: string }>(
+          `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 ORDER BY attnum`,
+          [resource.pgTable],
+        );
+        assert.deepEqual(
+          resource.schema.fields.map((f) => [f.name, f.pgType]),
+          types.rows.map((r) => [r.name, r.type]),
+          resource.pgTable,
+        );
+        assert.deepEqual(resource.schema.primaryKey, ['id']);
+      }
+      const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', receipt.path]).catch(
+        (err: { stdout: string }) => err,
+      );
+      const report = JSON.parse(validated.stdout) as { valid: boolean; tasks: { stats: { rows: number } }[] };
+      assert.equal(report.valid, true, validated.stdout);
+      assert.deepEqual(
+        report.tasks.map((t) => t.stats.rows).sort((a, b) => a - b),
+        [ROWS, 40],
+      );
+
+      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const unpicked = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.equal(unpicked.code, 2);
+      assert.match(unpicked.stderr, /INPUT_INVALID: pick one table with --table/);
+      const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb', '--table', 'dp.t'], env);
+      assert.equal(printed.code, 0, printed.stderr);
+      assertExact(await duckdbRead(printed.stdout));
+
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      const result = (await handle.result()) as ExtractionResult;
+      assert.ok(result.terminalReceipt.filesDeleted.includes(receipt.path), 'released with the files');
+      await assert.rejects(access(receipt.path));
+    });
+  });
+
   it('one gzipped CSV file (whole COPY): the package says gz and the statement reads it exactly; a retained run keeps its package', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table: 'dp.t', partitions: 1, gzip: true, commitDeadlineMs: 60_000 });
