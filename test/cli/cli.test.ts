@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CLI, cli } from '../support/cli';
+import { CLI, cli, liveCliEnv } from '../support/cli';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
@@ -20,7 +20,7 @@ describe('pg-extract CLI (live)', function () {
     const table = await seedMixedTable('cli', 5_000);
     const expected = await tableDigest(`SELECT * FROM ${table}`);
     await withWorker(async ({ taskQueue }) => {
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const started = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
       assert.equal(started.code, 0, started.stderr);
       const doc = JSON.parse(started.stdout);
@@ -64,7 +64,7 @@ describe('pg-extract CLI (live)', function () {
   it('start --wait shows progress: plain lines when not on a terminal, a redrawn bar with MB/s on one', async () => {
     const table = await seedMixedTable('cliprog', 5_000);
     await withWorker(async ({ taskQueue }) => {
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const plain = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--commit-deadline', '5'], env);
       assert.equal(plain.code, 0, plain.stderr);
       assert.match(plain.stderr, /^(planning|extracting) \d\/\d partitions, \d+ rows$/m);
@@ -136,7 +136,7 @@ describe('pg-extract CLI (live)', function () {
     assert.match(lone.stderr, /INPUT_INVALID/);
     await withWorker(
       async ({ taskQueue }) => {
-        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const env = liveCliEnv(taskQueue);
         const started = await cli(
           ['start', '--table', table, '--target', 'same', '--target-table', 'clivia.copy', '--via', 'internal', '--wait', '--json'],
           env,
@@ -157,7 +157,7 @@ describe('pg-extract CLI (live)', function () {
     await admin().query(`CREATE TABLE clistrm.copy (LIKE ${table})`);
     await withWorker(
       async ({ taskQueue }) => {
-        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const env = liveCliEnv(taskQueue);
         const started = await cli(
           ['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'clistrm.copy', '--via', 'stream', '--wait', '--json'],
           env,
@@ -178,7 +178,7 @@ describe('pg-extract CLI (live)', function () {
     await admin().query(`CREATE TABLE cliload.copy (LIKE ${table})`);
     await withWorker(
       async ({ taskQueue }) => {
-        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const env = liveCliEnv(taskQueue);
         const loaded = await cli(
           ['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'cliload.copy', '--wait', '--json'],
           env,
@@ -206,7 +206,7 @@ describe('pg-extract CLI (live)', function () {
     await s3.createBucket('pgx-cli');
     await withWorker(
       async ({ taskQueue }) => {
-        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+        const env = liveCliEnv(taskQueue);
         const started = await cli(
           ['start', '--table', table, '--partitions', '2', '--out', 's3://pgx-cli/exports', '--compression', 'zstd', '--wait', '--json'],
           env,

@@ -14,7 +14,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { cli } from '../support/cli';
+import { cli, liveCliEnv } from '../support/cli';
 import { mysqlAdmin, mysqlService, settleReader } from '../support/mysql';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
@@ -53,7 +53,7 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
       PG_EXTRACT_SOURCE_ORACLE_URL: 'oracle://reader:secret@127.0.0.1:1521/db',
       PG_EXTRACT_TARGET_WAREHOUSE_URL: live().pg.url,
     });
-    env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+    env = liveCliEnv(taskQueue);
   });
 
   after(async () => {

@@ -20,7 +20,7 @@ import { projectRoot } from '../../devenv/project-root';
 import { SCRATCH_PREFIX } from '../../src/parquet/scratch';
 import type { DataPackage } from '../../src/readers/data-package';
 import { commitUpdate } from '../../src/contract/definitions';
-import { cli } from '../support/cli';
+import { cli, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
@@ -267,7 +267,7 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       );
 
       // `pg-extract reader` prints a DuckDB statement over the run's files.
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.equal(printed.code, 0, printed.stderr);
       const duck = await (await DuckDBInstance.create(':memory:')).connect();
@@ -389,7 +389,7 @@ describe('Parquet output (live, read back by pyarrow)', function () {
 
   it('from the CLI: start --format parquet --compression none --row-group-rows 100000 --wait --json', async () => {
     await withWorker(async ({ taskQueue }) => {
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+      const env = liveCliEnv(taskQueue);
       const started = await cli(
         ['start', '--table', 'pq.big', '--partitions', '1', '--format', 'parquet', '--compression', 'none', '--row-group-rows', '100000', '--wait', '--json'],
         env,

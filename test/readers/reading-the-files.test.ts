@@ -17,7 +17,7 @@ import type { DataPackage } from '../../src/readers/data-package';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { cli } from '../support/cli';
+import { cli, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -214,7 +214,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       assert.equal(report.valid, true, validated.stdout);
       assert.equal(report.tasks[0]!.stats.rows, ROWS);
 
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb', '--table', 'dp.t'], env);
       assert.equal(printed.code, 0, printed.stderr);
       assert.equal(printed.stderr, '');
@@ -288,7 +288,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
         [ROWS, 40],
       );
 
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const unpicked = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.equal(unpicked.code, 2);
       assert.match(unpicked.stderr, /INPUT_INVALID: pick one table with --table/);
@@ -312,7 +312,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'unknown' }] });
       const result = (await handle.result()) as ExtractionResult;
       assert.ok(result.terminalReceipt.filesRetained.includes(manifest.dataPackage!.path));
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.equal(printed.code, 0, printed.stderr);
       assertExact(await duckdbRead(printed.stdout));
@@ -326,7 +326,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       const [resource] = (JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage).resources;
       assert.deepEqual([resource!.path, resource!.compression], [['part-0000.csv.zst', 'part-0001.csv.zst'], 'zst']);
       assert.match(resource!.description ?? '', /Frictionless names no zstd compression/);
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.equal(printed.code, 0, printed.stderr);
       assertExact(await duckdbRead(printed.stdout));
@@ -340,7 +340,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       const manifest = await waitForManifest(handle);
       const [resource] = (JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage).resources;
       assert.deepEqual([resource!.format, resource!.mediatype, resource!.dialect], ['pgcopy', 'application/vnd.postgresql.copy-binary', undefined]);
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const refused = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.deepEqual([refused.code, refused.stdout], [1, '']);
       assert.match(refused.stderr, /^error READER_FORMAT_UNSUPPORTED: /);
@@ -353,7 +353,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table: 'dp.grid', partitions: 1 });
       await waitForManifest(handle);
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.equal(printed.code, 0, printed.stderr);
       await assert.rejects(duckdbRead(printed.stdout), /not a one-dimensional array: \{\{a,b\},\{c,d\}\}/);

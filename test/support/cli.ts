@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { live } from './services';
 
 const run = promisify(execFile);
 export const CLI = join(__dirname, '..', '..', 'src', 'cli', 'main.js');
@@ -14,4 +15,9 @@ export async function cli(args: string[], env: Record<string, string> = {}): Pro
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** The environment a CLI process needs to reach the live Temporal server, the test worker's queue and output root. */
+export function liveCliEnv(taskQueue: string): Record<string, string> {
+  return { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
 }

@@ -9,7 +9,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { cli } from '../support/cli';
+import { cli, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -161,7 +161,7 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.match(stream.stderr, /TARGET_VIA_UNSUPPORTED/);
     await withWorker(
       async ({ taskQueue }) => {
-        const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+        const env = liveCliEnv(taskQueue);
         const r = await cli(
           ['start', '--tables', 'sload.parent,sload.child', '--target', 'warehouse', '--target-schema', 'dst', '--mode', 'replace', '--wait', '--json'],
           env,

@@ -11,7 +11,7 @@ import { extractionStatus, startExtraction, waitForManifest } from '../../src/cl
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
-import { cli } from '../support/cli';
+import { cli, liveCliEnv } from '../support/cli';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
@@ -167,7 +167,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       }, 'a finished group counted while its batch still runs');
       assert.equal(running.seen.partitionsTotal, 3);
       assert.ok(running.seen.rows >= 1000, `rows of a finished group: ${running.seen.rows}`);
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+      const env = liveCliEnv(taskQueue);
       const shown = await cli(['status', handle.workflowId, '--json'], env);
       assert.ok(JSON.parse(shown.stdout).partitionsDone >= 1, shown.stdout);
       const manifest = await waitForManifest(handle);
@@ -206,7 +206,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
 
   it('start --schema --wait --json prints files[] with their table, tables[] and totals', async () => {
     await withWorker(async ({ taskQueue }) => {
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue };
+      const env = liveCliEnv(taskQueue);
       const r = await cli(['start', '--schema', 'tset', '--exclude', 'tmp_*', '--exclude', 'events', '--commit-deadline', '5', '--wait', '--json'], env);
       assert.equal(r.code, 0, r.stderr);
       const doc = JSON.parse(r.stdout);

@@ -12,7 +12,7 @@ import { commitUpdate } from '../../src/contract/definitions';
 import type { Manifest } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
-import { cli } from '../support/cli';
+import { cli, liveCliEnv } from '../support/cli';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -206,7 +206,7 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
 
   it('pg-extract start --max-file-rows from the CLI writes bounded batch files', async () => {
     await withWorker(async ({ taskQueue }) => {
-      const env = { TEMPORAL_ADDRESS: live().temporal.address, PG_EXTRACT_TASK_QUEUE: taskQueue, PG_EXTRACT_OUT_DIR: live().outRoot };
+      const env = liveCliEnv(taskQueue);
       const started = await cli(
         ['start', '--table', table, '--partitions', '2', '--max-file-rows', '4000', '--max-file-bytes', '1MiB', '--wait', '--json'],
         env,
