@@ -12,6 +12,7 @@ import type { ExtractionResult } from '../contract/extraction-types';
 import { confinedPath } from '../storage/output-root';
 import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../contract/s3-url';
+import { splitNameList } from '../contract/identifiers';
 import { parseCommitReport } from '../contract/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../contract/extraction-input';
 import { runWorkerFromEnv } from '../worker/worker';
@@ -50,7 +51,7 @@ function countArg(value: string): number {
 }
 
 function listArg(value: string): string[] {
-  return value.split(',');
+  return splitNameList(value);
 }
 
 function repeatArg(value: string, previous: string[] | undefined): string[] {
@@ -146,7 +147,7 @@ program
         exclude: opts.exclude,
         maxInFlight: opts.maxInFlight,
         key: opts.key,
-        columns: opts.columns === undefined ? undefined : String(opts.columns).split(','),
+        columns: opts.columns === undefined ? undefined : splitNameList(String(opts.columns)),
         compression: opts.compression,
         rowGroupRows: opts.rowGroupRows,
         maxFileBytes: opts.maxFileBytes,

@@ -47,6 +47,27 @@ export function parseTableName(input: string, field = 'table'): { schema: string
   return names;
 }
 
+/**
+ * Splits a comma-separated list of names as a user types it (`--tables`, `--columns`): commas
+ * inside double quotes belong to the name (`"a,b".t`), as in PostgreSQL. The parts are returned as
+ * typed, for {@link parseTableName} or {@link parseColumnName} to check.
+ */
+export function splitNameList(list: string): string[] {
+  const parts: string[] = [];
+  let part = '';
+  let quoted = false;
+  for (const ch of list) {
+    // A doubled "" inside quotes toggles twice: still quoted.
+    if (ch === '"') quoted = !quoted;
+    if (ch === ',' && !quoted) {
+      parts.push(part);
+      part = '';
+    } else part += ch;
+  }
+  parts.push(part);
+  return parts;
+}
+
 /** A column name as given by a user: a plain identifier (folded) or a double-quoted one. */
 export function parseColumnName(input: string, field: string): string {
   if (typeof input !== 'string' || !new RegExp(`^${NAME_PART}$`).test(input)) {

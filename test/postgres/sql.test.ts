@@ -1,7 +1,7 @@
 /** SQL safety: one quoting helper, literal composition, snapshot id format, user-given names. */
 import assert from 'node:assert/strict';
 import { ErrorCode } from '../../src/errors';
-import { isSnapshotId, parseColumnName, parseTableName } from '../../src/contract/identifiers';
+import { isSnapshotId, parseColumnName, parseTableName, splitNameList } from '../../src/contract/identifiers';
 import { quoteIdent, quoteLiteral, snapshotIdLiteral } from '../../src/postgres/sql';
 
 describe('SQL safety', () => {
@@ -38,6 +38,20 @@ describe('SQL safety', () => {
     assert.deepEqual(parseTableName('"Sales"."Order ""X"""'), { schema: 'Sales', table: 'Order "X"' });
     assert.deepEqual(parseTableName('orders'), { schema: 'public', table: 'orders' });
     assert.equal(parseColumnName('"Mixed Case"', 'key'), 'Mixed Case');
+  });
+
+  it('splits a typed list of names on the commas outside double quotes', () => {
+    assert.deepEqual(splitNameList('s.a,s.b'), ['s.a', 's.b']);
+    const quoted = '"a,b".t,s."x ""y,z"""';
+    assert.deepEqual(splitNameList(quoted), ['"a,b".t', 's."x ""y,z"""']);
+    assert.deepEqual(
+      splitNameList(quoted).map((n) => parseTableName(n)),
+      [
+        { schema: 'a,b', table: 't' },
+        { schema: 's', table: 'x "y,z"' },
+      ],
+    );
+    assert.deepEqual(splitNameList('a,,b'), ['a', '', 'b'], 'an empty name is kept, for the parser to refuse');
   });
 
   for (const bad of ['a.b.c', 'a;b', "a'b", 'a b', '1abc', '"unterminated', 'a.', '.b', 'a--b', 'a/*b*/']) {
