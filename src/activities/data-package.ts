@@ -61,7 +61,6 @@ export function createDataPackageActivities({ stores, sourceUrl }: Pick<ExtractD
     async writeSetDataPackage(raw: SetDataPackageRequest): Promise<DataPackageFile> {
       return withFailures(async () => {
         const req = parseActivityRequest(setDataPackageRequestSchema, raw);
-        const paths = req.tables.map((t) => inPackageFolder(req.name, t.files));
         const client = await openSession(sourceUrl(req.input.source), 'partition');
         try {
           const { result: tables } = await readInSnapshot(
@@ -70,7 +69,10 @@ export function createDataPackageActivities({ stores, sourceUrl }: Pick<ExtractD
             (snapshot) => snapshot.resolve(req.tables),
           );
           const resources = tables.map((t, i) =>
-            dataPackageResource({ schema: t.schema, table: t.table, columns: sourceColumns(t), primaryKey: t.primaryKey, paths: paths[i]! }, req.input),
+            dataPackageResource(
+              { schema: t.schema, table: t.table, columns: sourceColumns(t), primaryKey: t.primaryKey, paths: req.tables[i]!.files },
+              req.input,
+            ),
           );
           return await storePackage(stores, req.name, dataPackage(runLabel(req.input), new Date().toISOString(), resources));
         } finally {

@@ -177,6 +177,7 @@ program
         return;
       }
       // The built-in loader is the target owner: the run ends with its load, so that is what --wait waits for.
+      process.stderr.write(`extracted; loading into ${input.target.name}…\n`);
       const result = (await handle.result()) as ExtractionResult;
       if (opts.json) console.log(JSON.stringify({ ...manifestJson(manifest), load: result.load, terminalReceipt: result.terminalReceipt }));
       else {
@@ -184,10 +185,11 @@ program
         printReceipt(result.terminalReceipt);
       }
       if (result.terminalReceipt.outcome !== 'success') {
-        const outcome = result.load?.outcome ?? 'no load';
+        // `unknown`: the COMMIT's answer was lost, so the load may have committed; the files are kept as evidence.
+        const what = result.load?.outcome === 'unknown' ? 'may or may not have committed' : 'did not commit';
         process.exitCode = printFailure(
           result.load?.reason ?? ErrorCode.WORKFLOW_FAILED,
-          `the load into ${input.target.name} did not commit (${outcome}); the run ended ${result.terminalReceipt.outcome}`,
+          `the load into ${input.target.name} ${what} (${result.load?.outcome ?? 'no load'}); the run ended ${result.terminalReceipt.outcome}`,
         );
       }
     });

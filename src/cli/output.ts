@@ -50,7 +50,11 @@ export function printManifest(m: Manifest, then: string): void {
     console.log(
       `  ${f.table ? `${f.table} ` : ''}part ${String(f.partition).padStart(4)}  ${String(f.rows).padStart(10)} rows  ${String(f.bytes).padStart(12)} B  ${f.sha256.slice(0, 12)}…  ${f.path}`,
     );
-  if (m.dataPackage) console.log(`  package ${m.dataPackage.path} (types and CSV dialect; pg-extract reader ${m.workflowId} --engine duckdb)`);
+  if (m.dataPackage) {
+    const tables = tableTotals(m);
+    const pick = tables.length > 1 ? ` --table ${tables[0]!.table}` : '';
+    console.log(`  package ${m.dataPackage.path} (types and CSV dialect; pg-extract reader ${m.workflowId} --engine duckdb${pick})`);
+  }
   console.log(`  total ${m.totals.rows} rows, ${m.totals.bytes} bytes; ${then}`);
 }
 

@@ -23,6 +23,13 @@ export const relativeNameSchema = z
   .max(2048)
   .refine((v) => !v.includes('\0') && !v.startsWith('/'), 'a relative file name');
 
+/** A file's name within its folder: no separator, not `.` or `..`. */
+const baseNameSchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .refine((v) => !/[/\\\0]/.test(v) && v !== '.' && v !== '..', 'a file name without a folder');
+
 /** The run's input, parsed again on the activity's side of the boundary (its own coded errors). */
 const inputSchema = z.unknown().transform((raw) => parseExtractionInput(raw));
 
@@ -138,9 +145,9 @@ export const setDataPackageRequestSchema = z.strictObject({
   snapshotId: snapshotIdSchema,
   snapshotDigest: snapshotDigestSchema,
   source: sourceIdentitySchema,
-  /** Each table as planned, with its files' names in partition order. */
+  /** Each table as planned, with its files' base names (in the package's folder) in partition order. */
   tables: z
-    .array(z.strictObject({ table: planTableSchema, key: splitKeySchema.nullable(), files: z.array(relativeNameSchema).min(1).max(10_000) }))
+    .array(z.strictObject({ table: planTableSchema, key: splitKeySchema.nullable(), files: z.array(baseNameSchema).min(1).max(10_000) }))
     .min(1)
     .max(MAX_TABLES),
 });

@@ -1,19 +1,27 @@
 /**
- * Scratch folders of Parquet conversions, under the worker's TMPDIR and named for its pid: a
- * conversion removes its own on every path, but a killed worker cannot, so a worker starting
- * removes those whose process is gone (a live pid, ours or another worker's, is left alone).
+ * Scratch folders of Parquet conversions, under the worker's TMPDIR, named for the host and pid
+ * of the worker that made them: a conversion removes its own on every path, but a killed worker
+ * cannot. A worker starting (before it runs anything) removes its host's folders whose process is
+ * gone, and those of its own pid (a restarted container's worker is often pid 1 again); folders of
+ * another host sharing the TMPDIR, or of a live process, are left alone.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** `pg-extract-parquet-<pid>-<random>`. */
 export const SCRATCH_PREFIX = 'pg-extract-parquet-';
-const SCRATCH_NAME = new RegExp(`^${SCRATCH_PREFIX}(\\d+)-`);
+
+/** The host part of a name: letters, digits, `.` and `-` only. */
+const safeHost = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');
+
+/** `pg-extract-parquet-<host>+<pid>-`: the start of this process's scratch folders' names (`+` is in no host part). */
+export function scratchPrefix(pid = process.pid, host = hostname()): string {
+  return `${SCRATCH_PREFIX}${safeHost(host)}+${pid}-`;
+}
 
 /** A new scratch folder of this process; the caller removes it. */
 export function makeScratch(): Promise<string> {
-  return mkdtemp(join(tmpdir(), `${SCRATCH_PREFIX}${process.pid}-`));
+  return mkdtemp(join(tmpdir(), scratchPrefix()));
 }
 
 function isAlive(pid: number): boolean {
@@ -26,12 +34,22 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Removes the scratch folders in `dir` whose process no longer runs; returns their names. */
-export async function sweepOrphanedScratch(dir = tmpdir()): Promise<string[]> {
-  const orphaned = (await readdir(dir)).filter((name) => {
-    const pid = SCRATCH_NAME.exec(name)?.[1];
-    return pid !== undefined && !isAlive(Number(pid));
-  });
-  for (const name of orphaned) await rm(join(dir, name), { recursive: true, force: true });
-  return orphaned;
+/**
+ * Removes this host's scratch folders in `dir` left by processes that are gone or by this pid's
+ * earlier life; call it before this process converts anything. Returns the names removed; a folder
+ * that cannot be removed (another user's) is left and named in `failed`.
+ */
+export async function sweepOrphanedScratch(dir = tmpdir(), host = hostname()): Promise<{ removed: string[]; failed: string[] }> {
+  const mine = new RegExp(`^${`${SCRATCH_PREFIX}${safeHost(host)}`.replace(/\./g, '\\.')}\\+(\\d+)-`);
+  const removed: string[] = [];
+  const failed: string[] = [];
+  for (const name of await readdir(dir)) {
+    const pid = Number(mine.exec(name)?.[1] ?? Number.NaN);
+    if (Number.isNaN(pid) || (pid !== process.pid && isAlive(pid))) continue;
+    await rm(join(dir, name), { recursive: true, force: true }).then(
+      () => removed.push(name),
+      () => failed.push(name),
+    );
+  }
+  return { removed, failed };
 }

@@ -145,5 +145,13 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
 
 export function dataPackage(name: string, created: string, resources: DataPackageResource[]): DataPackage {
   const tabular = resources.every((r) => r.profile === 'tabular-data-resource');
-  return { profile: tabular ? 'tabular-data-package' : 'data-package', name: name.toLowerCase().replace(/[^-a-z0-9._]/g, '_'), created, resources };
+  // Resource names must be unique; two tables can fold to one (`s."Orders"` and `s.orders`): later ones get -2, -3, …
+  const taken = new Set<string>();
+  const unique = resources.map((r) => {
+    let resourceName = r.name;
+    for (let n = 2; taken.has(resourceName); n++) resourceName = `${r.name}-${n}`;
+    taken.add(resourceName);
+    return resourceName === r.name ? r : { ...r, name: resourceName };
+  });
+  return { profile: tabular ? 'tabular-data-package' : 'data-package', name: name.toLowerCase().replace(/[^-a-z0-9._]/g, '_'), created, resources: unique };
 }

@@ -135,7 +135,8 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       ...(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES ? { maxConcurrentActivities: maxConcurrentActivities(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES) } : {}),
     });
     const swept = await sweepOrphanedScratch();
-    if (swept.length) logger.info({ swept }, 'removed the Parquet scratch folders of workers that are gone');
+    if (swept.removed.length) logger.info({ removed: swept.removed }, 'removed the Parquet scratch folders of workers that are gone');
+    if (swept.failed.length) logger.warn({ failed: swept.failed }, 'could not remove Parquet scratch folders of workers that are gone');
     if (!hasWorkerRuntimeSettings()) {
       logger.warn(`started without the worker's memory settings; start it with ${describeWorkerRuntimeSettings()} for a lower peak RSS`);
     }

@@ -9,6 +9,15 @@ import { NON_RETRYABLE_CODES } from '../errors';
 
 export const WAIT_FOR_CANCELLED_COPIES = 'wait-for-cancelled-copies';
 
+/** The run's retry policy for activities that write its files: coded failures that cannot pass are not retried. */
+function fileRetry(input: ExtractionInput) {
+  return {
+    maximumAttempts: input.partitionRetry.maximumAttempts,
+    initialInterval: input.partitionRetry.initialIntervalMs,
+    nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
+  };
+}
+
 export function extractActivities(input: ExtractionInput) {
   return proxyActivities<MainActivities>({
     // A cancelled copy is waited for until it has stopped writing (it discards its temp file), so
@@ -16,11 +25,19 @@ export function extractActivities(input: ExtractionInput) {
     cancellationType: patched(WAIT_FOR_CANCELLED_COPIES) ? ActivityCancellationType.WAIT_CANCELLATION_COMPLETED : ActivityCancellationType.TRY_CANCEL,
     startToCloseTimeout: input.timeouts.partitionStartToCloseMs,
     heartbeatTimeout: input.timeouts.partitionHeartbeatMs,
-    retry: {
-      maximumAttempts: input.partitionRetry.maximumAttempts,
-      initialInterval: input.partitionRetry.initialIntervalMs,
-      nonRetryableErrorTypes: [...NON_RETRYABLE_CODES],
-    },
+    retry: fileRetry(input),
+  });
+}
+
+/**
+ * Writing a set's data package (short, no heartbeat): a cancelled write is waited for until it has
+ * ended, so an attempt's discard never races a package that lands after it.
+ */
+export function packageActivities(input: ExtractionInput) {
+  return proxyActivities<MainActivities>({
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    startToCloseTimeout: '1 minute',
+    retry: fileRetry(input),
   });
 }
 

@@ -3,9 +3,10 @@
  * snapshot, at most `maxInFlight` at a time, and returns the batch's files: a big table's range by
  * copyPartition, a group of small tables' ranges by one copyTables (one file per range all the same). The parent runs one
  * batch after another, so its own history grows by a few events per batch, not per partition,
- * and the run stays within Temporal's history limits however many tables it takes.
+ * and the run stays within Temporal's history limits however many tables it takes. What a batch
+ * has copied so far is its `batchStatus` query and its Web UI details, which add no history.
  */
-import { setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { setHandler } from '@temporalio/workflow';
 import { batchStatusQuery } from '../contract/definitions';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { BatchStatus, ManifestFile } from '../contract/extraction-types';
@@ -14,7 +15,7 @@ import type { SplitKey } from '../contract/partition-range';
 import type { PartitionRange } from '../contract/partition-range';
 import type { SourceIdentity } from '../contract/partition-range';
 import { extractActivities } from './activity-stubs';
-import { grouped, humanBytes } from './visibility';
+import { grouped, humanBytes, showDetails } from './visibility';
 
 /** One planned range of one table, and the file it goes to. */
 export interface BatchItem {
@@ -68,19 +69,13 @@ export async function inFlight<T, R>(items: readonly T[], limit: number, work: (
 
 const tableName = (item: BatchItem) => `${item.table.schema}.${item.table.table}`;
 
-/** The batch's progress as its parent's status shows a run's, in Web UI's current details (state only: no command). */
+/** The batch's progress in Web UI, as its parent shows the run's. */
 function showBatch(progress: BatchStatus): void {
-  setCurrentDetails(
-    [
-      '**copy batch**',
-      '',
-      '| measure | value |',
-      '|---|---|',
-      `| partitions | ${progress.partitionsDone}/${progress.partitionsTotal} |`,
-      `| rows | ${grouped(progress.rows)} |`,
-      `| bytes | ${humanBytes(progress.bytes)} |`,
-    ].join('\n'),
-  );
+  showDetails('**copy batch**', [
+    ['partitions', `${progress.partitionsDone}/${progress.partitionsTotal}`],
+    ['rows', grouped(progress.rows)],
+    ['bytes', humanBytes(progress.bytes)],
+  ]);
 }
 
 export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<ManifestFile[]> {

@@ -12,7 +12,7 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
 import { withoutTables } from '../contract/table-selection';
-import { quick } from './activity-stubs';
+import { packageActivities, quick } from './activity-stubs';
 import type { AttemptEvents, AttemptScope } from './attempts';
 import { groupSmallTables } from '../planning/table-groups';
 import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
@@ -34,6 +34,11 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
     return stem;
   });
   return (table, partition) => `${scope.folder}/${stems[table]}.part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
+}
+
+/** The last part of a file name (workflow code: no node:path). */
+function baseName(name: string): string {
+  return name.slice(name.lastIndexOf('/') + 1);
 }
 
 /** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
@@ -118,17 +123,18 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
       });
       // The package reads each table's column types inside the snapshot, so it is written before the receipt completes it.
       const dataPackage = copyScope.run(async () => {
-        const files = await copy;
-        if (!patched(SET_DATA_PACKAGE) || files.length === 0) return null;
+        await copy;
+        if (!patched(SET_DATA_PACKAGE)) return null;
         const packageName = `${scope.folder}/${DATA_PACKAGE_FILE}`;
         events.writes(packageName);
-        return quick.writeSetDataPackage({
+        return packageActivities(input).writeSetDataPackage({
           input,
           name: packageName,
           snapshotId: plan.snapshotId,
           snapshotDigest: plan.snapshotDigest,
           source: plan.source,
-          tables: planned.map((t, i) => ({ table: plan.tables[i]!.table, key: plan.tables[i]!.key, files: t.items.map((item) => item.name) })),
+          // Base names: the files are in the package's folder (a set's request names every file once).
+          tables: planned.map((t, i) => ({ table: plan.tables[i]!.table, key: plan.tables[i]!.key, files: t.items.map((item) => baseName(item.name)) })),
         });
       });
       return { ranges: items.length, files: copy, settled: dataPackage.catch(() => undefined), dataPackage };

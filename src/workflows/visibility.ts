@@ -24,9 +24,12 @@ export function publishStatus(status: ExtractionStatus): void {
     ['attempt', String(status.attempt)],
     ['outcome', status.outcome ?? '—'],
   ];
-  setCurrentDetails(
-    [`**${status.table}** — phase \`${status.phase}\``, '', '| measure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n'),
-  );
+  showDetails(`**${status.table}** — phase \`${status.phase}\``, rows);
+}
+
+/** Web UI's current details: a title and a two-column table, one measure a row (state only: no command). */
+export function showDetails(title: string, rows: [string, string][]): void {
+  setCurrentDetails([title, '', '| measure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n'));
 }
 
 /** 1234567 → `1,234,567`. */

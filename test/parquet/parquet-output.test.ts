@@ -17,7 +17,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { projectRoot } from '../../devenv/project-root';
-import { SCRATCH_PREFIX } from '../../src/parquet/scratch';
+import { scratchPrefix } from '../../src/parquet/scratch';
 import type { DataPackage } from '../../src/readers/data-package';
 import { commitUpdate } from '../../src/contract/definitions';
 import { cli, liveCliEnv } from '../support/cli';
@@ -172,7 +172,7 @@ async function expectedRows(table: string): Promise<unknown[][]> {
 }
 
 async function scratchLeft(): Promise<string[]> {
-  return (await readdir(tmpdir())).filter((n) => n.startsWith(`${SCRATCH_PREFIX}${process.pid}-`));
+  return (await readdir(tmpdir())).filter((n) => n.startsWith(scratchPrefix()));
 }
 
 describe('Parquet output (live, read back by pyarrow)', function () {

@@ -1,22 +1,24 @@
 /**
- * A killed worker cannot remove its Parquet scratch folders; the next worker to start removes the
- * folders of processes that are gone and leaves those of live ones (its own, another worker's).
+ * A killed worker cannot remove its Parquet scratch folders; the next worker to start on the host
+ * removes those of processes that are gone and of its own pid's earlier life, and leaves live
+ * processes' folders and other hosts' alone.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCRATCH_PREFIX, sweepOrphanedScratch } from '../../src/parquet/scratch';
+import { scratchPrefix, sweepOrphanedScratch } from '../../src/parquet/scratch';
 
 describe('Parquet scratch folders', () => {
-  it('a worker starting removes the folders of dead workers only', async () => {
+  it('a worker starting removes its host’s folders of dead processes and of its own pid, and no others', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pg-extract-scratch-test-'));
     // A process that has exited: its pid is free (a reuse within these milliseconds would only keep the folder).
     const dead = spawnSync(process.execPath, ['-e', '']).pid;
-    const names = [`${SCRATCH_PREFIX}${dead}-a1b2c3`, `${SCRATCH_PREFIX}${process.pid}-d4e5f6`, `${SCRATCH_PREFIX}1-g7h8i9`, 'unrelated-folder'];
-    for (const name of names) await mkdir(join(dir, name, 'inner'), { recursive: true });
-    assert.deepEqual(await sweepOrphanedScratch(dir), [names[0]]);
-    assert.deepEqual((await readdir(dir)).sort(), names.slice(1).sort(), 'a live pid (ours, pid 1) and other folders stay');
+    const gone = [`${scratchPrefix(dead)}a1b2c3`, `${scratchPrefix()}d4e5f6`];
+    const kept = [`${scratchPrefix(1)}g7h8i9`, `${scratchPrefix(dead, `other-${hostname()}`)}j1k2l3`, 'unrelated-folder'];
+    for (const name of [...gone, ...kept]) await mkdir(join(dir, name, 'inner'), { recursive: true });
+    assert.deepEqual((await sweepOrphanedScratch(dir)).removed.sort(), gone.sort());
+    assert.deepEqual((await readdir(dir)).sort(), kept.sort(), 'a live pid (pid 1), another host and other folders stay');
   });
 });

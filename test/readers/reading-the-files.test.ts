@@ -252,10 +252,11 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
 
   it("a set's run writes one datapackage.json with a resource per table, types read in the snapshot; the reader picks a table", async () => {
     await admin().query(
-      `DROP TABLE IF EXISTS dp.u; CREATE TABLE dp.u (id int PRIMARY KEY, t_id bigint REFERENCES dp.t, note text); INSERT INTO dp.u SELECT g, 1 + g % ${ROWS}, 'n' || g FROM generate_series(1, 40) g`,
+      `DROP TABLE IF EXISTS dp.u; CREATE TABLE dp.u (id int PRIMARY KEY, t_id bigint REFERENCES dp.t, note text); INSERT INTO dp.u SELECT g, 1 + g % ${ROWS}, 'n' || g FROM generate_series(1, 40) g; DROP TABLE IF EXISTS dp."U"; CREATE TABLE dp."U" (id int PRIMARY KEY); INSERT INTO dp."U" VALUES (1), (2), (3)`,
     );
     await withWorker(async ({ taskQueue }) => {
-      const handle = await start(taskQueue, { tables: ['dp.t', 'dp.u'] });
+      // dp."U" folds to the same resource name as dp.u: the package names it apart.
+      const handle = await start(taskQueue, { tables: ['dp.t', 'dp.u', 'dp."U"'] });
       const manifest = await waitForManifest(handle);
       const receipt = manifest.dataPackage!;
       assert.ok(receipt, 'a set has a data package');
@@ -263,13 +264,14 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       const body = await readFile(receipt.path);
       assert.equal(receipt.sha256, createHash('sha256').update(body).digest('hex'));
       const pkg = JSON.parse(body.toString('utf8')) as DataPackage;
-      assert.deepEqual(pkg.resources.map((r) => r.pgTable).sort(), ['dp.t', 'dp.u']);
+      assert.deepEqual(pkg.resources.map((r) => r.pgTable).sort(), ['dp.U', 'dp.t', 'dp.u']);
+      assert.equal(new Set(pkg.resources.map((r) => r.name)).size, 3, `unique resource names: ${pkg.resources.map((r) => r.name).join(', ')}`);
       for (const resource of pkg.resources) {
         const files = manifest.files.filter((f) => f.table === resource.pgTable).map((f) => basename(f.path));
         assert.deepEqual(resource.path, files, `${resource.pgTable}: its own files, in partition order`);
         const types = await admin().query<{ name: string; type: string }>(
-          `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 ORDER BY attnum`,
-          [resource.pgTable],
+          `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass AND attnum > 0 ORDER BY attnum`,
+          resource.pgTable.split('.'),
         );
         assert.deepEqual(
           resource.schema.fields.map((f) => [f.name, f.pgType]),
@@ -285,7 +287,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       assert.equal(report.valid, true, validated.stdout);
       assert.deepEqual(
         report.tasks.map((t) => t.stats.rows).sort((a, b) => a - b),
-        [ROWS, 40],
+        [3, ROWS, 40],
       );
 
       const env = liveCliEnv(taskQueue);
