@@ -42,10 +42,8 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
               {
                 format: req.input,
                 sink: (i) => sinks.sink(req.ranges[i]!.name),
-                onFile: (i) => {
-                  progress.ranges = i + 1;
-                  ctx.heartbeat(progress);
-                },
+                // The heartbeat timer sends it; a heartbeat per file cost the worker's main thread about 0.1 ms a file.
+                onFile: (i) => (progress.ranges = i + 1),
                 onBytes: (bytes) => (progress.bytes = bytes),
                 signal: ctx.cancellationSignal,
               },
