@@ -3,6 +3,7 @@
  * one file (and one manifest entry) per range exactly as copyPartition writes it. It heartbeats
  * the ranges done; a retry first removes whatever an earlier try of the group left under its
  * files' names (committed files and temp files of a killed worker), so it rewrites the group whole.
+ * Its files are one sink batch: their folder is checked once and fsynced once, before they are reported.
  */
 import { Context } from '@temporalio/activity';
 import type { ManifestFile } from '../contract/extraction-types';
@@ -31,6 +32,7 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         try {
           if (ctx.info.attempt > 1) for (const { name } of req.ranges) await stores.of(name).removeStartingWith(name);
+          const sinks = stores.batch();
           const client = await openSession(sourceUrl(req.input.source), 'partition');
           try {
             const read = await copyTableGroup(
@@ -39,15 +41,14 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
               req.ranges,
               {
                 format: req.input,
-                sink: (i) => stores.of(req.ranges[i]!.name).sink(req.ranges[i]!.name),
-                onFile: (i) => {
-                  progress.ranges = i + 1;
-                  ctx.heartbeat(progress);
-                },
+                sink: (i) => sinks.sink(req.ranges[i]!.name),
+                // The heartbeat timer sends it; a heartbeat per file cost the worker's main thread about 0.1 ms a file.
+                onFile: (i) => (progress.ranges = i + 1),
                 onBytes: (bytes) => (progress.bytes = bytes),
                 signal: ctx.cancellationSignal,
               },
             );
+            await sinks.sync();
             const snapshotDigest = digestSourceToken(read.snapshotText);
             return read.files.map((file, i) => {
               countExtracted(file, 'partition');

@@ -1,7 +1,8 @@
 /**
  * An output file on a local disk: written to a temp name beside it (fsynced as it grows, by
  * {@link DurableFileSink}), then renamed into place and the folder fsynced, so the file exists
- * under its name only once complete and durable.
+ * under its name only once complete and durable. A sink of a batch leaves the folder's fsync to
+ * the batch, which does it once for all its files before they are reported.
  */
 import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
@@ -13,7 +14,7 @@ import type { OutputSink, StoredOutput } from './output-sink';
 /** Temp names of writers, `<final name>.tmp-<pid>-<8 hex>`: release sweeps them. */
 export const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
 
-async function fsyncDirectory(path: string): Promise<void> {
+export async function fsyncDirectory(path: string): Promise<void> {
   const handle = await open(path, 'r');
   try {
     await handle.sync();
@@ -27,10 +28,14 @@ export class LocalFileSink implements OutputSink {
   private writable: DurableFileSink | null = null;
   private committed = false;
 
-  /** @param mode the file's mode, whatever the umask. */
+  /**
+   * @param mode the file's mode, whatever the umask.
+   * @param syncFolder whether commit fsyncs the folder (false: the caller does, before reporting the file).
+   */
   constructor(
     readonly location: string,
     private readonly mode: number,
+    private readonly syncFolder = true,
   ) {
     this.temp = `${location}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
@@ -43,7 +48,7 @@ export class LocalFileSink implements OutputSink {
   async commit(): Promise<StoredOutput> {
     await rename(this.temp, this.location);
     this.committed = true;
-    await fsyncDirectory(dirname(this.location));
+    if (this.syncFolder) await fsyncDirectory(dirname(this.location));
     return { location: this.location, etag: null };
   }
 

@@ -16,9 +16,9 @@ import { FileReleaseAuthority, releaseErrorCode } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { OWNER_MARKER, folderOwner } from './output-owner';
 import { assertRealInside, checkOutputFile, confinedPath, prepareOutputFolder } from './output-root';
-import { LocalFileSink, TEMP_FILE } from './local-file-sink';
+import { LocalFileSink, TEMP_FILE, fsyncDirectory } from './local-file-sink';
 import type { OutputSink } from './output-sink';
-import type { OutputStore, ReleaseRequest } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
 
 export class LocalStore implements OutputStore {
   constructor(
@@ -32,16 +32,33 @@ export class LocalStore implements OutputStore {
 
   async sink(name: string): Promise<OutputSink> {
     const path = await checkOutputFile(this.root, name);
-    // The workflow prepared the folder on some worker's disk; not finding it here means this
-    // worker does not share that disk, and its file would be one no reader of the manifest sees.
-    if (
-      !(await stat(dirname(path)).then(
-        (s) => s.isDirectory(),
-        () => false,
-      ))
-    )
-      throw notVisible(name, "its folder was not prepared on this worker's disk");
+    await preparedHere(name, dirname(path));
     return new LocalFileSink(path, this.fileMode);
+  }
+
+  /**
+   * The folder of each name is checked through symlinks once: a file's own name needs no such
+   * check, since its temp file is created exclusively (never through a link) and the rename
+   * replaces whatever entry has the name.
+   */
+  batch(): SinkBatch {
+    const folders = new Map<string, Promise<void>>();
+    return {
+      sink: async (name) => {
+        const path = confinedPath(this.root, name);
+        const folder = dirname(path);
+        let checked = folders.get(folder);
+        if (!checked) {
+          checked = assertRealInside(this.root, folder, name).then(() => preparedHere(name, folder));
+          folders.set(folder, checked);
+        }
+        await checked;
+        return new LocalFileSink(path, this.fileMode, false);
+      },
+      sync: async () => {
+        for (const folder of folders.keys()) await fsyncDirectory(folder);
+      },
+    };
   }
 
   async removeStartingWith(namePrefix: string): Promise<void> {
@@ -83,6 +100,18 @@ export class LocalStore implements OutputStore {
     if (size !== bytes)
       throw notVisible(name, size === null ? 'it is not visible on the worker assembling the manifest' : `it is ${size} bytes there, not ${bytes}`);
   }
+}
+
+/**
+ * The workflow prepared the folder on some worker's disk; not finding it here means this worker
+ * does not share that disk, and its file would be one no reader of the manifest sees.
+ */
+async function preparedHere(name: string, folder: string): Promise<void> {
+  const isFolder = await stat(folder).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isFolder) throw notVisible(name, "its folder was not prepared on this worker's disk");
 }
 
 function notVisible(name: string, why: string): PgExtractError {

@@ -19,6 +19,14 @@ export interface ReleaseRequest {
   prefixes?: string[];
 }
 
+/** Sinks of outputs written one after another and reported together: see {@link OutputStore.batch}. */
+export interface SinkBatch {
+  /** A sink for the output `name` inside a prepared folder. */
+  sink(name: string): Promise<OutputSink>;
+  /** Makes the names of the outputs committed so far durable: call before reporting them. */
+  sync(): Promise<void>;
+}
+
 export interface OutputStore {
   /**
    * Makes `folder` ready for the run `owner` and proves the store usable (the bucket exists and the
@@ -27,6 +35,12 @@ export interface OutputStore {
   prepareFolder(folder: string, owner: string): Promise<void>;
   /** A sink for the output `name` inside a prepared folder. */
   sink(name: string): Promise<OutputSink>;
+  /**
+   * Sinks for many outputs written one after another and reported together (a group of small
+   * tables): each folder is checked once, not at every output, and the folders' new entries are
+   * made durable once, by {@link SinkBatch.sync}, not at every commit.
+   */
+  batch(): SinkBatch;
   /**
    * Removes every output, temp file and incomplete upload whose name starts with `namePrefix`
    * (a file name prefix inside a prepared folder): what an earlier try of a batched writer left.

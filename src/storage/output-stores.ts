@@ -6,7 +6,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { releaseErrorCode } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { LocalStore } from './local-store';
-import type { OutputStore, ReleaseRequest } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
 import { s3ClientFromEnv } from './s3-client';
 import { S3Store } from './s3-store';
 import { isS3Url } from '../contract/s3-url';
@@ -34,6 +34,26 @@ export class OutputStores {
   /** The store that holds `name` (a location, a folder or an output name). */
   of(name: string): OutputStore {
     return isS3Url(name) ? this.s3 : this.local;
+  }
+
+  /** A batch over both stores: each name's sink comes from its own store's batch (see {@link OutputStore.batch}). */
+  batch(): SinkBatch {
+    const batches = new Map<OutputStore, SinkBatch>();
+    const batchOf = (name: string): SinkBatch => {
+      const store = this.of(name);
+      let batch = batches.get(store);
+      if (!batch) {
+        batch = store.batch();
+        batches.set(store, batch);
+      }
+      return batch;
+    };
+    return {
+      sink: (name) => batchOf(name).sink(name),
+      sync: async () => {
+        for (const batch of batches.values()) await batch.sync();
+      },
+    };
   }
 
   /** Releases what `request` names, each item through its own store. */

@@ -10,7 +10,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import { FileReleaseAuthority } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputSink } from './output-sink';
-import type { OutputStore, ReleaseRequest } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { S3ObjectWriter } from './s3-object-writer';
 import { abortUploads, checkBucket, deleteObject, listObjects } from './s3-objects';
@@ -41,6 +41,11 @@ export class S3Store implements OutputStore {
 
   async sink(name: string): Promise<OutputSink> {
     return new S3ObjectWriter(this.client(), located(name, 'name'));
+  }
+
+  /** An object is durable at CompleteMultipartUpload: nothing is left for the batch to sync. */
+  batch(): SinkBatch {
+    return { sink: (name) => this.sink(name), sync: async () => undefined };
   }
 
   async removeStartingWith(namePrefix: string): Promise<void> {

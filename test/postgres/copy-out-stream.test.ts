@@ -77,9 +77,12 @@ describe('CopyOutStream (live PostgreSQL)', () => {
      * Reads like a file sink: holds each chunk until the next arrives, then hashes it and hands it
      * back `handBacks` times. A block reused while still held would change the bytes hashed.
      */
-    async function drainRecycling(stream: CopyOutStream, handBacks: number): Promise<{ bytes: number; sha256: string; buffers: number }> {
+    async function drainRecycling(
+      stream: CopyOutStream,
+      handBacks: number,
+      seen = new Set<ArrayBufferLike>(),
+    ): Promise<{ bytes: number; sha256: string; buffers: number }> {
       const hash = createHash('sha256');
-      const seen = new Set<ArrayBufferLike>();
       let bytes = 0;
       let held: Buffer | null = null;
       const release = (): void => {
@@ -117,6 +120,23 @@ describe('CopyOutStream (live PostgreSQL)', () => {
         });
       });
     }
+
+    it('serves the next COPY from the blocks an earlier one handed back, each with its own bytes', async () => {
+      await withClient(async (client) => {
+        const expected = await drain(client.query(referenceCopyTo(sql)));
+        const read = async (seen: Set<ArrayBufferLike>) => {
+          const { bytes, sha256 } = await drainRecycling(client.query(new CopyOutStream(sql)), 1, seen);
+          return { bytes, sha256 };
+        };
+        const [first, second] = [new Set<ArrayBufferLike>(), new Set<ArrayBufferLike>()];
+        assert.deepEqual(await read(first), expected);
+        assert.deepEqual(await read(second), expected);
+        assert.ok(
+          [...second].some((b) => first.has(b)),
+          'a block of the first COPY is reused by the second',
+        );
+      });
+    });
 
     it('never writes into a buffer it did not push', async () => {
       await withClient(async (client) => {

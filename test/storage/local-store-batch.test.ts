@@ -1,0 +1,55 @@
+/**
+ * A local sink batch (a group of small tables' files): each file appears under its name complete,
+ * with the bytes written, and the batch refuses a folder that was not prepared here or that leaves
+ * the root through a symlink, as a single sink does.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ErrorCode, errorCodeOf } from '../../src/errors';
+import { LocalStore } from '../../src/storage/local-store';
+import type { OutputSink } from '../../src/storage/output-sink';
+
+async function write(sink: OutputSink, text: string): Promise<void> {
+  await pipeline(Readable.from([Buffer.from(text)]), sink.open());
+  await sink.commit({ bytes: text.length, sha256: '' });
+}
+
+describe('LocalStore sink batch', () => {
+  let base: string;
+  let root: string;
+  let store: LocalStore;
+  beforeEach(async () => {
+    base = mkdtempSync(join(tmpdir(), 'pg-extract-batch-'));
+    root = join(base, 'root');
+    store = new LocalStore(root, 0o600);
+    await store.prepareFolder('run', 'owner-1');
+  });
+  afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+  it('writes each file under its name, complete, and leaves no temp file', async () => {
+    const batch = store.batch();
+    for (const i of [0, 1, 2]) await write(await batch.sink(`run/t${i}.part-0000.csv`), `rows of t${i}\n`);
+    await batch.sync();
+    for (const i of [0, 1, 2]) assert.equal(readFileSync(join(root, 'run', `t${i}.part-0000.csv`), 'utf8'), `rows of t${i}\n`);
+    assert.deepEqual(
+      readdirSync(join(root, 'run')).filter((f) => f.includes('.tmp-')),
+      [],
+    );
+  });
+
+  it('refuses a folder not prepared on this disk, for every name in it', async () => {
+    const batch = store.batch();
+    for (const name of ['elsewhere/a.csv', 'elsewhere/b.csv']) {
+      await assert.rejects(batch.sink(name), (err) => errorCodeOf(err) === ErrorCode.OUTPUT_NOT_VISIBLE);
+    }
+  });
+
+  it('refuses a folder that leaves the root through a symlink', async () => {
+    symlinkSync(mkdtempSync(join(base, 'outside-')), join(root, 'escape'));
+    await assert.rejects(store.batch().sink('escape/a.csv'), (err) => errorCodeOf(err) === ErrorCode.OUTPUT_PATH_ESCAPES_ROOT);
+  });
+});
