@@ -69,7 +69,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
   const main = await Worker.create({
     ...common,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities({
       stores,
       sourceUrl: options.sourceUrl,

@@ -23,11 +23,12 @@ describe('observability (live)', function () {
   this.timeout(90_000);
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it('the worker logs pino JSON and serves our counters beside Temporal metrics on PG_EXTRACT_METRICS_ADDRESS', async () => {
+  it('the worker, started as a user starts it (it bundles its own workflows), logs pino JSON and serves our counters beside Temporal metrics on PG_EXTRACT_METRICS_ADDRESS', async () => {
     const table = await seedMixedTable('observe', 3_000);
     const taskQueue = `observe-${randomUUID()}`;
     const address = `127.0.0.1:${await freePort()}`;
-    const worker = await spawnWorker(taskQueue, { PG_EXTRACT_METRICS_ADDRESS: address, PG_EXTRACT_LOG_LEVEL: 'info' });
+    // No prebuilt bundle: the worker finds its workflow code itself, as `pg-extract worker` and the Docker image do.
+    const worker = await spawnWorker(taskQueue, { PG_EXTRACT_METRICS_ADDRESS: address, PG_EXTRACT_LOG_LEVEL: 'info', PG_EXTRACT_WORKFLOW_BUNDLE: '' });
     try {
       const handle = await startExtraction(live().temporal.client, { table, partitions: 3 }, { taskQueue });
       await waitForManifest(handle);
