@@ -94,7 +94,6 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
     scope,
     (control, attemptKey) => control.awaitSnapshotPlan(attemptKey),
     async (plan, copyScope) => {
-      await quick.prepareOutputFolder(scope.folder);
       const batched = fileBoundsOf(input) !== null;
       const names = batched ? [] : plan.ranges.map((_, i) => fileName(scope, i, input));
       events.planned({

@@ -1,10 +1,11 @@
 /**
  * An attempt on a held snapshot: ask a worker for its holder queue, hold the snapshot there, wait
- * for its plan, copy (the caller's part), and complete the receipt on the holder. Whenever the
+ * for its plan while the attempt's folder is prepared, copy (the caller's part), and complete the
+ * receipt on the holder. Whenever the
  * hold ends before completion the attempt fails as the holder's failure (SNAPSHOT_LOST), and every
  * reader of the snapshot is stopped before the caller discards the attempt's files.
  */
-import { CancellationScope, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
@@ -14,6 +15,8 @@ import type { AttemptScope } from './attempts';
 import { asHolderFailure } from './failure-kind';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
+
+export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
 
 /** The copy under way: its files, and a promise that settles once every reader has stopped. */
 export interface Copying {
@@ -45,6 +48,10 @@ export async function onHeldSnapshot<P extends HeldPlan>(
 ): Promise<Manifest> {
   const { workflowId, runId } = workflowInfo();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
+  // The attempt's folder is prepared while the holder exports and plans: two round trips fewer
+  // before the first copy. Runs started before prepare it after the plan, and replay so.
+  const folderReady = patched(PREPARE_FOLDER_WHILE_PLANNING) ? quick.prepareOutputFolder(scope.folder) : null;
+  folderReady?.catch(() => undefined);
   const queue = await quick.holderTaskQueue();
   const holder = holderActivities(queue, input);
   const holdScope = new CancellationScope();
@@ -65,6 +72,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   try {
     const plan = await Promise.race([awaitPlan(holder.control, attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
     planReceived = true;
+    await (folderReady ?? quick.prepareOutputFolder(scope.folder));
     const copying = await copy(plan, copyScope, attemptKey);
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);

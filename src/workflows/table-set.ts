@@ -12,7 +12,7 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
 import { withoutTables } from '../contract/table-selection';
-import { packageActivities, quick } from './activity-stubs';
+import { packageActivities } from './activity-stubs';
 import type { AttemptEvents, AttemptScope } from './attempts';
 import { groupSmallTables } from '../planning/table-groups';
 import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
@@ -70,7 +70,6 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
     scope,
     (control, attemptKey) => control.awaitSnapshotSetPlan(attemptKey),
     async (plan, copyScope, attemptKey) => {
-      await quick.prepareOutputFolder(scope.folder);
       const name = fileNamer(
         scope,
         input,

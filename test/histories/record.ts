@@ -59,6 +59,16 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('partitioned, its folder prepared while the holder plans, committed', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'folder-while-planning-committed', { partitions: 2 });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('folder-while-planning-committed', handle);
+    });
+  });
+
   it('partitioned as batched files, committed', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'batched-committed', { partitions: 2, maxFileRows: 4_000 });

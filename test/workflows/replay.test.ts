@@ -42,6 +42,7 @@ describe('recorded histories replay on the current workflow code', function () {
       'table-set-loaded',
       'table-groups-committed',
       'table-set-package-committed',
+      'folder-while-planning-committed',
     ]) {
       assert.ok(names.includes(`${name}.json`), `${name}.json is recorded`);
     }
