@@ -8,10 +8,11 @@ import { patched, workflowInfo } from '@temporalio/workflow';
 import { fileExtension } from '../contract/formats';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { Manifest, ManifestFile } from '../contract/extraction-types';
+import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
+import type { SourceColumn } from '../contract/source-column';
 import { batchFileName, fileBoundsOf } from '../contract/file-bounds';
 import { runLabel } from '../contract/table-selection';
-import { extractActivities, quick } from './activity-stubs';
+import { extractActivities, packageActivities, quick } from './activity-stubs';
 import { onHeldSnapshot, totals } from './held-snapshot';
 
 /** Which attempt, and the folder its files go to. */
@@ -88,6 +89,9 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   };
 }
 
+/** A partitioned run's data package is written while its receipt completes; runs started before write it after. */
+export const PACKAGE_WHILE_COMPLETING = 'package-while-completing';
+
 export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   return onHeldSnapshot(
     input,
@@ -124,9 +128,37 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
         }),
       );
       // In partition order, each partition's files in batch order.
-      return { ranges: partitions.length, files: Promise.all(partitions).then((done) => done.flat()), settled: Promise.allSettled(partitions) };
+      const files = Promise.all(partitions).then((done) => done.flat());
+      // The package needs the files and the plan's columns, not the snapshot: it is written while the receipt
+      // completes, not after (runs started before write it after the attempt, and replay so).
+      const { columns, primaryKey } = plan;
+      if (!patched(PACKAGE_WHILE_COMPLETING) || !columns || !primaryKey) return { ranges: partitions.length, files, settled: Promise.allSettled(partitions) };
+      const dataPackage = copyScope.run(async () =>
+        writeOneTablePackage(packageActivities(input), input, scope, { files: await files, columns, primaryKey }, events),
+      );
+      return { ranges: partitions.length, files, settled: Promise.allSettled([...partitions, dataPackage]), dataPackage, packageBesideReceipt: true };
     },
   );
+}
+
+/** A one-table package: its files (named as the attempt named them) and the plan's columns; none without files. */
+async function writeOneTablePackage(
+  stub: Pick<ReturnType<typeof packageActivities>, 'writeDataPackage'>,
+  input: ExtractionInput,
+  scope: AttemptScope,
+  { files, columns, primaryKey }: { files: readonly ManifestFile[]; columns: SourceColumn[]; primaryKey: string[] },
+  events: AttemptEvents,
+): Promise<DataPackageFile | null> {
+  if (files.length === 0) return null;
+  const name = `${scope.folder}/${DATA_PACKAGE_FILE}`;
+  events.writes(name);
+  return stub.writeDataPackage({
+    input,
+    name,
+    files: files.map((f) => (f.batch === undefined ? fileName(scope, f.partition, input) : batchFileName(partitionPrefix(scope, f.partition), f.batch, input))),
+    columns,
+    primaryKey,
+  });
 }
 
 /**
@@ -134,18 +166,9 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
  * the attempt: planned before it is written, so a failed attempt discards it with the files.
  */
 export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest, events: AttemptEvents): Promise<Manifest> {
-  // Runs started before data packages replay without this activity.
-  if (!patched('data-package') || !manifest.columns || !manifest.primaryKey || manifest.files.length === 0) return manifest;
-  const name = `${scope.folder}/${DATA_PACKAGE_FILE}`;
-  events.writes(name);
-  const dataPackage = await quick.writeDataPackage({
-    input,
-    name,
-    files: manifest.files.map((f) =>
-      f.batch === undefined ? fileName(scope, f.partition, input) : batchFileName(partitionPrefix(scope, f.partition), f.batch, input),
-    ),
-    columns: manifest.columns,
-    primaryKey: manifest.primaryKey,
-  });
-  return { ...manifest, dataPackage };
+  // Runs started before data packages replay without this activity; a package written by the attempt is there already.
+  if (!patched('data-package') || manifest.dataPackage || !manifest.columns || !manifest.primaryKey) return manifest;
+  const { columns, primaryKey, files } = manifest;
+  const dataPackage = await writeOneTablePackage(quick, input, scope, { files, columns, primaryKey }, events);
+  return dataPackage ? { ...manifest, dataPackage } : manifest;
 }

@@ -24,8 +24,10 @@ export interface Copying {
   ranges: number;
   files: Promise<ManifestFile[]>;
   settled: Promise<unknown>;
-  /** The data package the copy wrote while the snapshot was held (a set's); one table's is written after. */
+  /** The data package the copy writes: a set's reads the snapshot, so the receipt completes after it. */
   dataPackage?: Promise<DataPackageFile | null>;
+  /** The package reads nothing of the snapshot (one table's): the receipt completes while it is written. */
+  packageBesideReceipt?: boolean;
 }
 
 /** What the manifest takes from a plan: one table's has its columns and primary key, a set's has neither. */
@@ -76,14 +78,19 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     const copying = await copy(plan, copyScope, attemptKey);
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);
-    const dataPackage = (await Promise.race([copying.dataPackage ?? Promise.resolve(null), holdEnded])) ?? null;
-    const receipt = await holder.control
-      .completeSnapshot({
-        attemptKey,
-        evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })),
-        rangesRead: copying.ranges,
-      })
-      .catch((err) => Promise.reject(asHolderFailure(err, true)));
+    const packaged = async () => (await Promise.race([copying.dataPackage ?? Promise.resolve(null), holdEnded])) ?? null;
+    const complete = () =>
+      holder.control
+        .completeSnapshot({
+          attemptKey,
+          evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })),
+          rangesRead: copying.ranges,
+        })
+        .catch((err) => Promise.reject(asHolderFailure(err, true)));
+    // Beside the receipt the package needs no hold, which ends once the receipt completes: it is not raced with the hold.
+    const [dataPackage, receipt] = copying.packageBesideReceipt
+      ? await Promise.all([copying.dataPackage!.then((p) => p ?? null), complete()])
+      : [await packaged(), await complete()];
     await held.catch(() => undefined);
     return {
       workflowId,

@@ -59,10 +59,10 @@ describe('record workflow histories', function () {
     });
   });
 
-  it('partitioned, its folder prepared while the holder plans, committed', async () => {
+  it('partitioned, its folder prepared while the holder plans and its package written while the receipt completes, committed', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'folder-while-planning-committed', { partitions: 2 });
-      await waitForManifest(handle);
+      assert.ok((await waitForManifest(handle)).dataPackage, 'a data package');
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
       await save('folder-while-planning-committed', handle);
