@@ -14,9 +14,12 @@ export const SCRATCH_PREFIX = 'pg-extract-parquet-';
 /** The host part of a name: letters, digits, `.` and `-` only. */
 const safeHost = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');
 
-/** `pg-extract-parquet-<host>+<pid>-`: the start of this process's scratch folders' names (`+` is in no host part). */
+/** `pg-extract-parquet-<host>+`: the start of a host's scratch folders' names (`+` is in no host part). */
+const hostPrefix = (host: string): string => `${SCRATCH_PREFIX}${safeHost(host)}+`;
+
+/** `pg-extract-parquet-<host>+<pid>-`: the start of this process's scratch folders' names. */
 export function scratchPrefix(pid = process.pid, host = hostname()): string {
-  return `${SCRATCH_PREFIX}${safeHost(host)}+${pid}-`;
+  return `${hostPrefix(host)}${pid}-`;
 }
 
 /** A new scratch folder of this process; the caller removes it. */
@@ -40,12 +43,12 @@ function isAlive(pid: number): boolean {
  * that cannot be removed (another user's) is left and named in `failed`.
  */
 export async function sweepOrphanedScratch(dir = tmpdir(), host = hostname()): Promise<{ removed: string[]; failed: string[] }> {
-  const mine = new RegExp(`^${`${SCRATCH_PREFIX}${safeHost(host)}`.replace(/\./g, '\\.')}\\+(\\d+)-`);
+  const mine = hostPrefix(host);
   const removed: string[] = [];
   const failed: string[] = [];
   for (const name of await readdir(dir)) {
-    const pid = Number(mine.exec(name)?.[1] ?? Number.NaN);
-    if (Number.isNaN(pid) || (pid !== process.pid && isAlive(pid))) continue;
+    const pid = name.startsWith(mine) ? /^(\d+)-/.exec(name.slice(mine.length))?.[1] : undefined;
+    if (pid === undefined || (Number(pid) !== process.pid && isAlive(Number(pid)))) continue;
     await rm(join(dir, name), { recursive: true, force: true }).then(
       () => removed.push(name),
       () => failed.push(name),

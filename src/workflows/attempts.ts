@@ -133,10 +133,10 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
       // completes, not after (runs started before write it after the attempt, and replay so).
       const { columns, primaryKey } = plan;
       if (!patched(PACKAGE_WHILE_COMPLETING) || !columns || !primaryKey) return { ranges: partitions.length, files, settled: Promise.allSettled(partitions) };
-      const dataPackage = copyScope.run(async () =>
+      const packageBesideReceipt = copyScope.run(async () =>
         writeOneTablePackage(packageActivities(input), input, scope, { files: await files, columns, primaryKey }, events),
       );
-      return { ranges: partitions.length, files, settled: Promise.allSettled([...partitions, dataPackage]), dataPackage, packageBesideReceipt: true };
+      return { ranges: partitions.length, files, settled: Promise.allSettled([...partitions, packageBesideReceipt]), packageBesideReceipt };
     },
   );
 }

@@ -24,10 +24,10 @@ export interface Copying {
   ranges: number;
   files: Promise<ManifestFile[]>;
   settled: Promise<unknown>;
-  /** The data package the copy writes: a set's reads the snapshot, so the receipt completes after it. */
-  dataPackage?: Promise<DataPackageFile | null>;
-  /** The package reads nothing of the snapshot (one table's): the receipt completes while it is written. */
-  packageBesideReceipt?: boolean;
+  /** A data package that reads the snapshot (a set's): the receipt completes after it, while the hold lasts. */
+  packageInHold?: Promise<DataPackageFile | null>;
+  /** A data package that reads nothing of the snapshot (one table's): the receipt completes while it is written. */
+  packageBesideReceipt?: Promise<DataPackageFile | null>;
 }
 
 /** What the manifest takes from a plan: one table's has its columns and primary key, a set's has neither. */
@@ -78,19 +78,19 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     const copying = await copy(plan, copyScope, attemptKey);
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);
-    const packaged = async () => (await Promise.race([copying.dataPackage ?? Promise.resolve(null), holdEnded])) ?? null;
-    const complete = () =>
+    const inHold = await Promise.race([copying.packageInHold ?? Promise.resolve(null), holdEnded]);
+    // The package beside the receipt needs no hold, which ends once the receipt completes: it is not raced with the hold.
+    const [beside, receipt] = await Promise.all([
+      copying.packageBesideReceipt ?? Promise.resolve(null),
       holder.control
         .completeSnapshot({
           attemptKey,
           evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })),
           rangesRead: copying.ranges,
         })
-        .catch((err) => Promise.reject(asHolderFailure(err, true)));
-    // Beside the receipt the package needs no hold, which ends once the receipt completes: it is not raced with the hold.
-    const [dataPackage, receipt] = copying.packageBesideReceipt
-      ? await Promise.all([copying.dataPackage!.then((p) => p ?? null), complete()])
-      : [await packaged(), await complete()];
+        .catch((err) => Promise.reject(asHolderFailure(err, true))),
+    ]);
+    const dataPackage = inHold ?? beside;
     await held.catch(() => undefined);
     return {
       workflowId,

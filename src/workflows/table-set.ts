@@ -121,7 +121,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         return files;
       });
       // The package reads each table's column types inside the snapshot, so it is written before the receipt completes it.
-      const dataPackage = copyScope.run(async () => {
+      const packageInHold = copyScope.run(async () => {
         await copy;
         if (!patched(SET_DATA_PACKAGE)) return null;
         const packageName = `${scope.folder}/${DATA_PACKAGE_FILE}`;
@@ -136,7 +136,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
           tables: planned.map((t, i) => ({ table: plan.tables[i]!.table, key: plan.tables[i]!.key, files: t.items.map((item) => baseName(item.name)) })),
         });
       });
-      return { ranges: items.length, files: copy, settled: dataPackage.catch(() => undefined), dataPackage };
+      return { ranges: items.length, files: copy, settled: packageInHold.catch(() => undefined), packageInHold };
     },
   );
 }
