@@ -31,6 +31,7 @@ import type { ExtractionRequest } from '../src/contract/extraction-input';
 import { workerProcessEnv } from '../src/worker/runtime';
 import { BENCH_COLUMNS, createBenchTable } from './bench-table';
 import { seedTableSet, tableSetRows } from './table-set';
+import { reapedChildrenCpuSeconds, treeCpuSeconds } from './cpu-time';
 
 const run = promisify(execFile);
 
@@ -63,6 +64,8 @@ interface Result {
   rowsPerSecond: number;
   mbPerSecond: number;
   peakRssMb: number | null;
+  /** Median CPU seconds of a run: PostgreSQL's backends, the client (our worker or the baseline's tools), the Temporal server. */
+  cpuSeconds: { server: number; client: number; temporal: number };
   ratioToBestBaseline?: number;
 }
 
@@ -117,7 +120,7 @@ async function main(): Promise<void> {
   const s3 = await startS3();
   try {
     await s3.createBucket('bench');
-    await measure(pg.url, temporal.address, s3.env, scratch);
+    await measure(pg.url, { address: temporal.address, pid: temporal.process?.pid ?? null }, s3.env, scratch);
   } finally {
     await s3.stop();
     await temporal.stop();
@@ -126,9 +129,20 @@ async function main(): Promise<void> {
   }
 }
 
-async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<string, string>, scratch: string): Promise<void> {
+/** The postmaster's pid: the parent of any backend. */
+async function postmasterPid(url: string): Promise<number> {
+  const pg = new PgClient({ connectionString: url });
+  await pg.connect();
+  try {
+    const backend = Number((await pg.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    return Number(readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+  } finally {
+    await pg.end();
+  }
+}
+
+async function measure(pgUrl: string, temporal: { address: string; pid: number | null }, s3Env: Record<string, string>, scratch: string): Promise<void> {
   const pg = { url: pgUrl };
-  const temporal = { address: temporalAddress };
   console.error(`seeding ${ROWS} rows…`);
   await seed(pg.url, 'bench', ROWS);
   await seed(pg.url, 'bench_empty', 0);
@@ -229,6 +243,17 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       kind: 'baseline',
       once: async () => (await psql(`COPY (SELECT * FROM bench.t) TO '/dev/null' (FORMAT csv)`), { bytes: 0 }),
     },
+    // What the server alone spends formatting the rows on two sessions: the floor under any two-session client, per format.
+    ...(['csv', 'binary'] as const).map((format): Method => ({
+      name: `server COPY ${format} TO '/dev/null' ×2 (hand-split)`,
+      kind: 'baseline',
+      async once() {
+        const step = Math.ceil(ROWS / 2);
+        const range = (i: number) => `id > ${i * step} AND id <= ${(i + 1) * step}`;
+        await Promise.all([0, 1].map((i) => psql(`COPY (SELECT * FROM bench.t WHERE ${range(i)}) TO '/dev/null' (FORMAT ${format})`)));
+        return { bytes: 0 };
+      },
+    })),
     {
       name: 'psql \\copy (one session)',
       kind: 'baseline',
@@ -350,14 +375,24 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
     console.error(`seeding ${SET_LABEL} (${ROWS} rows)…`);
     await seedTableSet(pg.url, SET_SCHEMA, tableSetRows(SET_TABLES, ROWS));
   }
-  const times = new Map<string, { seconds: number[]; bytes: number; rss: number[] }>();
+  const postmaster = await postmasterPid(pg.url);
+  /** CPU seconds so far of the server, the client side of method `m`, and Temporal. */
+  const cpuNow = (m: Method) => ({
+    server: treeCpuSeconds(postmaster),
+    client: m.kind === 'ours' ? treeCpuSeconds(worker.pid!) : reapedChildrenCpuSeconds(),
+    temporal: temporal.pid === null ? 0 : treeCpuSeconds(temporal.pid),
+  });
+  const times = new Map<string, { seconds: number[]; bytes: number; rss: number[]; cpu: { server: number[]; client: number[]; temporal: number[] } }>();
   for (let r = 0; r < RUNS; r++) {
     for (const m of methods) {
+      const cpu0 = cpuNow(m);
       const t0 = process.hrtime.bigint();
       const { bytes, peakRssMb: rss } = await m.once();
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-      const entry = times.get(m.name) ?? { seconds: [], bytes, rss: [] };
+      const cpu1 = cpuNow(m);
+      const entry = times.get(m.name) ?? { seconds: [], bytes, rss: [], cpu: { server: [], client: [], temporal: [] } };
       entry.seconds.push(seconds);
+      for (const k of ['server', 'client', 'temporal'] as const) entry.cpu[k].push(cpu1[k] - cpu0[k]);
       if (rss !== undefined) entry.rss.push(rss);
       times.set(m.name, entry);
       console.error(`run ${r + 1}/${RUNS}  ${m.name.padEnd(40)} ${seconds.toFixed(2)} s`);
@@ -425,6 +460,11 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
       rowsPerSecond: Math.round(ROWS / med),
       mbPerSecond: Number((e.bytes / 1e6 / med).toFixed(1)),
       peakRssMb: e.rss.length ? Math.round(Math.max(...e.rss)) : null,
+      cpuSeconds: {
+        server: Number(median(e.cpu.server).toFixed(2)),
+        client: Number(median(e.cpu.client).toFixed(2)),
+        temporal: Number(median(e.cpu.temporal).toFixed(2)),
+      },
     };
   });
   // The schema's rows are measured against the schema's baselines, the single table's against its own.
@@ -503,10 +543,14 @@ async function measure(pgUrl: string, temporalAddress: string, s3Env: Record<str
   };
 
   console.log(`\n${ROWS} rows, median of ${RUNS} interleaved runs — ${summary.machine}\n`);
-  console.log('| method | median s | rows/s | MB/s | × best baseline | worker peak RSS MB |');
-  console.log('|---|---|---|---|---|---|');
-  for (const r of results)
-    console.log(`| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} |`);
+  console.log('| method | median s | rows/s | MB/s | × best baseline | worker peak RSS MB | CPU s: server | client | Temporal |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    const { server, client: tools, temporal: temporalCpu } = r.cpuSeconds;
+    console.log(
+      `| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} | ${server} | ${tools} | ${r.kind === 'ours' ? temporalCpu : ''} |`,
+    );
+  }
   console.log(`\noverhead: an empty 2-partition run ${empty2.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
   if (scaling) {
     console.log(
