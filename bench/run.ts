@@ -218,7 +218,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     async once() {
       resetPeakRss(worker.pid!);
       const handle = await startExtraction(client, { ...selection, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
-      const manifest = await waitForManifest(handle, 50);
+      const manifest = await waitForManifest(handle);
       // With a target the built-in loader is the target owner; otherwise we answer for one.
       if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();

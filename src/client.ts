@@ -7,7 +7,7 @@ import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
 import { runLabel } from './contract/table-selection';
-import { SearchAttributes, batchStatusQuery, commitUpdate, manifestQuery, statusQuery } from './contract/definitions';
+import { SearchAttributes, batchStatusQuery, commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery } from './contract/definitions';
 import { type ExtractionRequest, parseExtractionInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
@@ -43,10 +43,13 @@ export async function startExtraction(
 }
 
 /**
- * Polls until the manifest exists (awaiting the target commit) or the run has closed. `onPoll`
- * sees every poll's manifest (null until it exists), e.g. to draw progress.
+ * Waits until the manifest exists (awaiting the target commit) or the run has closed. Without
+ * `onPoll` it waits in one update call (manifestReady) and then reads the manifest; a run that
+ * closed or failed first, or one started before that update existed, is read by polling as
+ * before. `onPoll` sees every poll's manifest (null until it exists), e.g. to draw progress.
  */
 export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPoll?: (manifest: Manifest | null) => Promise<void>): Promise<Manifest> {
+  if (!onPoll) await handle.executeUpdate(manifestReadyUpdate).catch(() => false);
   for (;;) {
     const manifest = await handle.query(manifestQuery).catch(() => null);
     await onPoll?.(manifest);

@@ -14,6 +14,13 @@ export const DEFAULT_TASK_QUEUE = 'pg-extract';
 export const targetCommitSignal = defineSignal<[TargetCommit]>('targetCommit');
 /** The target owner reports its commit and receives the terminal receipt. */
 export const commitUpdate = defineUpdate<ArtifactTerminalReceipt, [TargetCommit]>('commit');
+/**
+ * Returns true once the manifest exists, so a client waits with one call instead of polling the
+ * query (each poll costs the worker and the server a workflow query); the client then reads the
+ * manifest with {@link manifestQuery}. Returning a flag, not the manifest, keeps a large set's
+ * manifest out of the history, where an update's result is stored.
+ */
+export const manifestReadyUpdate = defineUpdate<boolean>('manifestReady');
 /** The manifest of the completed extraction (null until then). */
 export const manifestQuery = defineQuery<Manifest | null>('manifest');
 /** Phase and progress. */

@@ -1,11 +1,12 @@
 /**
- * The run's handlers: status and manifest queries, the commit signal and the commit update. They
- * read the run's state and record the first commit report; the update answers with the terminal
- * receipt once it exists.
+ * The run's handlers: status and manifest queries, the manifest-ready update, the commit signal and
+ * the commit update. They read the run's state and record the first commit report; the commit
+ * update answers with the terminal receipt once it exists.
  */
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { ApplicationFailure, condition, log, patched, setHandler } from '@temporalio/workflow';
 import { type TargetCommit, commitReportSchema, parseCommitReport } from '../contract/commit-report';
-import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal } from '../contract/definitions';
+import { commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery, targetCommitSignal } from '../contract/definitions';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 import { ErrorCode } from '../errors';
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
@@ -48,6 +49,8 @@ export function setRunHandlers(state: RunState): void {
   const { status } = state;
   setHandler(statusQuery, () => status);
   setHandler(manifestQuery, () => state.manifest);
+  // A run that fails before its manifest leaves the waiter's update unfinished: its client then reads the failure.
+  setHandler(manifestReadyUpdate, async () => condition(() => state.manifest !== null).then(() => true), { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON });
   setHandler(targetCommitSignal, (raw) => {
     const report = signalledCommit(raw);
     if (!report) return;

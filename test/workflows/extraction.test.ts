@@ -245,6 +245,25 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     );
   });
 
+  it('waitForManifest waits in one manifestReady update instead of polling; a run that fails first rejects it with its failure', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 2 });
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.files.length, 2);
+      const events = (await handle.fetchHistory()).events ?? [];
+      const accepted = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'manifestReady');
+      assert.equal(accepted.length, 1, 'one update, accepted before the manifest existed');
+      assert.ok(
+        events.some((e) => e.workflowExecutionUpdateCompletedEventAttributes),
+        'the update completed with the manifest',
+      );
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+
+      const failing = await start(taskQueue, { table: 'wf.does_not_exist', partitions: 2 });
+      await assert.rejects(waitForManifest(failing), (err: unknown) => err instanceof WorkflowFailedError && /TABLE_NOT_FOUND/.test(JSON.stringify(err.cause)));
+    });
+  });
+
   it('bad input fails the run with a stable, non-retryable type and leaves nothing behind', async () => {
     await admin().query('SELECT 1');
     await withWorker(async ({ taskQueue }) => {
