@@ -6,7 +6,8 @@
  * the writer waits, so backpressure still reaches the COPY.
  *
  * Each byte is copied once and hashed once: the part's SHA-256 goes with UploadPart (the server
- * rejects a part whose bytes differ) and the part digests give the whole object's checksum. A
+ * rejects a part whose bytes differ), signs the payload (the SDK would hash every byte again for
+ * SigV4) and the part digests give the whole object's checksum. A
  * failed upload destroys the stream at once, even while nothing is being written, and once the
  * stream is destroyed no request starts, so a discard that waits for {@link settled} aborts an
  * upload that nothing adds to any more.
@@ -25,11 +26,24 @@ interface UploadedPart {
   ChecksumSHA256: string;
 }
 
-/** A closed part: its bytes (valid until its buffer is reused), number and base64 SHA-256. */
+/** A closed part: its bytes (valid until its buffer is reused), number and SHA-256. */
 interface ClosedPart {
   body: Buffer;
   partNumber: number;
-  checksum: string;
+  digest: Buffer;
+}
+
+/** A command whose request SigV4 signs with `digest` as the payload's SHA-256 instead of hashing the body again. */
+function signedWith<C extends UploadPartCommand | PutObjectCommand>(command: C, digest: Buffer): C {
+  const hex = digest.toString('hex');
+  (command.middlewareStack as PutObjectCommand['middlewareStack']).add(
+    (next) => (args) => {
+      (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = hex;
+      return next(args);
+    },
+    { step: 'build' },
+  );
+  return command;
 }
 
 type Sent = { ETag?: string; UploadId?: string };
@@ -122,16 +136,17 @@ export class MultipartStream extends Writable {
     this.shipped = this.part;
     this.part = null;
     this.filled = 0;
-    return { body, partNumber: this.partNumber++, checksum: digest.toString('base64') };
+    return { body, partNumber: this.partNumber++, digest };
   }
 
   /** Parts upload one after another, so part 1's upload creates the multipart upload for all. */
-  private async uploadPart({ body, partNumber: PartNumber, checksum: ChecksumSHA256 }: ClosedPart): Promise<void> {
+  private async uploadPart({ body, partNumber: PartNumber, digest }: ClosedPart): Promise<void> {
     const { bucket: Bucket, key: Key } = this.object;
     this.uploadId ??=
       (await this.send(new CreateMultipartUploadCommand({ Bucket, Key, ChecksumAlgorithm: 'SHA256' }), 'starting the upload of')).UploadId ?? null;
+    const ChecksumSHA256 = digest.toString('base64');
     const sent = await this.send(
-      new UploadPartCommand({ Bucket, Key, UploadId: this.uploadId!, PartNumber, Body: body, ContentLength: body.length, ChecksumSHA256 }),
+      signedWith(new UploadPartCommand({ Bucket, Key, UploadId: this.uploadId!, PartNumber, Body: body, ContentLength: body.length, ChecksumSHA256 }), digest),
       `uploading part ${PartNumber} of`,
     );
     this.parts.push({ PartNumber, ETag: sent.ETag ?? '', ChecksumSHA256 });
@@ -142,8 +157,11 @@ export class MultipartStream extends Writable {
     const { bucket: Bucket, key: Key } = this.object;
     if (this.partNumber === 1) {
       // Smaller than one part: a single PutObject is atomic too.
-      const { body, checksum } = this.closePart();
-      const put = await this.send(new PutObjectCommand({ Bucket, Key, Body: body, ContentLength: body.length, ChecksumSHA256: checksum }), 'storing');
+      const { body, digest } = this.closePart();
+      const put = await this.send(
+        signedWith(new PutObjectCommand({ Bucket, Key, Body: body, ContentLength: body.length, ChecksumSHA256: digest.toString('base64') }), digest),
+        'storing',
+      );
       this.etag = put.ETag ?? null;
     } else {
       if (this.filled > 0) await this.uploadPart(this.closePart());
