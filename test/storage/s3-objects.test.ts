@@ -116,6 +116,15 @@ describe('S3 objects (live SeaweedFS)', function () {
     assert.equal(await pendingUploads(client, 'grow/'), 0);
   });
 
+  it('an object of exactly one part is a 1-part upload whose composite server checksum (-1) is ours', async () => {
+    const data = bytes(5);
+    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'one/part-0000.csv' }, { firstPartSize: 5 * MiB });
+    await pipeline(data.stream(), writer.open());
+    const stored = await writer.commit({ bytes: data.size, sha256: data.sha256 });
+    assert.match(stored.etag ?? '', /^[0-9a-f]{32}-1$/);
+    assert.equal(await readBack(client, 'one/part-0000.csv'), data.sha256);
+  });
+
   it('a part that fails while the next fills fails the stream at once, and discard leaves no upload behind', async () => {
     const failing = await s3Client();
     breakSignaturesFromPart(failing, 2);
