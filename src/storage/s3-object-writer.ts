@@ -1,7 +1,7 @@
 /**
  * Streams one object into S3 so that it becomes visible only when complete: a multipart upload
  * whose CompleteMultipartUpload is the atomic step (one PutObject for an object smaller than a
- * part). The bytes go through {@link MultipartStream}: parts start at 8 MiB and grow (see
+ * part). The bytes go through {@link MultipartStream}: parts start at 5 MiB and grow (see
  * s3-part-sizes), one uploads while the next fills.
  *
  * Why not @aws-sdk/lib-storage's Upload: it gathers each part from the stream's chunks and then

@@ -19,7 +19,7 @@ import { eventually } from '../support/eventually';
 const BUCKET = 'pgx-storage-test';
 const MiB = 1 << 20;
 /** The first part size the default plan uses (s3-part-sizes). */
-const FIRST_PART = 8 * MiB;
+const FIRST_PART = 5 * MiB;
 
 /** `blocks` blocks of `blockSize` random bytes (cheap to make, not compressible by accident). */
 function bytes(blocks: number, blockSize = MiB): { stream: () => Readable; sha256: string; size: number } {

@@ -6,11 +6,11 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 describe('S3 part sizes', () => {
-  it('start at 8 MiB, double every 1000 parts, stop at 128 MiB, and reach 640 GiB within 10 000 parts', () => {
+  it('start at 5 MiB, double every 1000 parts, stop at 128 MiB, and reach 640 GiB within 10 000 parts', () => {
     const sizes = new PartSizes();
     assert.deepEqual(
-      [1, 1000, 1001, 2001, 3001, 4001, 9000, 10_000].map((n) => sizes.of(n) / MiB),
-      [8, 8, 16, 32, 64, 128, 128, 128],
+      [1, 1000, 1001, 2001, 3001, 4001, 5001, 10_000].map((n) => sizes.of(n) / MiB),
+      [5, 5, 10, 20, 40, 80, 128, 128],
     );
     let total = 0;
     for (let n = 1; n <= S3_MAX_PARTS; n++) {
