@@ -1,24 +1,29 @@
 /**
  * The S3 room against a real S3 server (SeaweedFS): multipart objects that appear only when
- * complete, receipts of exactly the stored bytes, aborted uploads that leave nothing, checked
- * deletes, and coded errors for wrong credentials, a missing bucket and an unreachable endpoint.
+ * complete, parts that grow, receipts of exactly the stored bytes, aborted uploads that leave
+ * nothing (also after a part fails mid-way), checked deletes, and coded errors for wrong
+ * credentials, a missing bucket and an unreachable endpoint.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, ListMultipartUploadsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { errorCodeOf } from '../../src/errors';
 import { abortUploads, checkBucket, deleteObject, listObjects, objectExists } from '../../src/storage/s3-objects';
-import { MIN_PART_SIZE, S3ObjectWriter } from '../../src/storage/s3-object-writer';
+import { S3ObjectWriter } from '../../src/storage/s3-object-writer';
 import { s3Client, s3Service } from '../support/s3';
 import { eventually } from '../support/eventually';
 
 const BUCKET = 'pgx-storage-test';
+const MiB = 1 << 20;
+/** The first part size the default plan uses (s3-part-sizes). */
+const FIRST_PART = 5 * MiB;
 
-/** `blocks` blocks of 1 MiB of seeded bytes (cheap to make, not compressible by accident). */
-function bytes(blocks: number): { stream: () => Readable; sha256: string; size: number } {
-  const block = randomBytes(1 << 20);
+/** `blocks` blocks of `blockSize` random bytes (cheap to make, not compressible by accident). */
+function bytes(blocks: number, blockSize = MiB): { stream: () => Readable; sha256: string; size: number } {
+  const block = randomBytes(blockSize);
   const hash = createHash('sha256');
   for (let i = 0; i < blocks; i++) hash.update(block);
   return {
@@ -29,7 +34,7 @@ function bytes(blocks: number): { stream: () => Readable; sha256: string; size: 
         })(),
       ),
     sha256: hash.digest('hex'),
-    size: blocks << 20,
+    size: blocks * blockSize,
   };
 }
 
@@ -38,6 +43,35 @@ async function readBack(client: S3Client, key: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of got.Body as Readable) hash.update(chunk as Buffer);
   return hash.digest('hex');
+}
+
+/** The sizes of the parts `client` uploads, in the order it sends them. */
+function recordPartSizes(client: S3Client): number[] {
+  const sizes: number[] = [];
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      if (context.commandName === 'UploadPartCommand') sizes.push((args.input as { ContentLength: number }).ContentLength);
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  return sizes;
+}
+
+/** Makes `client` sign UploadPart requests from part `from` on wrongly, as a revoked credential would. */
+function breakSignaturesFromPart(client: S3Client, from: number): void {
+  // The deserialize step runs after signing, on the request as it will be sent.
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      const request = args.request as { headers: Record<string, string> };
+      if (context.commandName === 'UploadPartCommand' && (args.input as { PartNumber: number }).PartNumber >= from) {
+        const signed = request.headers.authorization!;
+        request.headers.authorization = signed.slice(0, -1) + (signed.endsWith('0') ? '1' : '0');
+      }
+      return next(args);
+    },
+    { step: 'deserialize' },
+  );
 }
 
 async function pendingUploads(client: S3Client, prefix: string): Promise<number> {
@@ -53,7 +87,7 @@ describe('S3 objects (live SeaweedFS)', function () {
   });
 
   it('a 3-part object appears only when complete, with the sha256 and the server checksum of what was written', async () => {
-    const data = bytes((MIN_PART_SIZE / (1 << 20)) * 2 + 3);
+    const data = bytes((FIRST_PART / MiB) * 2 + 3);
     const location = { bucket: BUCKET, key: 'big/part-0000.csv' };
     const writer = new S3ObjectWriter(client, location);
     let sawMidway = true;
@@ -68,6 +102,47 @@ describe('S3 objects (live SeaweedFS)', function () {
     assert.equal(await pendingUploads(client, 'big/'), 0);
   });
 
+  it('parts grow as planned, and an object of parts of different sizes reads back as written', async () => {
+    const recording = await s3Client();
+    const sent = recordPartSizes(recording);
+    // Blocks of 1 MiB + 3 bytes, so chunks straddle the part boundaries.
+    const data = bytes(36, MiB + 3);
+    const writer = new S3ObjectWriter(recording, { bucket: BUCKET, key: 'grow/part-0000.csv' }, { firstPartSize: 5 * MiB, partsPerSize: 2 });
+    await pipeline(data.stream(), writer.open());
+    const stored = await writer.commit({ bytes: data.size, sha256: data.sha256 });
+    assert.deepEqual(sent, [5 * MiB, 5 * MiB, 10 * MiB, 10 * MiB, data.size - 30 * MiB]);
+    assert.match(stored.etag ?? '', /^[0-9a-f]{32}-5$/, 'five parts');
+    assert.equal(await readBack(client, 'grow/part-0000.csv'), data.sha256);
+    assert.equal(await pendingUploads(client, 'grow/'), 0);
+  });
+
+  it('an object of exactly one part is a 1-part upload whose composite server checksum (-1) is ours', async () => {
+    const data = bytes(5);
+    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'one/part-0000.csv' }, { firstPartSize: 5 * MiB });
+    await pipeline(data.stream(), writer.open());
+    const stored = await writer.commit({ bytes: data.size, sha256: data.sha256 });
+    assert.match(stored.etag ?? '', /^[0-9a-f]{32}-1$/);
+    assert.equal(await readBack(client, 'one/part-0000.csv'), data.sha256);
+  });
+
+  it('a part that fails while the next fills fails the stream at once, and discard leaves no upload behind', async () => {
+    const failing = await s3Client();
+    breakSignaturesFromPart(failing, 2);
+    const writer = new S3ObjectWriter(failing, { bucket: BUCKET, key: 'fail/part-0000.csv' }, { firstPartSize: 5 * MiB });
+    const stream = writer.open();
+    const failed = once(stream, 'error');
+    // Part 1 uploads, part 2 is shipped and rejected; nothing more is written nor ended.
+    const block = randomBytes(MiB);
+    for (let i = 0; i < 11; i++) stream.write(block);
+    const [err] = (await failed) as [unknown];
+    assert.equal(errorCodeOf(err), 'S3_ACCESS_DENIED');
+    assert.match((err as Error).message, /uploading part 2 of s3:\/\/pgx-storage-test\/fail\/part-0000\.csv/);
+    assert.equal(await pendingUploads(client, 'fail/'), 1, 'the upload is there until discarded');
+    await writer.discard();
+    assert.equal(await pendingUploads(client, 'fail/'), 0);
+    assert.equal(await objectExists(client, writer.object), false);
+  });
+
   it('a server checksum that disagrees with ours fails the commit with S3_CHECKSUM_MISMATCH', async () => {
     const data = bytes(2);
     const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'mismatch/x.csv' });
@@ -79,13 +154,13 @@ describe('S3 objects (live SeaweedFS)', function () {
   });
 
   it('a discarded writer leaves neither an object nor an upload; a killed one is aborted by abortUploads', async () => {
-    const data = bytes(MIN_PART_SIZE / (1 << 20) + 8);
+    const data = bytes(FIRST_PART / MiB + 8);
     const discarded = new S3ObjectWriter(client, { bucket: BUCKET, key: 'gone/a.csv' });
     const source = data.stream();
     let sent = 0;
     source.on('data', (c: Buffer) => {
       sent += c.length;
-      if (sent > MIN_PART_SIZE + (4 << 20)) source.destroy(new Error('writer died'));
+      if (sent > FIRST_PART + 4 * MiB) source.destroy(new Error('writer died'));
     });
     await assert.rejects(pipeline(source, discarded.open()));
     await discarded.discard();
