@@ -1,13 +1,13 @@
 /**
  * Converts one PostgreSQL CSV file (no header, the session settings' text forms) into one Parquet
- * file with an in-process DuckDB: read_csv with every column as text, the casts of
+ * file with an in-process DuckDB: read_csv with the read types and casts of
  * {@link parquetColumn}, `COPY … TO (FORMAT parquet)` with the requested compression and row-group
  * size, and the columns' names and PostgreSQL types in the file's key-value metadata. DuckDB streams
  * the CSV and flushes a row group at a time, on one thread, so memory stays flat in table size.
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExportFormat } from '../contract/formats';
-import { dataPackageResource } from '../readers/data-package';
+import { type TableSchemaField, dataPackageResource } from '../readers/data-package';
 import { duckdbSelect, literal } from '../readers/duckdb';
 import type { SourceColumn } from '../contract/source-column';
 import { DEFAULT_PARQUET_COMPRESSION, DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
@@ -43,10 +43,11 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   const { csv, parquet, columns, format, scratch } = request;
   const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: false, gzip: false });
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
-  const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression, [
-    `max_line_size = ${MAX_ROW_BYTES}`,
-    `buffer_size = ${MAX_ROW_BYTES}`,
-  ]);
+  const reading = {
+    readType: (field: TableSchemaField) => byName.get(field.name)!.readType,
+    expression: (field: TableSchemaField) => byName.get(field.name)!.expression,
+  };
+  const select = duckdbSelect(resource, [csv], reading, [`max_line_size = ${MAX_ROW_BYTES}`, `buffer_size = ${MAX_ROW_BYTES}`]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
   const compression = format.compression ?? DEFAULT_PARQUET_COMPRESSION;
   // The input refuses it (src/contract/format-options.ts); gzip compresses CSV and binary files whole.
