@@ -8,7 +8,7 @@
  * fail with PARQUET_VALUE_UNREPRESENTABLE instead; intervals stay text (Parquet's INTERVAL holds
  * milliseconds, not PostgreSQL's microseconds); enums are plain strings. Integers, floats, boolean and
  * uuid are read by read_csv in their own type instead of as text and cast: the same values (NaN, ±Infinity
- * and -0 included), about 5% less of the conversion's CPU on the bench table. Pure.
+ * and -0 included), 2–5% less of the conversion's CPU on the bench table. Pure.
  */
 import { quoteIdent } from '../postgres/sql';
 import { directType, duckdbValue, literal } from '../readers/duckdb';
