@@ -15,6 +15,7 @@ import { isS3Url } from '../contract/s3-url';
 import { splitNameList } from '../contract/identifiers';
 import { parseCommitReport } from '../contract/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../contract/extraction-input';
+import { DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
 import { runWorkerFromEnv } from '../worker/worker';
 import { printError, printFailure } from './errors';
 import { followProgress } from './progress';
@@ -113,7 +114,7 @@ program
     '--compression <zstd|gzip|snappy|none>',
     'csv, binary: compress each file whole, zstd|gzip|none (default none); parquet: its columns, zstd|snappy|none (default zstd)',
   )
-  .option('--row-group-rows <N>', 'rows per Parquet row group (default 122880)', countArg)
+  .option('--row-group-rows <N>', `rows per Parquet row group (default ${DEFAULT_ROW_GROUP_ROWS})`, countArg)
   .option('--max-file-bytes <size>', 'batched files: each partition writes a sequence of files of at most this size as stored (e.g. 256MB, 1GiB)')
   .option('--max-file-rows <N>', 'batched files: at most N rows per file', Number)
   .option(

@@ -1,13 +1,13 @@
 /**
  * Converts one PostgreSQL CSV file (no header, the session settings' text forms) into one Parquet
- * file with an in-process DuckDB: read_csv with every column as text, the casts of
+ * file with an in-process DuckDB: read_csv with the read types and casts of
  * {@link parquetColumn}, `COPY … TO (FORMAT parquet)` with the requested compression and row-group
  * size, and the columns' names and PostgreSQL types in the file's key-value metadata. DuckDB streams
  * the CSV and flushes a row group at a time, on one thread, so memory stays flat in table size.
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExportFormat } from '../contract/formats';
-import { dataPackageResource } from '../readers/data-package';
+import { type TableSchemaField, dataPackageResource } from '../readers/data-package';
 import { duckdbSelect, literal } from '../readers/duckdb';
 import type { SourceColumn } from '../contract/source-column';
 import { DEFAULT_PARQUET_COMPRESSION, DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
@@ -20,6 +20,13 @@ const DUCKDB_MEMORY_LIMIT = '128MB';
 
 /** The longest row DuckDB reads (its default is 2 MiB); its CSV buffer must hold one, and a larger one only costs memory. */
 export const MAX_ROW_BYTES = 8 << 20;
+
+/**
+ * A row group also closes at this size, whatever its rows: DuckDB holds one row group, its encoded columns and their
+ * compressed pages in its 128 MB, so wide rows (a 150-row table of 1 MiB texts) failed with DuckDB's "Out of Memory
+ * Error" before, and still did at 32 MB.
+ */
+const ROW_GROUP_MAX_BYTES = '16MB';
 
 const CODECS = { zstd: 'zstd', snappy: 'snappy', none: 'uncompressed' } as const;
 
@@ -43,10 +50,11 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
   const { csv, parquet, columns, format, scratch } = request;
   const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: false, gzip: false });
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
-  const select = duckdbSelect(resource, [csv], (field) => byName.get(field.name)!.expression, [
-    `max_line_size = ${MAX_ROW_BYTES}`,
-    `buffer_size = ${MAX_ROW_BYTES}`,
-  ]);
+  const reading = {
+    readType: (field: TableSchemaField) => byName.get(field.name)!.readType,
+    expression: (field: TableSchemaField) => byName.get(field.name)!.expression,
+  };
+  const select = duckdbSelect(resource, [csv], reading, [`max_line_size = ${MAX_ROW_BYTES}`, `buffer_size = ${MAX_ROW_BYTES}`]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
   const compression = format.compression ?? DEFAULT_PARQUET_COMPRESSION;
   // The input refuses it (src/contract/format-options.ts); gzip compresses CSV and binary files whole.
@@ -58,6 +66,7 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
     // zstd's fastest level: about a quarter less conversion time than DuckDB's default (3) for files a few percent larger.
     ...(codec === 'zstd' ? ['COMPRESSION_LEVEL 1'] : []),
     `ROW_GROUP_SIZE ${format.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS}`,
+    `ROW_GROUP_SIZE_BYTES ${literal(ROW_GROUP_MAX_BYTES)}`,
     `KV_METADATA {${literal(PG_COLUMNS_KEY)}: ${literal(metadata)}}`,
   ];
   // One thread per partition (the partitions are the parallelism) and a memory cap: DuckDB otherwise keeps up to
@@ -68,7 +77,9 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
     threads: '1',
     memory_limit: DUCKDB_MEMORY_LIMIT,
     temp_directory: scratch,
-    preserve_insertion_order: 'true',
+    // DuckDB takes ROW_GROUP_SIZE_BYTES only without it; on its one thread the rows still leave in the CSV's order
+    // (checked on a million bench rows), and no order is promised beyond the COPY's own.
+    preserve_insertion_order: 'false',
   });
   try {
     const connection = await instance.connect();

@@ -1,5 +1,5 @@
 /**
- * An OutputSink over a named pipe that the worker's own DuckDB reads while the COPY writes into it
+ * The write end of a named pipe that the worker's own DuckDB reads while the COPY writes into it
  * (the CSV a Parquet file is made from): the conversion overlaps the COPY and no scratch CSV is
  * written or read back. The write end is opened only once DuckDB's read end is (see
  * {@link openFifoWhenRead}) and written as a libuv pipe on the event loop, never through the thread
@@ -12,7 +12,6 @@ import { Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { setTimeout } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import type { OutputSink, StoredOutput } from '../storage/output-sink';
 
 /** How often to look for the reader; DuckDB opens the pipe within milliseconds of starting its COPY. */
 const READER_POLL_MS = 5;
@@ -31,7 +30,7 @@ export async function openFifoWhenRead(path: string, signal: AbortSignal): Promi
   for (;;) {
     signal.throwIfAborted();
     try {
-      return new FifoSink(path, openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+      return new FifoSink(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
     }
@@ -39,13 +38,10 @@ export async function openFifoWhenRead(path: string, signal: AbortSignal): Promi
   }
 }
 
-export class FifoSink implements OutputSink {
+export class FifoSink {
   private readonly pipe: Socket;
 
-  constructor(
-    readonly location: string,
-    fd: number,
-  ) {
+  constructor(fd: number) {
     this.pipe = new Socket({ fd, readable: false, writable: true });
   }
 
@@ -66,12 +62,8 @@ export class FifoSink implements OutputSink {
     });
   }
 
-  async commit(): Promise<StoredOutput> {
-    return { location: this.location, etag: null };
-  }
-
   /** Closes the pipe (idempotent): the reader sees the end of what was written. */
-  async discard(): Promise<void> {
+  close(): void {
     this.pipe.destroy();
   }
 }

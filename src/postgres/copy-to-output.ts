@@ -13,18 +13,25 @@ import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
 
-/** Hashes and counts the bytes passing through (shared by every source that writes an output). */
-export class Digest extends Transform {
-  readonly hash = createHash('sha256');
+/** Counts the bytes passing through, reporting the running total (progress). */
+export class ByteCount extends Transform {
   bytes = 0;
   constructor(private readonly onBytes: (bytes: number) => void) {
     super();
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
     this.bytes += chunk.length;
     this.onBytes(this.bytes);
     done(null, chunk);
+  }
+}
+
+/** Hashes and counts the bytes passing through (shared by every source that writes an output). */
+export class Digest extends ByteCount {
+  readonly hash = createHash('sha256');
+  override _transform(chunk: Buffer, enc: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    super._transform(chunk, enc, done);
   }
 }
 
@@ -40,8 +47,7 @@ export interface CopyToOutputOptions {
 /**
  * Runs `copySql` on `client` and writes the stream into `sink`, then commits it. The caller owns
  * the transaction; the COPY's row count is on the returned stream once the next query on `client`
- * returns. If writing fails or is aborted mid-COPY, the session is still in COPY mode and can run
- * nothing else (not even ROLLBACK), so it is closed here; the server then rolls the transaction back.
+ * returns. A failure leaves no output (see {@link copyThrough} for the session).
  */
 export async function copyToOutput(
   client: Client,
@@ -49,26 +55,52 @@ export async function copyToOutput(
   sink: OutputSink,
   options: CopyToOutputOptions,
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
-  const source = client.query(new CopyOutStream(copySql));
-  // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
-  // destroys the stream (also an 'error') and leaves the protocol mid-COPY.
-  let serverFailed = false;
-  source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
   const digest = new Digest(options.onBytes ?? (() => undefined));
   try {
     // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
     // hand each back once written; a compressor's output is its own.
     const { compress } = options;
-    const writable = sink.open(compress ? undefined : (chunk) => source.recycle(chunk));
-    const stages = compress ? [source, compress, digest, writable] : [source, digest, writable];
-    await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
+    const source = await copyThrough(
+      client,
+      copySql,
+      (copy) => {
+        const writable = sink.open(compress ? undefined : (chunk) => copy.recycle(chunk));
+        return compress ? [compress, digest, writable] : [digest, writable];
+      },
+      options.signal,
+    );
     const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
     const stored = await sink.commit(written);
     return { ...written, ...stored, rowCount: () => source.rowCount };
   } catch (err) {
-    if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
     // The COPY's failure is the one to report; a partial output left behind is only a note on it.
     await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    throw err;
+  }
+}
+
+/**
+ * Runs `copySql` on `client` and pipes the stream through `stages` (the last one writes); returns
+ * the finished COPY stream. If writing fails or is aborted mid-COPY, the session is still in COPY
+ * mode and can run nothing else (not even ROLLBACK), so it is closed here; the server then rolls
+ * the transaction back.
+ */
+export async function copyThrough(
+  client: Client,
+  copySql: string,
+  stages: (source: CopyOutStream) => NodeJS.WritableStream[],
+  signal: AbortSignal | undefined,
+): Promise<CopyOutStream> {
+  const source = client.query(new CopyOutStream(copySql));
+  // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
+  // destroys the stream (also an 'error') and leaves the protocol mid-COPY.
+  let serverFailed = false;
+  source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
+  try {
+    await pipeline([source, ...stages(source)] as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], signal ? { signal } : {});
+    return source;
+  } catch (err) {
+    if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
     throw err;
   }
 }

@@ -30,6 +30,11 @@ const DIRECT: Record<string, string> = {
   uuid: 'UUID',
 };
 
+/** DuckDB's own type for a scalar PostgreSQL type whose text read_csv parses exactly as the cast does; undefined for others. */
+export function directType(base: string): string | undefined {
+  return DIRECT[base];
+}
+
 /** `numeric(p,s)` fits DECIMAL up to 38 digits; wider or unconstrained numeric stays exact as text, never DOUBLE. */
 function numericType(args: number[]): string | null {
   const [precision, scale = 0] = args;
@@ -90,24 +95,28 @@ export function duckdbExpression(field: TableSchemaField): string {
 export function duckdbStatement(resource: DataPackageResource, locations: string[]): string {
   // Parquet files carry their own names and types (README, "Parquet").
   if (resource.format === 'parquet') return `SELECT * FROM read_parquet([${locations.map(literal).join(', ')}]);`;
-  return `${duckdbSelect(resource, locations, duckdbExpression)};`;
+  return `${duckdbSelect(resource, locations, AS_TEXT)};`;
 }
 
 /** read_csv's names for a resource's compression. */
 const DUCKDB_COMPRESSIONS = { gz: 'gzip', zst: 'zstd', none: 'none' } as const;
 
-/** The same select without its `;`, with the select-list entries `expression` makes (the Parquet writer's differ). */
-export function duckdbSelect(
-  resource: DataPackageResource,
-  locations: string[],
-  expression: (field: TableSchemaField) => string,
-  readOptions: string[] = [],
-): string {
+/** How a select reads each field: read_csv's type for the field's text, and the select-list entry over that column. */
+export interface FieldReading {
+  readType(field: TableSchemaField): string;
+  expression(field: TableSchemaField): string;
+}
+
+/** This reader's: every field read as text and cast in the select list. */
+const AS_TEXT: FieldReading = { readType: () => 'VARCHAR', expression: duckdbExpression };
+
+/** The same select without its `;`, reading the fields as `reading` says (the Parquet writer's differ). */
+export function duckdbSelect(resource: DataPackageResource, locations: string[], reading: FieldReading, readOptions: string[] = []): string {
   const dialect = resource.dialect;
   if (resource.format !== 'csv' || !dialect) {
     throw new PgExtractError(ErrorCode.READER_FORMAT_UNSUPPORTED, `${resource.pgTable} was written as ${resource.format}: DuckDB reads the CSV runs only`);
   }
-  const columns = resource.schema.fields.map((f) => `${literal(f.name)}: 'VARCHAR'`).join(', ');
+  const columns = resource.schema.fields.map((f) => `${literal(f.name)}: ${literal(reading.readType(f))}`).join(', ');
   const options = [
     `header = ${dialect.header}`,
     `delim = ${literal(dialect.delimiter)}`,
@@ -120,6 +129,6 @@ export function duckdbSelect(
     `columns = {${columns}}`,
     ...readOptions,
   ];
-  const select = resource.schema.fields.map(expression).join(',\n       ');
+  const select = resource.schema.fields.map((f) => reading.expression(f)).join(',\n       ');
   return `SELECT ${select}\n  FROM read_csv([${locations.map(literal).join(', ')}],\n       ${options.join(',\n       ')})`;
 }

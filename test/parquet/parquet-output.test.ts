@@ -363,6 +363,24 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   });
 
+  it('rows of 1 MiB, more of them than DuckDB may hold in one row group: the row groups close at a size instead, every value kept', async () => {
+    const rows = 150;
+    await admin().query(
+      `DROP TABLE IF EXISTS pq.wide; CREATE TABLE pq.wide AS SELECT g AS id, repeat(md5(g::text), 32768) AS t FROM generate_series(1, ${rows}) g`,
+    );
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'pq.wide', partitions: 1, format: 'parquet', outDir: 'wide' }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      const duck = await (await DuckDBInstance.create(':memory:')).connect();
+      const path = manifest.files[0]!.path;
+      const read = await duck.runAndReadAll(`SELECT count(*)::int, count(*) FILTER (WHERE t = repeat(md5(id::text), 32768))::int FROM read_parquet('${path}')`);
+      assert.deepEqual(read.getRows()[0], [rows, rows], 'every row, every value');
+      const groups = await duck.runAndReadAll(`SELECT count(DISTINCT row_group_id)::int FROM parquet_metadata('${path}')`);
+      assert.ok((groups.getRows()[0]![0] as number) > 1, 'more than one row group');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
   it('cancelled while DuckDB converts the streaming COPY: the run aborts, its scratch folder and files are gone, its sessions closed', async () => {
     await withWorker(async ({ client, taskQueue }) => {
       const handle = await startExtraction(client, { table: 'pq.big', partitions: 1, format: 'parquet', outDir: 'cancel-parquet' }, { taskQueue });
