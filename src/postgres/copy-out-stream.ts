@@ -28,15 +28,32 @@ const BLOCK = 1 << 20;
  * two in its own buffer, one or two in the digest's, one or two in the sink's, one being written).
  * Blocks beyond the spares are new memory and garbage: with 16 spares, 4 partitions set off 42
  * mark-compacts in three 5 M-row runs against 5 with 64, and the worker spent 2.5 CPU-s a run
- * instead of 1.7. Spares only keep blocks that were all in use at once; once no COPY runs, all but
- * {@link IDLE_SPARE_BLOCKS} are let go, so a set's lanes do not stay in a worker that goes on with one table.
+ * instead of 1.7. Spares only keep blocks that were all in use at once; once no COPY has run for a
+ * while, all but {@link IDLE_SPARE_BLOCKS} are let go, so a set's lanes do not stay in a worker that
+ * goes on with one table.
  */
 const MAX_SPARE_BLOCKS = 64;
-/** Spares kept while no COPY runs: what two partitions use. An idle worker returns the rest (a set's lanes) to the system. */
+/**
+ * Spares kept once no COPY has run for {@link IDLE_MS}: what two partitions use. An idle worker returns
+ * the rest (a set's lanes) to the system; a pause between a set's activities keeps them.
+ */
 const IDLE_SPARE_BLOCKS = 16;
+const IDLE_MS = 2_000;
 const spareBlocks: Buffer[] = [];
 const takeBlock = (): Buffer => spareBlocks.pop() ?? Buffer.allocUnsafeSlow(BLOCK);
 let runningCopies = 0;
+let idleTrim: NodeJS.Timeout | null = null;
+
+function copyStarted(): void {
+  runningCopies++;
+  if (idleTrim) clearTimeout(idleTrim);
+  idleTrim = null;
+}
+
+function copyEnded(): void {
+  if (--runningCopies > 0) return;
+  idleTrim = setTimeout(() => void (spareBlocks.length = Math.min(spareBlocks.length, IDLE_SPARE_BLOCKS)), IDLE_MS).unref();
+}
 
 type DataHandler = (chunk: Buffer) => void;
 
@@ -67,10 +84,8 @@ export class CopyOutStream extends Readable implements Submittable {
 
   /** Called by pg's client when the query is dequeued. */
   submit(connection: Connection): void {
-    runningCopies++;
-    this.once('close', () => {
-      if (--runningCopies === 0 && spareBlocks.length > IDLE_SPARE_BLOCKS) spareBlocks.length = IDLE_SPARE_BLOCKS;
-    });
+    copyStarted();
+    this.once('close', copyEnded);
     this.connection = connection;
     const stream = connection.stream;
     const listeners = stream.listeners('data') as DataHandler[];
