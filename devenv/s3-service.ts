@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,13 +109,16 @@ export async function startS3(): Promise<S3Service> {
   // Each bucket grows its own volumes (several at a time): the default limit of 8 volumes runs out
   // at the second bucket, and writes then fail with HTTP 500. Small volumes, many of them.
   const volumes = ['-master.volumeSizeLimitMB=128', '-volume.max=200'];
-  const child = spawn(weedPath(), [...args, ...volumes, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its output goes to a file, not a pipe to this process: a Go program that writes to a pipe whose reader has died is
+  // killed by SIGPIPE, so after a crashed run weed lived or died depending on whether it logged meanwhile, and the
+  // crash test of .ci/stop-services saw it gone now and then.
+  const logFile = join(dir, 'weed.log');
+  const logFd = openSync(logFile, 'a', 0o600);
+  const child = spawn(weedPath(), [...args, ...volumes, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`], { stdio: ['ignore', logFd, logFd] });
+  closeSync(logFd);
   const forget = recordServicePid('weed', child.pid!, 'SIGINT');
   child.once('exit', () => forget());
-  let log = '';
-  const keep = (d: Buffer): void => void (log = (log + d.toString()).slice(-20_000));
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  const log = (): string => readFileSync(logFile, 'utf8').slice(-20_000);
   const endpoint = `http://127.0.0.1:${s3}`;
   const env = { AWS_ENDPOINT_URL_S3: endpoint, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
   const stop = async (): Promise<void> => {
@@ -123,7 +126,7 @@ export async function startS3(): Promise<S3Service> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitForS3(endpoint, child, () => log);
+    await waitForS3(endpoint, child, log);
   } catch (err) {
     await stop();
     throw err;
