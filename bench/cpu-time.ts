@@ -13,19 +13,23 @@ import { execFileSync } from 'node:child_process';
 
 const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
-interface ProcStat {
+/** What the bench reads of /proc/PID/stat. */
+export interface ProcStat {
   ppid: number;
-  /** utime + stime + cutime + cstime, in ticks. */
-  ticks: number;
+  /** Its own utime + stime, in seconds. */
+  own: number;
+  /** What it collected from children that exited and it waited for (cutime + cstime), in seconds. */
+  reaped: number;
 }
 
-function readStat(pid: number): ProcStat | null {
+/** `pid`'s stat (`self`: this process), or null once it has exited. */
+export function readProcStat(pid: number | 'self'): ProcStat | null {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name is in parentheses and may hold spaces: fields are counted after the last ')'.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]));
-    return { ppid: Number(fields[1]), ticks: utime! + stime! + cutime! + cstime! };
+    const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(fields[i]) / TICKS_PER_SECOND);
+    return { ppid: Number(fields[1]), own: utime! + stime!, reaped: cutime! + cstime! };
   } catch {
     return null; // exited between the listing and the read
   }
@@ -36,21 +40,19 @@ export function treeCpuSeconds(root: number): number {
   const stats = new Map<number, ProcStat>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    const stat = readStat(Number(name));
+    const stat = readProcStat(Number(name));
     if (stat) stats.set(Number(name), stat);
   }
   const inTree = (pid: number): boolean => {
     for (let p = pid, hops = 0; p > 1 && hops < 64; p = stats.get(p)?.ppid ?? 0, hops++) if (p === root) return true;
     return false;
   };
-  let ticks = 0;
-  for (const [pid, stat] of stats) if (inTree(pid)) ticks += stat.ticks;
-  return ticks / TICKS_PER_SECOND;
+  let seconds = 0;
+  for (const [pid, stat] of stats) if (inTree(pid)) seconds += stat.own + stat.reaped;
+  return seconds;
 }
 
 /** CPU seconds of the children this process has waited for (a baseline's psql, pg_dump, …). */
 export function reapedChildrenCpuSeconds(): number {
-  const text = readFileSync('/proc/self/stat', 'utf8');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+  return readProcStat('self')!.reaped;
 }

@@ -31,7 +31,7 @@ import type { ExtractionRequest } from '../src/contract/extraction-input';
 import { workerProcessEnv } from '../src/worker/runtime';
 import { BENCH_COLUMNS, createBenchTable } from './bench-table';
 import { seedTableSet, tableSetRows } from './table-set';
-import { reapedChildrenCpuSeconds, treeCpuSeconds } from './cpu-time';
+import { readProcStat, reapedChildrenCpuSeconds, treeCpuSeconds } from './cpu-time';
 
 const run = promisify(execFile);
 
@@ -135,7 +135,7 @@ async function postmasterPid(url: string): Promise<number> {
   await pg.connect();
   try {
     const backend = Number((await pg.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
-    return Number(readFileSync(`/proc/${backend}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+    return readProcStat(backend)!.ppid;
   } finally {
     await pg.end();
   }
