@@ -6,6 +6,8 @@
  * per-message buffer list was the worker's hottest code in `npm run bench` profiles (a slice,
  * an allocation and a copy for every row). Here the 5-byte headers are squeezed out of each read
  * buffer with `copyWithin`, reads are gathered into 1 MiB blocks, and backpressure pauses the socket.
+ * A plain session's socket hands each read straight to the decoder in the one buffer it reads
+ * into ({@link takeReads}); a TLS session's reads are pulled from the stream, a Buffer per read.
  * A consumer that is done with a block's bytes may hand it back ({@link CopyOutStream.recycle}):
  * a fresh 1 MiB block is new pages for the kernel to map and zero, and garbage for V8 to collect.
  * Handed-back blocks serve every later COPY of the process, not just this one's: a group of small
@@ -14,6 +16,7 @@
  */
 import { Readable } from 'node:stream';
 import type { Connection, Submittable } from 'pg';
+import { releaseReads, takeReads } from './reused-read-socket';
 
 const COPY_DATA = 0x64; // 'd'
 const COPY_DONE = 0x63; // 'c'
@@ -75,6 +78,8 @@ export class CopyOutStream extends Readable implements Submittable {
   /** Memory of the blocks pushed and not yet recycled: only these may come back. */
   private readonly outstanding = new WeakSet<ArrayBufferLike>();
   private wantsData = false;
+  /** Whether the session's socket hands each read to {@link decode} (see reused-read-socket.ts); else the reads are pulled from the stream. */
+  private takesReads = false;
   private forwarding = false;
   private readonly onReadable = (): void => this.forward();
 
@@ -91,15 +96,19 @@ export class CopyOutStream extends Readable implements Submittable {
     const listeners = stream.listeners('data') as DataHandler[];
     if (listeners.length !== 1) throw new Error('expected exactly one data listener on the pg connection');
     this.pgDataHandler = listeners[0]!;
-    stream.removeListener('data', this.pgDataHandler);
-    stream.pause();
-    stream.on('readable', this.onReadable);
+    this.takesReads = takeReads(stream, (data) => (this.wantsData = this.decode(data)));
+    if (!this.takesReads) {
+      stream.removeListener('data', this.pgDataHandler);
+      stream.pause();
+      stream.on('readable', this.onReadable);
+    }
     connection.query(this.text);
   }
 
   override _read(): void {
     this.wantsData = true;
-    this.forward();
+    if (this.takesReads) this.connection?.stream.resume();
+    else this.forward();
   }
 
   private forward(): void {
@@ -209,11 +218,15 @@ export class CopyOutStream extends Readable implements Submittable {
     const handler = this.pgDataHandler!;
     this.connection = null;
     this.pgDataHandler = null;
-    connection.stream.removeListener('readable', this.onReadable);
-    connection.stream.on('data', handler);
+    if (this.takesReads) releaseReads(connection.stream);
+    else {
+      connection.stream.removeListener('readable', this.onReadable);
+      connection.stream.on('data', handler);
+    }
     this.gather(data, true);
     if (done) this.push(null);
-    handler(rest);
+    // A copy: a taken read's buffer is the socket's, overwritten by its next read, and pg's parser may keep what it is given.
+    handler(Buffer.from(rest));
     // pg's handler may pause the stream on its own high-water mark; resume once it has returned.
     process.nextTick(() => connection.stream.resume());
     return false;

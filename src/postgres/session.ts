@@ -4,13 +4,23 @@
  * that shape exported and loaded text (so a file never depends on the server's, database's or
  * role's defaults), and keeps TCP keepalives on (so either end notices a vanished peer).
  */
+import { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { Client } from 'pg';
+import { reusedReadSocket } from './reused-read-socket';
 
 /** The application_name prefix of every session this product opens. */
 export const APPLICATION_NAME = 'pg-extract';
 
 /** Session roles, visible in pg_stat_activity.application_name as `pg-extract/<role>`. */
 export type SessionRole = 'coordinator' | 'partition' | 'whole-copy' | 'stream' | 'target' | 'probe';
+
+/**
+ * pg calls this with its connection settings (its types leave the argument out). A TLS session's
+ * socket is wrapped by pg's TLS socket, which reads it itself, so only plain sessions get a
+ * {@link reusedReadSocket}.
+ */
+const sessionSocket = ((config: { ssl?: unknown }): Duplex => (config.ssl ? new Socket() : reusedReadSocket())) as unknown as () => Duplex;
 
 /** Set after connecting rather than in the startup packet, where a connection URL's own `options` would replace them. */
 const SESSION_SETTINGS: Record<string, string> = {
@@ -41,6 +51,7 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
     application_name: `${APPLICATION_NAME}/${role}`,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    stream: sessionSocket,
   });
   // An unhandled 'error' on an idle client (backend terminated) would crash the worker process.
   client.on('error', () => undefined);

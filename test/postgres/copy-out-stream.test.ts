@@ -1,7 +1,8 @@
 /**
  * CopyOutStream against real PostgreSQL, with pg-copy-streams as the reference decoder: the same
  * bytes for csv and binary, errors before and during the COPY leave a usable session, notices
- * mid-COPY are passed over, and a slow reader still gets every byte. The last case feeds the
+ * mid-COPY are passed over, a slow reader still gets every byte, and a plain session's COPY reads
+ * land in its socket's one buffer (reused-read-socket.ts). The last case feeds the
  * decoder a protocol-framed response split at every byte offset, so headers straddling reads
  * are covered wherever they fall, and pg gets back exactly the bytes after CopyDone.
  */
@@ -150,6 +151,26 @@ describe('CopyOutStream (live PostgreSQL)', () => {
           'the foreign buffer is untouched',
         );
       });
+    });
+  });
+
+  it("takes a plain session's reads in the socket's one buffer: none of its COPY's reads is pushed as a Buffer of its own", async () => {
+    await withClient(async (client) => {
+      const socket = (client as unknown as { connection: Connection }).connection.stream;
+      let pushed = 0;
+      const push = socket.push.bind(socket);
+      socket.push = (chunk: unknown, encoding?: BufferEncoding) => {
+        if (chunk !== null) pushed++;
+        return push(chunk, encoding);
+      };
+      const sql = 'COPY (SELECT * FROM cos.t ORDER BY 1) TO STDOUT (FORMAT csv)';
+      const expected = await drain(client.query(referenceCopyTo(sql)));
+      const readsAsStream = pushed;
+      pushed = 0;
+      assert.deepEqual(await drain(client.query(new CopyOutStream(sql))), expected);
+      // pg-copy-streams reads the socket as a stream, a Buffer per read; ours takes them all but maybe the one after CopyDone.
+      assert.ok(readsAsStream > 10, `pg-copy-streams got ${readsAsStream} reads`);
+      assert.ok(pushed <= 1, `${pushed} reads pushed during our COPY`);
     });
   });
 
