@@ -37,8 +37,11 @@ export class Digest extends ByteCount {
 
 /** Options for {@link copyToOutput}. */
 export interface CopyToOutputOptions {
-  /** The stage compressing the file whole (src/storage/file-compression.ts); absent for plain output. */
-  compress?: Transform | undefined;
+  /**
+   * Makes the stage compressing the file whole (src/storage/file-compression.ts), given what takes back the COPY's
+   * blocks once compressed; absent, or returning undefined, for plain output.
+   */
+  compress?: ((recycle: (chunk: Buffer) => void) => Transform | undefined) | undefined;
   /** Called with the running byte count; keep it cheap (it runs per chunk). */
   onBytes?: (bytes: number) => void;
   signal?: AbortSignal;
@@ -58,13 +61,14 @@ export async function copyToOutput(
   const digest = new Digest(options.onBytes ?? (() => undefined));
   try {
     // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
-    // hand each back once written; a compressor's output is its own.
-    const { compress } = options;
+    // hand each back once written; compressed, the compressor hands them back, and its output is its own.
     const source = await copyThrough(
       client,
       copySql,
       (copy) => {
-        const writable = sink.open(compress ? undefined : (chunk) => copy.recycle(chunk));
+        const recycle = (chunk: Buffer): void => copy.recycle(chunk);
+        const compress = options.compress?.(recycle);
+        const writable = sink.open(compress ? undefined : recycle);
         return compress ? [compress, digest, writable] : [digest, writable];
       },
       options.signal,

@@ -35,12 +35,13 @@ abstract class GatheringTransform extends Transform {
     this.consume().then(() => done(), done);
   }
 
-  /** Everything buffered, as one Buffer; the buffer is empty afterwards. */
-  protected takeBuffered(): Buffer {
-    const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
+  /** Everything buffered, as one Buffer (the chunk itself if there is one), and the chunks it was; the buffer is empty afterwards. */
+  protected takeBuffered(): { all: Buffer; chunks: Buffer[] } {
+    const chunks = this.pending;
+    const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.pendingBytes);
     this.pending = [];
     this.pendingBytes = 0;
-    return all;
+    return { all, chunks };
   }
 
   /** Puts back bytes {@link consume} could not use yet. */
@@ -52,12 +53,16 @@ abstract class GatheringTransform extends Transform {
 
 /**
  * Compresses a byte stream into zstd frames of `chunkBytes` input each, at {@link ZSTD_LEVEL}; an empty
- * input still gives one (empty) frame.
+ * input still gives one (empty) frame. `recycle`, when given, gets each input chunk back once its frame
+ * is made: a COPY's 1 MiB blocks are reused instead of becoming garbage (see copy-out-stream.ts).
  */
 export class ZstdCompress extends GatheringTransform {
   private frames = 0;
 
-  constructor(private readonly chunkBytes = ZSTD_CHUNK_BYTES) {
+  constructor(
+    private readonly chunkBytes = ZSTD_CHUNK_BYTES,
+    private readonly recycle?: (chunk: Buffer) => void,
+  ) {
     super();
   }
 
@@ -71,9 +76,11 @@ export class ZstdCompress extends GatheringTransform {
   }
 
   protected async consume(): Promise<void> {
-    const input = this.takeBuffered();
+    const { all, chunks } = this.takeBuffered();
     this.frames += 1;
-    this.push(await compress(input, ZSTD_LEVEL));
+    const frame = await compress(all, ZSTD_LEVEL);
+    if (this.recycle) chunks.forEach(this.recycle);
+    this.push(frame);
   }
 }
 
@@ -124,7 +131,7 @@ export class ZstdDecompress extends GatheringTransform {
 
   /** Decompresses every whole frame buffered; keeps the partial one. */
   protected async consume(): Promise<void> {
-    let buf = this.takeBuffered();
+    let buf = this.takeBuffered().all;
     for (;;) {
       const scan = scanFrame(buf);
       if ('need' in scan) {

@@ -1,7 +1,8 @@
 /**
  * The zstd streams against independent readers: a file of many concatenated frames is what
  * `zstd -d` and DuckDB's read_csv read back byte for byte; our reader restores it across any
- * chunking and refuses truncated or foreign bytes.
+ * chunking and refuses truncated or foreign bytes; the writer hands each input chunk back only once
+ * its frame is made.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -72,6 +73,20 @@ describe('zstd streams', () => {
     const one = await collect(Readable.from([csv]), new ZstdCompress(csv.length));
     assert.deepEqual(one, await compress(csv, ZSTD_LEVEL));
     assert.notDeepEqual(one, await compress(csv, 19), 'level 19 must give other frames than the one written');
+  });
+
+  it('hands each input chunk back once its frame is made, so a recycled chunk reused at once changes nothing written', async () => {
+    const chunks = Array.from({ length: Math.ceil(csv.length / 5_000) }, (_, i) => Buffer.from(csv.subarray(i * 5_000, (i + 1) * 5_000)));
+    const handedBack: Buffer[] = [];
+    // What a COPY's next block does to a recycled one: overwritten straight away.
+    const recycle = (chunk: Buffer) => handedBack.push(chunk.fill(0x21));
+    const frames = await collect(Readable.from(chunks), new ZstdCompress(16 * 1024, recycle));
+    assert.equal(sha256(await collect(Readable.from([frames]), new ZstdDecompress())), sha256(csv));
+    assert.equal(handedBack.length, chunks.length);
+    assert.ok(
+      handedBack.every((chunk, i) => chunk === chunks[i]),
+      'every chunk, in order, each once',
+    );
   });
 
   it('an empty input is one empty frame, which decompresses to nothing', async () => {
