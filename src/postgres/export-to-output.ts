@@ -28,5 +28,9 @@ export function exportToOutput(
   options: ExportToOutputOptions,
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
   if (format.format === 'parquet') return writeParquet(client, select, columns, format, sink, options);
-  return copyToOutput(client, copyOutSql(select, format), sink, { compress: (recycle) => compressStage(format, recycle), onBytes: options.onBytes, signal: options.signal });
+  return copyToOutput(client, copyOutSql(select, format), sink, {
+    compress: (recycle) => compressStage(format, recycle),
+    onBytes: options.onBytes,
+    signal: options.signal,
+  });
 }
