@@ -23,8 +23,8 @@ export interface OutputSink {
   /** Where the output will live once committed. */
   readonly location: string;
   /**
-   * The writable to stream into. `recycle`, when given, receives each chunk once its bytes are
-   * stored and the sink holds it no longer (sinks that copy chunks never call it).
+   * The writable to stream into. `recycle`, when given, receives each chunk once the sink holds it
+   * no longer: its bytes are stored, or copied into the sink's own buffers (an S3 part).
    */
   open(recycle?: (chunk: Buffer) => void): Writable;
   /** Makes the output visible under its final name; `written` is what the caller counted and hashed. */

@@ -68,6 +68,9 @@ export class MultipartStream extends Writable {
   /** The object exists in the bucket (its PutObject or CompleteMultipartUpload returned). */
   stored = false;
 
+  /** Gets each chunk written back once its bytes are copied into a part (a COPY's blocks are reused). */
+  recycle: ((chunk: Buffer) => void) | null = null;
+
   constructor(
     private readonly client: S3Client,
     private readonly object: S3Location,
@@ -108,6 +111,7 @@ export class MultipartStream extends Writable {
       at += n;
       if (this.filled === part.length) await this.ship();
     }
+    this.recycle?.(chunk);
   }
 
   /** The buffer for the part about to fill: the free one when it has the part's size. */

@@ -38,7 +38,8 @@ export class S3ObjectWriter implements OutputSink {
   }
 
   /** The object's bytes go here; the writable finishes once the object is complete in the bucket. */
-  open(): Writable {
+  open(recycle?: (chunk: Buffer) => void): Writable {
+    this.stream.recycle = recycle ?? null;
     return this.stream;
   }
 

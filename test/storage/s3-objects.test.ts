@@ -1,6 +1,6 @@
 /**
  * The S3 room against a real S3 server (SeaweedFS): multipart objects that appear only when
- * complete, parts that grow, receipts of exactly the stored bytes, aborted uploads that leave
+ * complete, parts that grow, chunks handed back once copied, receipts of exactly the stored bytes, aborted uploads that leave
  * nothing (also after a part fails mid-way), checked deletes, and coded errors for wrong
  * credentials, a missing bucket and an unreachable endpoint.
  */
@@ -114,6 +114,22 @@ describe('S3 objects (live SeaweedFS)', function () {
     assert.match(stored.etag ?? '', /^[0-9a-f]{32}-5$/, 'five parts');
     assert.equal(await readBack(client, 'grow/part-0000.csv'), data.sha256);
     assert.equal(await pendingUploads(client, 'grow/'), 0);
+  });
+
+  it('hands each chunk back once it is copied into a part: a chunk overwritten at once changes nothing stored', async () => {
+    // Chunks of 1 MiB + 3 bytes straddle the 5 MiB parts; each is its own buffer, as a COPY's blocks are.
+    const block = randomBytes(MiB + 3);
+    const chunks = Array.from({ length: 12 }, () => Buffer.from(block));
+    const sha256 = createHash('sha256').update(Buffer.concat(chunks)).digest('hex');
+    const handedBack: Buffer[] = [];
+    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'recycle/part-0000.csv' });
+    await pipeline(
+      Readable.from(chunks),
+      writer.open((chunk) => handedBack.push(chunk.fill(0))),
+    );
+    await writer.commit({ bytes: 12 * block.length, sha256 });
+    assert.equal(await readBack(client, 'recycle/part-0000.csv'), sha256);
+    assert.ok(handedBack.length === chunks.length && handedBack.every((chunk, i) => chunk === chunks[i]), 'every chunk, in order, each once');
   });
 
   it('an object of exactly one part is a 1-part upload whose composite server checksum (-1) is ours', async () => {
