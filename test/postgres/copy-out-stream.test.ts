@@ -2,12 +2,17 @@
  * CopyOutStream against real PostgreSQL, with pg-copy-streams as the reference decoder: the same
  * bytes for csv and binary, errors before and during the COPY leave a usable session, notices
  * mid-COPY are passed over, a slow reader still gets every byte, and a plain session's COPY reads
- * land in its socket's one buffer (reused-read-socket.ts). The last case feeds the
+ * land in its socket's one buffer (reused-read-socket.ts), while a TLS session's are read from the stream.
+ * The last case feeds the
  * decoder a protocol-framed response split at every byte offset, so headers straddling reads
  * are covered wherever they fall, and pg gets back exactly the bytes after CopyDone.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { chmodSync, chownSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Client, type Connection, DatabaseError } from 'pg';
@@ -15,6 +20,7 @@ import { to as referenceCopyTo } from 'pg-copy-streams';
 import { CopyOutStream } from '../../src/postgres/copy-out-stream';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { admin, seedMixedTable, settleSessions } from '../support/database';
+import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 
 async function withClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
@@ -24,6 +30,18 @@ async function withClient<T>(work: (client: Client) => Promise<T>): Promise<T> {
   } finally {
     await closeSession(client);
   }
+}
+
+/** Counts the reads pushed to the readable side of `client`'s socket (a Buffer each) from now on. */
+function countPushes(client: Client): { count: number } {
+  const socket = (client as unknown as { connection: Connection }).connection.stream;
+  const pushes = { count: 0 };
+  const push = socket.push.bind(socket);
+  socket.push = (chunk: unknown, encoding?: BufferEncoding) => {
+    if (chunk !== null) pushes.count++;
+    return push(chunk, encoding);
+  };
+  return pushes;
 }
 
 /** Reads a COPY through `stream` into a sha256 and byte count, optionally slowly. */
@@ -156,21 +174,82 @@ describe('CopyOutStream (live PostgreSQL)', () => {
 
   it("takes a plain session's reads in the socket's one buffer: none of its COPY's reads is pushed as a Buffer of its own", async () => {
     await withClient(async (client) => {
-      const socket = (client as unknown as { connection: Connection }).connection.stream;
-      let pushed = 0;
-      const push = socket.push.bind(socket);
-      socket.push = (chunk: unknown, encoding?: BufferEncoding) => {
-        if (chunk !== null) pushed++;
-        return push(chunk, encoding);
-      };
+      const pushes = countPushes(client);
       const sql = 'COPY (SELECT * FROM cos.t ORDER BY 1) TO STDOUT (FORMAT csv)';
       const expected = await drain(client.query(referenceCopyTo(sql)));
-      const readsAsStream = pushed;
-      pushed = 0;
+      const readsAsStream = pushes.count;
+      pushes.count = 0;
       assert.deepEqual(await drain(client.query(new CopyOutStream(sql))), expected);
+      const pushed = pushes.count;
       // pg-copy-streams reads the socket as a stream, a Buffer per read; ours takes them all but maybe the one after CopyDone.
       assert.ok(readsAsStream > 10, `pg-copy-streams got ${readsAsStream} reads`);
       assert.ok(pushed <= 1, `${pushed} reads pushed during our COPY`);
+    });
+  });
+
+  describe('over TLS', () => {
+    let tlsUrl: string;
+    before(async function () {
+      // The server's own TLS, turned on for this block: only a cluster these tests started has a folder this process can write.
+      if (live().pg.origin !== 'local-cluster') return this.skip();
+      // The server's default certificate and key files, in its data folder (removed with the cluster), owned by its user.
+      const dataDir = String((await admin().query('SHOW data_directory')).rows[0].data_directory);
+      const [cert, key] = [join(dataDir, 'server.crt'), join(dataDir, 'server.key')];
+      await promisify(execFile)('openssl', [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ]);
+      const owner = statSync(dataDir);
+      for (const file of [cert, key]) {
+        chmodSync(file, 0o600);
+        if (process.getuid?.() === 0) chownSync(file, owner.uid, owner.gid);
+      }
+      await admin().query('ALTER SYSTEM SET ssl = on');
+      await admin().query('SELECT pg_reload_conf()');
+      const url = `${live().pg.url}${live().pg.url.includes('?') ? '&' : '?'}sslmode=no-verify`;
+      // The postmaster takes the reload a moment later; until then it refuses TLS.
+      await eventually(
+        () =>
+          openSession(url, 'probe')
+            .then(closeSession, () => false)
+            .then((r) => r !== false),
+        'the server accepting TLS sessions',
+      );
+      tlsUrl = url;
+    });
+    after(async () => {
+      if (live().pg.origin !== 'local-cluster') return;
+      await admin().query('ALTER SYSTEM RESET ssl');
+      await admin().query('SELECT pg_reload_conf()');
+    });
+
+    it("a TLS session's COPY is read from the stream, a Buffer per read, and yields the same bytes as pg-copy-streams", async () => {
+      const client = await openSession(tlsUrl, 'stream');
+      try {
+        const { rows } = await client.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+        assert.deepEqual(rows, [{ ssl: true }], 'the session is encrypted');
+        const sql = 'COPY (SELECT * FROM cos.t ORDER BY 1) TO STDOUT (FORMAT binary)';
+        const expected = await drain(client.query(referenceCopyTo(sql)));
+        const pushes = countPushes(client);
+        const ours = client.query(new CopyOutStream(sql));
+        assert.deepEqual(await drain(ours, 1), expected);
+        assert.ok(pushes.count > 10, `${pushes.count} reads pushed during our COPY`);
+        await client.query('SELECT 1');
+        assert.ok(ours.rowCount > 0);
+      } finally {
+        await closeSession(client);
+      }
     });
   });
 
