@@ -177,19 +177,22 @@ export class CopyOutStream extends Readable implements Submittable {
     return this.gather(buf.subarray(0, write), false);
   }
 
-  /** Appends decoded payload to the current block; pushes the block when full or at the end. */
+  /**
+   * Appends decoded payload to the current block, pushing each block once it is full (a read may
+   * end one block and start the next) and the last one at the end: every block but the last is
+   * exactly BLOCK bytes, so a stage that works in BLOCK-sized pieces (zstd's frames) takes one
+   * block at a time instead of joining two.
+   */
   private gather(data: Buffer, end: boolean): boolean {
     let wanted = true;
-    if (this.blockLength + data.length > BLOCK) {
-      wanted = this.flush();
-      if (data.length > BLOCK) return this.push(data) && wanted;
-    }
-    if (data.length > 0) {
+    for (let at = 0; at < data.length;) {
       this.block ??= takeBlock();
-      data.copy(this.block, this.blockLength);
-      this.blockLength += data.length;
+      const n = data.copy(this.block, this.blockLength, at);
+      this.blockLength += n;
+      at += n;
+      if (this.blockLength === BLOCK) wanted = this.flush() && wanted;
     }
-    if (end || this.blockLength === BLOCK) wanted = this.flush() && wanted;
+    if (end) wanted = this.flush() && wanted;
     return wanted;
   }
 
@@ -204,8 +207,8 @@ export class CopyOutStream extends Readable implements Submittable {
 
   /**
    * Hands back a chunk this stream pushed, once nothing reads or holds its bytes any more (say,
-   * they are written to a file), so its block is reused. Anything else is ignored: a chunk pushed
-   * as is (a row wider than a block), one recycled already, or one this stream never pushed.
+   * they are written to a file), so its block is reused. Anything else is ignored: one recycled
+   * already, or one this stream never pushed.
    */
   recycle(chunk: Buffer): void {
     if (!this.outstanding.delete(chunk.buffer)) return;

@@ -253,6 +253,22 @@ describe('CopyOutStream (live PostgreSQL)', () => {
     });
   });
 
+  for (const table of ['cos.t', 'cos.wide']) {
+    it(`pushes blocks of exactly 1 MiB but the last, whatever the reads and rows (${table})`, async () => {
+      await withClient(async (client) => {
+        const sizes: number[] = [];
+        for await (const chunk of client.query(new CopyOutStream(`COPY (SELECT * FROM ${table} ORDER BY 1) TO STDOUT (FORMAT csv)`)))
+          sizes.push((chunk as Buffer).length);
+        assert.ok(sizes.length >= 3, `${sizes.length} blocks`);
+        assert.ok(
+          sizes.slice(0, -1).every((n) => n === 1 << 20),
+          `block sizes ${sizes.join(', ')}`,
+        );
+        assert.ok(sizes.at(-1)! > 0 && sizes.at(-1)! <= 1 << 20);
+      });
+    });
+  }
+
   it('yields nothing for an empty result, and the row count is 0', async () => {
     await withClient(async (client) => {
       const stream = client.query(new CopyOutStream('COPY (SELECT 1 WHERE false) TO STDOUT'));
