@@ -6,8 +6,8 @@
  * scavenges by tens of MB, and the worker ran a mark-compact about every 100 ms of copying.
  *
  * While a COPY reader has taken the reads ({@link takeReads}) each read goes to it, to be used up
- * before it returns; otherwise each read is copied and emitted as 'data' for pg, whose parser may
- * keep a read past the call.
+ * before it returns; otherwise a copy of each read is pushed to the socket's readable side, as
+ * without `onread`, for pg (whose parser may keep a read past the call) or any stream reader.
  */
 import { type OnReadOpts, Socket, type SocketConstructorOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
