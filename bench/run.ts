@@ -187,6 +187,12 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     return dir;
   };
 
+  /** The `i`-th of `ways` key ranges of the bench table, as a shell script would split it. */
+  const keyRange = (i: number, ways: number): string => {
+    const step = Math.ceil(ROWS / ways);
+    return `id > ${i * step} AND id <= ${(i + 1) * step}`;
+  };
+
   /**
    * A shell script's parallel export: `ways` psql sessions over key ranges. `receipted` adds what
    * ours does beyond it, per file: a sha256 (`sha256sum`) and an fsync (`sync FILE`).
@@ -196,11 +202,10 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     kind: 'baseline',
     async once() {
       const dir = out(`split${ways}${receipted ? '-receipted' : ''}`);
-      const step = Math.ceil(ROWS / ways);
       await Promise.all(
         Array.from({ length: ways }, async (_, i) => {
           const file = `${dir}/part-${i}.csv`;
-          await psql(`\\copy (SELECT * FROM bench.t WHERE id > ${i * step} AND id <= ${(i + 1) * step}) TO '${file}' (FORMAT csv, HEADER)`);
+          await psql(`\\copy (SELECT * FROM bench.t WHERE ${keyRange(i, ways)}) TO '${file}' (FORMAT csv, HEADER)`);
           if (receipted) {
             await run('sha256sum', [file]);
             await run('sync', [file]);
@@ -248,9 +253,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       name: `server COPY ${format} TO '/dev/null' ×2 (hand-split)`,
       kind: 'baseline',
       async once() {
-        const step = Math.ceil(ROWS / 2);
-        const range = (i: number) => `id > ${i * step} AND id <= ${(i + 1) * step}`;
-        await Promise.all([0, 1].map((i) => psql(`COPY (SELECT * FROM bench.t WHERE ${range(i)}) TO '/dev/null' (FORMAT ${format})`)));
+        await Promise.all([0, 1].map((i) => psql(`COPY (SELECT * FROM bench.t WHERE ${keyRange(i, 2)}) TO '/dev/null' (FORMAT ${format})`)));
         return { bytes: 0 };
       },
     })),
