@@ -206,7 +206,9 @@ export async function planRanges(
     const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: rows, hasNulls: row.has_nulls };
     const n = wanted(bounds.rowCount);
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
-      bounds.quantiles = await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind)));
+      bounds.quantiles =
+        (await statisticsQuantiles(client, relation, table.key.name, n)) ??
+        (await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
@@ -261,6 +263,40 @@ async function plannedRows(client: ClientBase, relation: string, relkind: string
     }
   }
   return total;
+}
+
+/** The share of a table that may have changed since ANALYZE for its histogram still to place the cuts. */
+const STATISTICS_STALE_FRACTION = 0.1;
+
+/**
+ * n-1 quantiles of the key from ANALYZE's histogram (equal shares of the rows between bounds), so
+ * planning reads nothing of the table: a page sample is thousands of scattered page reads, from the
+ * OS cache at best and from disk on a cold 100 M-row table. Null when the statistics may not
+ * describe the table as it is now, and the caller samples instead:
+ * - no histogram: never analyzed, a partitioned table, or no SELECT on the column (pg_stats hides it);
+ * - most-common values: the histogram leaves them out, so its buckets are not equal shares;
+ * - fewer buckets than partitions;
+ * - more than a tenth of the table changed since: its pages now against relpages, or rows modified
+ *   since ANALYZE (n_mod_since_analyze, reported within about a second) against reltuples.
+ * Statistics only balance the ranges: the ranges are open-ended, so coverage never depends on them.
+ */
+async function statisticsQuantiles(client: ClientBase, relation: string, column: string, n: number): Promise<string[] | null> {
+  const r = await client.query<{ bounds: string[] }>(
+    `SELECT s.histogram_bounds::text::text[] AS bounds
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
+       JOIN pg_catalog.pg_stats s ON s.schemaname = ns.nspname AND s.tablename = c.relname AND s.attname = $2 AND NOT s.inherited
+       LEFT JOIN pg_catalog.pg_stat_all_tables st ON st.relid = c.oid
+      WHERE c.oid = $1::regclass AND s.histogram_bounds IS NOT NULL AND s.most_common_vals IS NULL
+        AND c.relpages > 0 AND c.reltuples > 0
+        AND pg_catalog.pg_relation_size(c.oid) / current_setting('block_size')::int <= c.relpages * (1 + $3::float8)
+        AND coalesce(st.n_mod_since_analyze, 0) <= c.reltuples * $3::float8`,
+    [relation, column, STATISTICS_STALE_FRACTION],
+  );
+  const bounds = r.rows[0]?.bounds;
+  const buckets = (bounds?.length ?? 0) - 1;
+  if (!bounds || buckets < n) return null;
+  return Array.from({ length: n - 1 }, (_, i) => bounds[Math.round(((i + 1) * buckets) / n)]!);
 }
 
 /**
