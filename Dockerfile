@@ -14,7 +14,7 @@ RUN npm run build && npm prune --omit=dev
 FROM node:20-bookworm-slim
 WORKDIR /app
 # The worker's memory settings (src/worker/runtime.ts): a lower peak RSS at the same speed.
-ENV NODE_ENV=production PG_EXTRACT_OUT_DIR=/extracts NODE_OPTIONS=--max-semi-space-size=4 MALLOC_MMAP_THRESHOLD_=131072
+ENV NODE_ENV=production PG_EXTRACT_OUT_DIR=/extracts NODE_OPTIONS=--max-semi-space-size=4 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_ARENA_MAX=2
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src

@@ -1,7 +1,7 @@
 /** The worker's process settings reach a process started with workerProcessEnv, and only such a process. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { WORKER_V8_FLAGS, workerProcessEnv } from '../../src/worker/runtime';
+import { WORKER_MALLOC_ENV, WORKER_V8_FLAGS, workerProcessEnv } from '../../src/worker/runtime';
 
 /** Asks a fresh node process whether it started with the worker settings. */
 function probe(env: NodeJS.ProcessEnv): { settings: boolean } {
@@ -30,7 +30,10 @@ describe('worker runtime settings', () => {
     assert.equal(probe(lookalike).settings, false);
   });
 
-  it('leaves a caller-set MALLOC_MMAP_THRESHOLD_ alone', () => {
-    assert.equal(workerProcessEnv({ ...bare, MALLOC_MMAP_THRESHOLD_: '65536' }).MALLOC_MMAP_THRESHOLD_, '65536');
-  });
+  for (const name of Object.keys(WORKER_MALLOC_ENV)) {
+    it(`sets ${name} unless the caller did, and leaves the caller's value alone`, () => {
+      assert.equal(workerProcessEnv(bare)[name], WORKER_MALLOC_ENV[name as keyof typeof WORKER_MALLOC_ENV]);
+      assert.equal(workerProcessEnv({ ...bare, [name]: '7' })[name], '7');
+    });
+  }
 });
