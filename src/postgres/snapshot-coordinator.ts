@@ -12,10 +12,9 @@ import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
 import { type KeyBounds, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
-import type { PartitionRange } from '../contract/partition-range';
+import type { PartitionRange, SourceIdentity, SplitKey } from '../contract/partition-range';
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
-import type { SourceIdentity } from '../contract/partition-range';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
@@ -207,7 +206,7 @@ export async function planRanges(
     const n = wanted(bounds.rowCount);
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
       bounds.quantiles =
-        (await statisticsQuantiles(client, relation, table.key.name, n)) ??
+        (await statisticsQuantiles(client, relation, table.key, n)) ??
         (await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
@@ -267,33 +266,54 @@ async function plannedRows(client: ClientBase, relation: string, relkind: string
 
 /** The share of a table that may have changed since ANALYZE for its histogram still to place the cuts. */
 const STATISTICS_STALE_FRACTION = 0.1;
+/** SQLSTATE 42501: a view or function this role may not use. */
+const INSUFFICIENT_PRIVILEGE = '42501';
 
 /**
  * n-1 quantiles of the key from ANALYZE's histogram (equal shares of the rows between bounds), so
- * planning reads nothing of the table: a page sample is thousands of scattered page reads, from the
- * OS cache at best and from disk on a cold 100 M-row table. Null when the statistics may not
- * describe the table as it is now, and the caller samples instead:
+ * planning reads no rows beyond the key's MIN/MAX probes: a page sample is thousands of scattered
+ * page reads, from the OS cache at best and from disk on a cold 100 M-row table. Null when the
+ * statistics may not describe the table as it is now, and the caller samples instead:
+ * - a text key: its histogram was sorted under the collation as it was at ANALYZE, and only cuts in
+ *   the server's order now keep the ranges disjoint (other kinds are ordered by the planner itself);
  * - no histogram: never analyzed, a partitioned table, or no SELECT on the column (pg_stats hides it);
+ * - not a plain table or materialized view, or one with inheritance children (its statistics
+ *   describe its own rows, the COPY reads the children's too);
  * - most-common values: the histogram leaves them out, so its buckets are not equal shares;
  * - fewer buckets than partitions;
- * - more than a tenth of the table changed since: its pages now against relpages, or rows modified
- *   since ANALYZE (n_mod_since_analyze, reported within about a second) against reltuples.
- * Statistics only balance the ranges: the ranges are open-ended, so coverage never depends on them.
+ * - more than a tenth of the table changed since, as far as PostgreSQL tells: its pages now against
+ *   relpages (which VACUUM also updates), rows modified since ANALYZE against reltuples (counts a
+ *   session reports when it goes idle, after seconds at most; none on a standby);
+ * - the statistics views refused to this role (a revoked grant).
+ * Statistics only balance the ranges: the ranges are open-ended and their cuts strictly increasing,
+ * so coverage never depends on them.
  */
-async function statisticsQuantiles(client: ClientBase, relation: string, column: string, n: number): Promise<string[] | null> {
-  const r = await client.query<{ bounds: string[] }>(
-    `SELECT s.histogram_bounds::text::text[] AS bounds
-       FROM pg_catalog.pg_class c
-       JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
-       JOIN pg_catalog.pg_stats s ON s.schemaname = ns.nspname AND s.tablename = c.relname AND s.attname = $2 AND NOT s.inherited
-       LEFT JOIN pg_catalog.pg_stat_all_tables st ON st.relid = c.oid
-      WHERE c.oid = $1::regclass AND s.histogram_bounds IS NOT NULL AND s.most_common_vals IS NULL
-        AND c.relpages > 0 AND c.reltuples > 0
-        AND pg_catalog.pg_relation_size(c.oid) / current_setting('block_size')::int <= c.relpages * (1 + $3::float8)
-        AND coalesce(st.n_mod_since_analyze, 0) <= c.reltuples * $3::float8`,
-    [relation, column, STATISTICS_STALE_FRACTION],
-  );
-  const bounds = r.rows[0]?.bounds;
+async function statisticsQuantiles(client: ClientBase, relation: string, key: SplitKey, n: number): Promise<string[] | null> {
+  if (key.kind === 'text') return null;
+  // An error aborts the whole transaction, snapshot and all: a savepoint keeps a refused view to this query.
+  await client.query('SAVEPOINT pg_extract_statistics');
+  let bounds: string[] | undefined;
+  try {
+    const r = await client.query<{ bounds: string[] }>(
+      `SELECT s.histogram_bounds::text::text[] AS bounds
+         FROM pg_catalog.pg_class c
+         JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
+         JOIN pg_catalog.pg_stats s ON s.schemaname = ns.nspname AND s.tablename = c.relname AND s.attname = $2 AND NOT s.inherited
+         LEFT JOIN pg_catalog.pg_stat_all_tables st ON st.relid = c.oid
+        WHERE c.oid = $1::regclass AND c.relkind IN ('r', 'm') AND NOT c.relhassubclass
+          AND s.histogram_bounds IS NOT NULL AND s.most_common_vals IS NULL
+          AND c.relpages > 0 AND c.reltuples > 0
+          AND pg_catalog.pg_relation_size(c.oid) / current_setting('block_size')::int <= c.relpages * (1 + $3::float8)
+          AND coalesce(st.n_mod_since_analyze, 0) <= c.reltuples * $3::float8`,
+      [relation, key.name, STATISTICS_STALE_FRACTION],
+    );
+    bounds = r.rows[0]?.bounds;
+    await client.query('RELEASE SAVEPOINT pg_extract_statistics');
+  } catch (err) {
+    if ((err as { code?: string }).code !== INSUFFICIENT_PRIVILEGE) throw err;
+    await client.query('ROLLBACK TO SAVEPOINT pg_extract_statistics');
+    return null;
+  }
   const buckets = (bounds?.length ?? 0) - 1;
   if (!bounds || buckets < n) return null;
   return Array.from({ length: n - 1 }, (_, i) => bounds[Math.round(((i + 1) * buckets) / n)]!);

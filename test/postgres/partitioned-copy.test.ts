@@ -12,6 +12,7 @@ import { closeSession, openSession } from '../../src/postgres/session';
 import { type PlanningOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
 import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
+import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 
 const csv = { format: 'csv' as const, header: true, gzip: false };
@@ -158,41 +159,90 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       )
     ).rows[0]?.b ?? [];
 
-  for (const statistics of ['fresh', 'none', 'stale'] as const) {
-    const how = {
-      fresh: 'from its statistics, reading none of its rows',
-      none: 'from a page sample (no statistics yet)',
-      stale: 'from a page sample when a tenth of it changed since ANALYZE',
-    }[statistics];
+  /** Runs `sql` and has its session report the rows it changed now, then waits until the statistics show at least `modified`. */
+  const changeAndReport = async (sql: string, modified: number): Promise<void> => {
+    await admin().query(`${sql}; SELECT pg_stat_force_next_flush()`);
+    const seen = async () =>
+      Number((await admin().query<{ n: string }>(`SELECT n_mod_since_analyze::text AS n FROM pg_stat_all_tables WHERE relid = 'pfl.t'::regclass`)).rows[0]!.n);
+    await eventually(async () => (await seen()) >= modified, `n_mod_since_analyze ≥ ${modified}`);
+  };
+
+  /**
+   * Where `auto` takes the split points of a 1.5 M-row table from: its histogram while the statistics
+   * are fresh, else a page sample, which spreads the cuts over the keys as they are now.
+   */
+  const cases = {
+    fresh: { how: 'from its statistics, reading no rows', rows: 1_500_000, from: 'histogram' },
+    none: { how: 'from a page sample (no statistics yet)', rows: 1_500_000, from: 'sample' },
+    grown: { how: 'from a page sample once the table doubled since ANALYZE', rows: 3_000_000, from: 'sample' },
+    deleted: { how: 'from a page sample once a fifth of its rows were deleted since ANALYZE', rows: 1_200_000, from: 'sample' },
+    refused: { how: 'from a page sample when the statistics views are refused to the role', rows: 1_500_000, from: 'sample' },
+  } as const;
+  for (const [name, { how, rows, from }] of Object.entries(cases)) {
     it(`auto partitioning plans a large table ${how}: no COUNT(*), no more than a fraction of its rows read`, async () => {
       await admin().query(
         `DROP SCHEMA IF EXISTS pfl CASCADE; CREATE SCHEMA pfl; CREATE TABLE pfl.t (id bigint PRIMARY KEY, pad text) WITH (autovacuum_enabled = false)`,
       );
-      await admin().query(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1, 1500000) g`);
-      if (statistics !== 'none') await admin().query('ANALYZE pfl.t');
-      // Stale: the table doubles after ANALYZE, every new key above the histogram's last bound.
-      if (statistics === 'stale') await admin().query(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1500001, 3000000) g`);
-      const rows = statistics === 'stale' ? 3_000_000 : 1_500_000;
+      // The insert's own counts reach the statistics before ANALYZE resets them, or the table would look changed since.
+      await changeAndReport(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1, 1500000) g`, 1_500_000);
+      if (name !== 'none') await admin().query('ANALYZE pfl.t');
+      // Every new key above the histogram's last bound; every deleted one at the top of it.
+      if (name === 'grown') await admin().query(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1500001, 3000000) g`);
+      if (name === 'deleted') await changeAndReport('DELETE FROM pfl.t WHERE id > 1200000', 300_000);
       const bounds = new Set(await histogram('pfl.t'));
-      const client = await openSession(live().pg.url, 'coordinator');
+      let url = live().pg.url;
+      if (name === 'refused') {
+        await admin().query(`CREATE ROLE pgx_planner LOGIN; GRANT USAGE ON SCHEMA pfl TO pgx_planner; GRANT SELECT ON pfl.t TO pgx_planner`);
+        await admin().query('REVOKE SELECT ON pg_catalog.pg_stat_all_tables FROM PUBLIC');
+        const asPlanner = new URL(url);
+        asPlanner.username = 'pgx_planner';
+        url = asPlanner.toString();
+      }
+      const client = await openSession(url, 'coordinator');
       try {
         const c = await SnapshotCoordinator.export(client, { schema: 'pfl', table: 't' }, { partitions: 'auto' });
         // Rows read by scans of the table in this transaction: samples, a fraction of its rows (a COUNT(*) reads them all).
         const read = Number((await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned('pfl.t'::regclass)::text AS n`)).rows[0]!.n);
-        assert.ok(read < (statistics === 'fresh' ? 10 : rows / 4), `read ${read} rows while planning`);
-        assert.ok(c.plan.rowCount! > rows * 0.85 && c.plan.rowCount! < rows * 1.15, `planned for ${c.plan.rowCount} rows`);
-        assert.ok(Math.abs(c.plan.ranges.length - rows / 250_000) <= 1, `${c.plan.ranges.length} ranges for ${rows} rows at 250 k each`);
-        const cuts = c.plan.ranges.slice(0, -1).map((r) => (r as KeyRange).upper!);
-        // Sampled cuts spread over the keys as they are now: with the stale histogram all would sit below 1.5 M.
-        const asExpected = statistics === 'fresh' ? cuts.every((cut) => bounds.has(cut)) : Number(cuts.at(-1)) > rows * 0.75;
-        assert.ok(asExpected, `cuts ${cuts.join(' ')}: ${statistics === 'fresh' ? 'histogram bounds' : 'reaching the top of the keys'}`);
+        assert.ok(read < (from === 'histogram' ? 10 : rows / 4), `read ${read} rows while planning`);
+        const planned = name === 'deleted' ? 1_500_000 : rows; // the estimate scales the pages by the statistics' density
+        assert.ok(c.plan.rowCount! > planned * 0.85 && c.plan.rowCount! < planned * 1.15, `planned for ${c.plan.rowCount} rows`);
+        assert.ok(Math.abs(c.plan.ranges.length - planned / 250_000) <= 1, `${c.plan.ranges.length} ranges for ${planned} rows at 250 k each`);
+        const cuts = c.plan.ranges.slice(0, -1).map((r) => Number((r as KeyRange).upper));
+        assert.equal(
+          cuts.every((cut) => bounds.has(String(cut))),
+          from === 'histogram',
+          `cuts ${cuts.join(' ')} ${from === 'histogram' ? 'are' : 'are not all'} histogram bounds`,
+        );
+        // A stale histogram would put every cut below 1.5 M (grown), or the last one above 1.2 M (deleted).
+        if (name === 'grown') assert.ok(cuts.at(-1)! > rows * 0.75, `cuts ${cuts.join(' ')} reach the top of the keys`);
+        if (name === 'deleted') assert.ok(cuts.at(-1)! < 1_200_000, `cuts ${cuts.join(' ')} stay below the largest key left`);
         await c.abort();
       } finally {
         await closeSession(client);
+        if (name === 'refused') {
+          await admin().query('GRANT SELECT ON pg_catalog.pg_stat_all_tables TO PUBLIC');
+          await admin().query('DROP OWNED BY pgx_planner; DROP ROLE pgx_planner');
+        }
         await admin().query('DROP SCHEMA pfl CASCADE');
       }
     });
   }
+
+  it('a text key takes its cuts from a sample sorted now, never from a histogram sorted at ANALYZE', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS ptk CASCADE; CREATE SCHEMA ptk; CREATE TABLE ptk.t (k text PRIMARY KEY) WITH (autovacuum_enabled = false)`);
+    await admin().query(`INSERT INTO ptk.t SELECT md5(g::text) FROM generate_series(1, 20000) g; ANALYZE ptk.t`);
+    const client = await openSession(live().pg.url, 'coordinator');
+    try {
+      const c = await SnapshotCoordinator.export(client, { schema: 'ptk', table: 't' }, { partitions: 4 });
+      const read = Number((await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned('ptk.t'::regclass)::text AS n`)).rows[0]!.n);
+      assert.equal(c.plan.ranges.length, 4);
+      assert.ok(read >= 20_000, `the whole table (under one sample's size) was read for its quantiles: ${read} rows`);
+      await c.abort();
+    } finally {
+      await closeSession(client);
+      await admin().query('DROP SCHEMA ptk CASCADE');
+    }
+  });
 
   it('a uuid primary key splits by index-probed bounds and sampled quantiles (no min/max over uuid)', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS pu CASCADE; CREATE SCHEMA pu; CREATE TABLE pu.t (id uuid PRIMARY KEY, v int)`);
