@@ -47,6 +47,12 @@ export const BATCH_ITEMS = 500;
 export const TABLE_GROUPS = 'table-groups';
 /** A set's data package, written while the snapshot is held; runs started before it replay without. */
 export const SET_DATA_PACKAGE = 'set-data-package';
+/**
+ * The package is written while the copy runs, not after it: it needs the plan's file names and the
+ * snapshot's column types, never the copy's receipts, so the receipt completes one activity sooner.
+ * Runs started before write it after the copy, and replay so.
+ */
+export const SET_DATA_PACKAGE_BESIDE_COPY = 'set-data-package-beside-copy';
 
 /** Consecutive units of at most BATCH_ITEMS ranges each (a group counts its ranges; a group is never split). */
 function batchesOf(units: readonly (BatchItem | BatchGroup)[]): (BatchItem | BatchGroup)[][] {
@@ -122,7 +128,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
       });
       // The package reads each table's column types inside the snapshot, so it is written before the receipt completes it.
       const packageInHold = copyScope.run(async () => {
-        await copy;
+        if (!patched(SET_DATA_PACKAGE_BESIDE_COPY)) await copy;
         if (!patched(SET_DATA_PACKAGE)) return null;
         const packageName = `${scope.folder}/${DATA_PACKAGE_FILE}`;
         events.writes(packageName);

@@ -222,6 +222,20 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('a set whose data package is written beside the copy, committed', async () => {
+    await admin().query(
+      'CREATE TABLE IF NOT EXISTS hist.pkg (id int PRIMARY KEY, note text); TRUNCATE hist.pkg; INSERT INTO hist.pkg SELECT g, g::text FROM generate_series(1, 10) g',
+    );
+    await withWorker(async ({ taskQueue }) => {
+      const request = { tables: [table, 'hist.pkg'] };
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-table-set-package-beside-copy-committed' });
+      assert.ok((await waitForManifest(handle)).dataPackage, 'the set has its data package');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('table-set-package-beside-copy-committed', handle);
+    });
+  });
+
   it('a set of tables loaded by the built-in loader into a target schema', async () => {
     await admin().query(`
       DROP SCHEMA IF EXISTS histdst CASCADE; CREATE SCHEMA histdst;

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { extractionStatus, startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
@@ -188,6 +188,11 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         const manifest = await waitForManifest(handle);
         for (const table of ['tset.customers', 'tset.orders'])
           assert.deepEqual(await tableFilesDigest(manifest, table), await tableDigest(`SELECT * FROM ${table}`), table);
+        // The lost attempt's files, its data package among them (written beside the copy), were discarded; the last attempt's are there.
+        const lastFolder = dirname(manifest.files[0]!.path);
+        assert.ok((await readdir(lastFolder)).includes('datapackage.json'), `the package in ${lastFolder}`);
+        const lostFolder = lastFolder.replace(/\/attempt-2$/, '/attempt-1');
+        assert.deepEqual(await readdir(lostFolder).catch(() => []), [], `nothing left in ${lostFolder}`);
         await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
         const result = (await handle.result()) as ExtractionResult;
         assert.deepEqual(
