@@ -53,7 +53,7 @@ interface Method {
   name: string;
   kind: 'baseline' | 'ours';
   /** Runs once; returns the output bytes and, for ours, the worker's peak RSS and how long it planned. */
-  once(): Promise<{ bytes: number; peakRssMb?: number; planningSeconds?: number }>;
+  once(): Promise<{ bytes: number; peakRssMb?: number; planning?: Planning }>;
 }
 
 interface Result {
@@ -89,15 +89,25 @@ async function dirBytes(dir: string): Promise<number> {
   return Number(stdout.split('\t')[0]);
 }
 
-/**
- * Planning time of a finished run, from its history: workflow start to the first copy activity
- * scheduled (the holder has exported the snapshot, sized the table and planned its ranges by then).
- */
-async function planningSeconds(handle: WorkflowHandle): Promise<number> {
+/** Planning seconds of a finished run, from its history. */
+interface Planning {
+  /** Workflow start to the first copy activity scheduled (the holder has exported the snapshot, sized the table and planned its ranges by then). */
+  toFirstCopy: number;
+  /** The holder's own part: its plan activity (`awaitSnapshotPlan`, `awaitSnapshotSetPlan`) from start to completion. */
+  inHolder: number;
+}
+
+async function planningOf(handle: WorkflowHandle): Promise<Planning> {
   const events = (await handle.fetchHistory()).events ?? [];
-  const at = (e: (typeof events)[number]) => Number(e.eventTime?.seconds ?? 0) + (e.eventTime?.nanos ?? 0) / 1e9;
+  const at = (e: (typeof events)[number] | undefined) => (e ? Number(e.eventTime?.seconds ?? 0) + (e.eventTime?.nanos ?? 0) / 1e9 : Number.NaN);
   const firstCopy = events.find((e) => /^copy/.test(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''));
-  return firstCopy ? at(firstCopy) - at(events[0]!) : Number.NaN;
+  const plan = events.find((e) => /^awaitSnapshot/.test(e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''));
+  const planEvent = (kind: 'activityTaskStartedEventAttributes' | 'activityTaskCompletedEventAttributes') =>
+    events.find((e) => plan && String(e[kind]?.scheduledEventId) === String(plan.eventId));
+  return {
+    toFirstCopy: at(firstCopy) - at(events[0]),
+    inHolder: at(planEvent('activityTaskCompletedEventAttributes')) - at(planEvent('activityTaskStartedEventAttributes')),
+  };
 }
 
 /** A process's peak RSS (VmHWM) from /proc, since start or since {@link resetPeakRss}. */
@@ -227,7 +237,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       // With a target the built-in loader is the target owner; otherwise we answer for one.
       if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
-      return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!), planningSeconds: await planningSeconds(handle) };
+      return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!), planning: await planningOf(handle) };
     },
   });
 
@@ -403,18 +413,19 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   }
 
   /** Runs one of ours RUNS times in a row: its median seconds and the largest peak RSS of its runs. */
-  const repeated = async (method: Method): Promise<{ seconds: number; peakRssMb: number; planningSeconds: number }> => {
+  const repeated = async (method: Method): Promise<{ seconds: number; peakRssMb: number; planning: Planning }> => {
     const xs: number[] = [];
-    const plans: number[] = [];
+    const plans: Planning[] = [];
     let peak = 0;
     for (let r = 0; r < RUNS; r++) {
       const t0 = process.hrtime.bigint();
-      const { peakRssMb: rss, planningSeconds: plan } = await method.once();
+      const { peakRssMb: rss, planning } = await method.once();
       xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
-      plans.push(plan ?? Number.NaN);
+      plans.push(planning ?? { toFirstCopy: Number.NaN, inHolder: Number.NaN });
       peak = Math.max(peak, rss ?? 0);
     }
-    return { seconds: median(xs), peakRssMb: Math.round(peak), planningSeconds: median(plans) };
+    const planning = { toFirstCopy: median(plans.map((p) => p.toFirstCopy)), inHolder: median(plans.map((p) => p.inHolder)) };
+    return { seconds: median(xs), peakRssMb: Math.round(peak), planning };
   };
 
   // Fixed cost of a run and of each partition: an empty table with 2 and with 16 partitions.
@@ -431,6 +442,9 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     /** Median seconds from workflow start to the first partition scheduled with `partitions: auto` (goal: 10 M within 1.2× of 1 M). */
     planning1M: number;
     planning10M: number;
+    /** The holder's own part of it (its plan activity), median seconds. */
+    holderPlanning1M: number;
+    holderPlanning10M: number;
   } | null = null;
   if (process.argv.includes('--scaling')) {
     const sized = async (rows: number) => {
@@ -438,7 +452,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       await seed(pg.url, schema, rows);
       const timed = await repeated(ours('scaling', { partitions: 2 }, { table: `${schema}.t` }));
       // Planning as the default sizes the plan (`partitions: auto`: an estimate, never a COUNT(*)).
-      return { ...timed, planningSeconds: (await repeated(ours('scaling', { partitions: 'auto' }, { table: `${schema}.t` }))).planningSeconds };
+      return { ...timed, planning: (await repeated(ours('scaling', { partitions: 'auto' }, { table: `${schema}.t` }))).planning };
     };
     const [one, ten] = [await sized(1_000_000), await sized(10_000_000)];
     scaling = {
@@ -447,8 +461,10 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       ratio: Number((ten.seconds / one.seconds).toFixed(2)),
       peakRssMb1M: one.peakRssMb,
       peakRssMb10M: ten.peakRssMb,
-      planning1M: Number(one.planningSeconds.toFixed(3)),
-      planning10M: Number(ten.planningSeconds.toFixed(3)),
+      planning1M: Number(one.planning.toFirstCopy.toFixed(3)),
+      planning10M: Number(ten.planning.toFirstCopy.toFixed(3)),
+      holderPlanning1M: Number(one.planning.inHolder.toFixed(3)),
+      holderPlanning10M: Number(ten.planning.inHolder.toFixed(3)),
     };
   }
 
@@ -557,7 +573,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   console.log(`\noverhead: an empty 2-partition run ${empty2.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
   if (scaling) {
     console.log(
-      `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}; planning ${scaling.planning1M} s and ${scaling.planning10M} s`,
+      `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}; planning ${scaling.planning1M} s and ${scaling.planning10M} s (in the holder ${scaling.holderPlanning1M} s and ${scaling.holderPlanning10M} s)`,
     );
   }
   const pgToPg = summary.goals.pgToPgVsPgcopydb;
