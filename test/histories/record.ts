@@ -208,33 +208,23 @@ describe('record workflow histories', function () {
     });
   });
 
-  it('a set whose data package is written in the held snapshot, committed', async () => {
+  /** A set of two tables with its data package, committed, saved as `name`: what differs between the cases is the code that recorded them. */
+  const setWithPackage = (name: string) => async () => {
     await admin().query(
       'CREATE TABLE IF NOT EXISTS hist.pkg (id int PRIMARY KEY, note text); TRUNCATE hist.pkg; INSERT INTO hist.pkg SELECT g, g::text FROM generate_series(1, 10) g',
     );
     await withWorker(async ({ taskQueue }) => {
       const request = { tables: [table, 'hist.pkg'] };
-      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-table-set-package-committed' });
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: `history-${name}` });
       assert.ok((await waitForManifest(handle)).dataPackage, 'the set has its data package');
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
-      await save('table-set-package-committed', handle);
+      await save(name, handle);
     });
-  });
+  };
 
-  it('a set whose data package is written beside the copy, committed', async () => {
-    await admin().query(
-      'CREATE TABLE IF NOT EXISTS hist.pkg (id int PRIMARY KEY, note text); TRUNCATE hist.pkg; INSERT INTO hist.pkg SELECT g, g::text FROM generate_series(1, 10) g',
-    );
-    await withWorker(async ({ taskQueue }) => {
-      const request = { tables: [table, 'hist.pkg'] };
-      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-table-set-package-beside-copy-committed' });
-      assert.ok((await waitForManifest(handle)).dataPackage, 'the set has its data package');
-      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
-      await handle.result();
-      await save('table-set-package-beside-copy-committed', handle);
-    });
-  });
+  it('a set whose data package is written in the held snapshot, committed', setWithPackage('table-set-package-committed'));
+  it('a set whose data package is written beside the copy, committed', setWithPackage('table-set-package-beside-copy-committed'));
 
   it('a set of tables loaded by the built-in loader into a target schema', async () => {
     await admin().query(`
