@@ -150,12 +150,12 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     });
   }
 
-  /** The key's histogram bounds from ANALYZE (empty when it has none). */
-  const histogram = async (relation: string): Promise<string[]> =>
+  /** A column's histogram bounds from ANALYZE (empty when it has none). */
+  const histogram = async (relation: string, column = 'id'): Promise<string[]> =>
     (
       await admin().query<{ b: string[] | null }>(
-        `SELECT histogram_bounds::text::text[] AS b FROM pg_stats WHERE schemaname || '.' || tablename = $1 AND attname = 'id'`,
-        [relation],
+        `SELECT histogram_bounds::text::text[] AS b FROM pg_stats WHERE schemaname || '.' || tablename = $1 AND attname = $2`,
+        [relation, column],
       )
     ).rows[0]?.b ?? [];
 
@@ -177,6 +177,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     grown: { how: 'from a page sample once the table doubled since ANALYZE', rows: 3_000_000, from: 'sample' },
     deleted: { how: 'from a page sample once a fifth of its rows were deleted since ANALYZE', rows: 1_200_000, from: 'sample' },
     refused: { how: 'from a page sample when the statistics views are refused to the role', rows: 1_500_000, from: 'sample' },
+    coarse: { how: 'from a page sample when its histogram has fewer buckets than partitions', rows: 1_500_000, from: 'sample' },
   } as const;
   for (const [name, { how, rows, from }] of Object.entries(cases)) {
     it(`auto partitioning plans a large table ${how}: no COUNT(*), no more than a fraction of its rows read`, async () => {
@@ -185,6 +186,8 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       );
       // The insert's own counts reach the statistics before ANALYZE resets them, or the table would look changed since.
       await changeAndReport(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1, 1500000) g`, 1_500_000);
+      // Four buckets for auto's six partitions.
+      if (name === 'coarse') await admin().query('ALTER TABLE pfl.t ALTER COLUMN id SET STATISTICS 4');
       if (name !== 'none') await admin().query('ANALYZE pfl.t');
       // Every new key above the histogram's last bound; every deleted one at the top of it.
       if (name === 'grown') await admin().query(`INSERT INTO pfl.t SELECT g, 'row ' || g FROM generate_series(1500001, 3000000) g`);
@@ -227,6 +230,22 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       }
     });
   }
+
+  it('a key with most-common values takes its cuts from a sample: the histogram leaves those values out', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pmc CASCADE; CREATE SCHEMA pmc; CREATE TABLE pmc.t (k int, v int) WITH (autovacuum_enabled = false)`);
+    // A tenth of the rows share k = 0.
+    await admin().query(`INSERT INTO pmc.t SELECT CASE WHEN g % 10 = 0 THEN 0 ELSE g END, g FROM generate_series(1, 100000) g; ANALYZE pmc.t`);
+    const mcv = await admin().query(`SELECT most_common_vals IS NOT NULL AS has FROM pg_stats WHERE schemaname = 'pmc' AND tablename = 't' AND attname = 'k'`);
+    assert.equal(mcv.rows[0]?.has, true, 'ANALYZE found most-common values');
+    const bounds = new Set(await histogram('pmc.t', 'k'));
+    assert.ok(bounds.size > 4, 'and a histogram of the other values');
+    const run = await exportPartitions('pmc', { partitions: 4 }, undefined, 'k');
+    const cuts = run.plan.ranges.slice(0, -1).map((r) => (r as KeyRange).upper!);
+    assert.ok(!cuts.every((cut) => bounds.has(cut)), `cuts ${cuts.join(' ')} are not the histogram's`);
+    assert.deepEqual(run.actual, run.expected, 'every row exactly once');
+    assertBalanced(run, 4);
+    await admin().query('DROP SCHEMA pmc CASCADE');
+  });
 
   it('a text key takes its cuts from a sample sorted now, never from a histogram sorted at ANALYZE', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS ptk CASCADE; CREATE SCHEMA ptk; CREATE TABLE ptk.t (k text PRIMARY KEY) WITH (autovacuum_enabled = false)`);
