@@ -159,6 +159,10 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       )
     ).rows[0]?.b ?? [];
 
+  /** Rows that scans of `relation` returned in `client`'s open transaction (planning's reads: samples, or a COUNT(*) reading them all). */
+  const rowsRead = async (client: Client, relation: string): Promise<number> =>
+    Number((await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned($1::regclass)::text AS n`, [relation])).rows[0]!.n);
+
   /** Runs `sql` and has its session report the rows it changed now, then waits until the statistics show at least `modified`. */
   const changeAndReport = async (sql: string, modified: number): Promise<void> => {
     await admin().query(`${sql}; SELECT pg_stat_force_next_flush()`);
@@ -204,8 +208,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
       const client = await openSession(url, 'coordinator');
       try {
         const c = await SnapshotCoordinator.export(client, { schema: 'pfl', table: 't' }, { partitions: 'auto' });
-        // Rows read by scans of the table in this transaction: samples, a fraction of its rows (a COUNT(*) reads them all).
-        const read = Number((await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned('pfl.t'::regclass)::text AS n`)).rows[0]!.n);
+        const read = await rowsRead(client, 'pfl.t');
         assert.ok(read < (from === 'histogram' ? 10 : rows / 4), `read ${read} rows while planning`);
         const planned = name === 'deleted' ? 1_500_000 : rows; // the estimate scales the pages by the statistics' density
         assert.ok(c.plan.rowCount! > planned * 0.85 && c.plan.rowCount! < planned * 1.15, `planned for ${c.plan.rowCount} rows`);
@@ -253,7 +256,7 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     const client = await openSession(live().pg.url, 'coordinator');
     try {
       const c = await SnapshotCoordinator.export(client, { schema: 'ptk', table: 't' }, { partitions: 4 });
-      const read = Number((await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned('ptk.t'::regclass)::text AS n`)).rows[0]!.n);
+      const read = await rowsRead(client, 'ptk.t');
       assert.equal(c.plan.ranges.length, 4);
       assert.ok(read >= 20_000, `the whole table (under one sample's size) was read for its quantiles: ${read} rows`);
       await c.abort();
