@@ -11,7 +11,7 @@ import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
-import { onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from '../target/target-db';
+import { MIXED_TARGET_DDL, onTarget, orphanStagingTables, recreateTarget, targetStatement, targetUrl } from '../target/target-db';
 
 describe('worker process killed mid-stream (live)', function () {
   this.timeout(120_000);
@@ -23,9 +23,7 @@ describe('worker process killed mid-stream (live)', function () {
   it('SIGKILL while the partitions stream → the target holds nothing, the retried load loads the exact rows once', async () => {
     const table = await seedMixedTable('strmcrash', 150_000);
     const expected = await tableDigest(`SELECT * FROM ${table}`);
-    await recreateTarget(
-      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`,
-    );
+    await recreateTarget(MIXED_TARGET_DDL);
     const env = { PG_EXTRACT_TARGET_WAREHOUSE_URL: targetUrl() };
     const taskQueue = `strmcrash-${randomUUID()}`;
     const first = await spawnWorker(taskQueue, env);

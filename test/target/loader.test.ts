@@ -16,45 +16,22 @@ import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/target/loa
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
-import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, slowCommit, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
-
-async function targetDigest(): Promise<{ count: number; md5: string }> {
-  return onTarget(async (c) => {
-    const r = await c.query(digestSql('dst.t x'));
-    return r.rows[0];
-  });
-}
+import { TARGET_DB, loadsMixedTable, onTarget, slowCommit, targetDigest, targetUrl, terminateTargetAtCommit } from './target-db';
 
 describe('built-in PostgreSQL target loader (live)', function () {
   this.timeout(120_000);
-  let table: string;
-  let expected: { count: number; md5: string };
-
-  before(async () => {
-    table = await seedMixedTable('src', 20_000);
-    expected = await tableDigest(`SELECT * FROM ${table}`);
-  });
-  beforeEach(async () => {
-    await recreateTarget(
-      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`,
-    );
-  });
-  afterEach(async () => {
-    await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
-    assert.equal(await orphanStagingTables(), 0, 'no staging table orphaned');
-    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
-  });
+  const source = loadsMixedTable('src', 20_000);
 
   const run = (extra: Record<string, unknown> = {}, worker: { s3Env?: Record<string, string> } = {}) =>
     withWorker(
       async ({ taskQueue }) => {
         const handle = await startExtraction(
           live().temporal.client,
-          { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', mode: 'append' }, ...extra },
+          { table: source.table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', mode: 'append' }, ...extra },
           { taskQueue },
         );
         const manifest = await waitForManifest(handle);
@@ -70,7 +47,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     assert.ok(manifest.files.every((f) => f.path.startsWith('s3://pgx-load/runs/')));
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
-    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await targetDigest(), source.expected);
     assert.deepEqual(await bucketContents('pgx-load', 'runs/'), { objects: [], uploads: [] });
   });
 
@@ -78,7 +55,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     const { result, manifest } = await run();
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
-    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await targetDigest(), source.expected);
     const fence = await onTarget((c) => c.query('SELECT operation_id, rows FROM pgextract.commit_fence'));
     assert.equal(fence.rows.length, 1);
     assert.equal(fence.rows[0].operation_id, result.operationId);
@@ -96,7 +73,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.ok(manifest.files.every((f) => f.path.endsWith('.zst')));
       assert.equal(result.terminalReceipt.outcome, 'success');
       assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
-      assert.deepEqual(await targetDigest(), expected);
+      assert.deepEqual(await targetDigest(), source.expected);
     }
   });
 
@@ -104,7 +81,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'stale')`));
     const { result } = await run({ target: { name: 'warehouse', table: 'dst.t', mode: 'replace' } });
     assert.equal(result.terminalReceipt.outcome, 'success');
-    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await targetDigest(), source.expected);
   });
 
   it('the target backend terminated at the moment of COMMIT → reconciled as not committed → abort', async () => {
@@ -221,12 +198,16 @@ describe('built-in PostgreSQL target loader (live)', function () {
   });
 
   describe('internal query (source and target are one database)', () => {
-    beforeEach(async () => admin().query(`DROP SCHEMA IF EXISTS dsti CASCADE; CREATE SCHEMA dsti; CREATE TABLE dsti.t (LIKE ${table})`));
+    beforeEach(async () => admin().query(`DROP SCHEMA IF EXISTS dsti CASCADE; CREATE SCHEMA dsti; CREATE TABLE dsti.t (LIKE ${source.table})`));
 
     it('one INSERT … SELECT behind the fence: exact rows, no files, a receipt with no snapshot claim', async () => {
       const result = await withWorker(
         async ({ taskQueue }) => {
-          const handle = await startExtraction(live().temporal.client, { table, target: { name: 'same', table: 'dsti.t', via: 'internal' } }, { taskQueue });
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table: source.table, target: { name: 'same', table: 'dsti.t', via: 'internal' } },
+            { taskQueue },
+          );
           return (await handle.result()) as ExtractionResult;
         },
         { targets: { same: live().pg.url } },
@@ -234,12 +215,12 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal(result.manifest.strategy, 'internal_query');
       assert.deepEqual(result.manifest.files, []);
       assert.equal(result.terminalReceipt.outcome, 'success');
-      assert.deepEqual(await tableDigest('SELECT * FROM dsti.t'), expected);
+      assert.deepEqual(await tableDigest('SELECT * FROM dsti.t'), source.expected);
       const r = result.extractionReceipt!;
       assert.ok(r.extractionCompletedAt, 'the window is the statement');
       assert.equal(r.snapshotAuthority, null);
       assert.equal(r.sourceToken, null);
-      assert.deepEqual(r.evidence, [{ name: table, rows: 20_000, bytes: null, sha256: null }], 'the rows the statement moved, and no file');
+      assert.deepEqual(r.evidence, [{ name: source.table, rows: 20_000, bytes: null, sha256: null }], 'the rows the statement moved, and no file');
       const staging = await admin().query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'pg_extract_stg_%'`);
       assert.equal(staging.rows[0].n, 0);
     });
@@ -249,7 +230,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
         async ({ taskQueue }) => {
           const handle = await startExtraction(
             live().temporal.client,
-            { table, target: { name: 'warehouse', table: 'dst.t', via: 'internal' } },
+            { table: source.table, target: { name: 'warehouse', table: 'dst.t', via: 'internal' } },
             { taskQueue },
           );
           const result = (await handle.result()) as ExtractionResult;

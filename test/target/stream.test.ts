@@ -8,32 +8,14 @@ import assert from 'node:assert/strict';
 import { startExtraction } from '../../src/client';
 import { statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { TARGET_DB, onTarget, orphanStagingTables, recreateTarget, slowCommit, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
-
-const targetDigest = async (): Promise<{ count: number; md5: string }> => onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]);
+import { TARGET_DB, loadsMixedTable, onTarget, slowCommit, targetDigest, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
 
 describe('streaming PG → PG without files (live)', function () {
   this.timeout(120_000);
-  let table: string;
-  let expected: { count: number; md5: string };
-
-  before(async () => {
-    table = await seedMixedTable('strm', 20_000);
-    expected = await tableDigest(`SELECT * FROM ${table}`);
-  });
-  beforeEach(async () => {
-    await recreateTarget(
-      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`,
-    );
-  });
-  afterEach(async () => {
-    await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
-    assert.equal(await orphanStagingTables(), 0, 'no staging table left');
-    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
-  });
+  const source = loadsMixedTable('strm', 20_000);
 
   /** Starts a stream into dst.t; `during` runs alongside with the workflow handle. */
   const stream = (
@@ -44,7 +26,7 @@ describe('streaming PG → PG without files (live)', function () {
       async ({ taskQueue }) => {
         const handle = await startExtraction(
           live().temporal.client,
-          { table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', via: 'stream' }, ...extra },
+          { table: source.table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', via: 'stream' }, ...extra },
           { taskQueue },
         );
         const [result] = await Promise.all([handle.result() as Promise<ExtractionResult>, during(handle)]);
@@ -60,7 +42,7 @@ describe('streaming PG → PG without files (live)', function () {
     assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.deepEqual(result.terminalReceipt.filesRetained, [], 'nothing retained: there are no files');
-    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await targetDigest(), source.expected);
     const r = result.extractionReceipt!;
     assert.equal(r.snapshotAuthority, 'postgresql.exported_snapshot');
     assert.match(r.sourceToken!, /^sha256:[0-9a-f]{64}$/);
@@ -72,7 +54,7 @@ describe('streaming PG → PG without files (live)', function () {
       20_000,
     );
     assert.ok(
-      r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${table}/part-`)),
+      r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${source.table}/part-`)),
       'rows only: nothing stored to check bytes against',
     );
   });
@@ -87,14 +69,14 @@ describe('streaming PG → PG without files (live)', function () {
       assert.match(during.rows[0].state, /^(idle in transaction|active)$/, 'inside its transaction');
     });
     assert.equal(result.terminalReceipt.outcome, 'success');
-    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await targetDigest(), source.expected);
   });
 
   it('replace empties the target in the same transaction', async () => {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'old')`));
     const result = await stream(undefined, { target: { name: 'warehouse', table: 'dst.t', via: 'stream', mode: 'replace' } });
     assert.equal(result.terminalReceipt.outcome, 'success');
-    assert.deepEqual(await targetDigest(), expected);
+    assert.deepEqual(await targetDigest(), source.expected);
   });
 
   it('an ambiguous COMMIT with the target unreachable → retain_commit_unknown; the source rolled back, nothing left', async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Client } from 'pg';
-import { admin } from '../support/database';
+import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { eventually } from '../support/eventually';
 
@@ -29,6 +29,37 @@ export async function recreateTarget(ddl: string): Promise<void> {
   await admin().query(`DROP DATABASE IF EXISTS ${TARGET_DB} WITH (FORCE)`);
   await admin().query(`CREATE DATABASE ${TARGET_DB}`);
   await onTarget((c) => c.query(ddl));
+}
+
+/** The target of a table seeded by `seedMixedTable`: dst.t, of the same columns. */
+export const MIXED_TARGET_DDL =
+  'CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)';
+
+type Digest = { count: number; md5: string };
+
+/** dst.t's rows as one digest, comparable with the source's `tableDigest`. */
+export async function targetDigest(): Promise<Digest> {
+  return onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]);
+}
+
+/**
+ * A suite's hooks for loading one mixed source table into dst.t: seeds `rows` rows once (the
+ * returned object's `table` and `expected` are set then), gives every test an empty dst.t, and
+ * after every test checks that no staging table and no session of ours is left.
+ */
+export function loadsMixedTable(prefix: string, rows: number): { table: string; expected: Digest } {
+  const source = { table: '', expected: { count: 0, md5: '' } };
+  before(async () => {
+    source.table = await seedMixedTable(prefix, rows);
+    source.expected = await tableDigest(`SELECT * FROM ${source.table}`);
+  });
+  beforeEach(() => recreateTarget(MIXED_TARGET_DDL));
+  afterEach(async () => {
+    await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
+    assert.equal(await orphanStagingTables(), 0, 'no staging table left');
+    assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
+  });
+  return source;
 }
 
 export async function orphanStagingTables(): Promise<number> {
