@@ -11,7 +11,7 @@ import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin, filesDigest, manifestDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
 import { eventually } from '../support/eventually';
@@ -70,14 +70,7 @@ describe('worker process killed mid-extraction (live)', function () {
       workers.push(second);
 
       const manifest = await waitForManifest(handle);
-      assert.deepEqual(
-        await filesDigest(
-          table,
-          manifest.files.map((f) => f.path),
-        ),
-        expected,
-        'exact rows and checksum',
-      );
+      assert.deepEqual(await manifestDigest(table, manifest), expected, 'exact rows and checksum');
       assert.ok(
         manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest),
         'one snapshot',
@@ -125,14 +118,7 @@ describe('worker process killed mid-extraction (live)', function () {
 
     const manifest = await waitForManifest(handle);
     assert.ok(manifest.files.every((f) => f.rows <= 1_500));
-    assert.deepEqual(
-      await filesDigest(
-        table,
-        manifest.files.map((f) => f.path),
-      ),
-      expected,
-      'exact rows and checksum',
-    );
+    assert.deepEqual(await manifestDigest(table, manifest), expected, 'exact rows and checksum');
     const listed = [...manifest.files.map((f) => f.path), manifest.dataPackage!.path].map((p) => p.slice(out.length + 1)).sort();
     const present = (await readdir(out, { recursive: true })).filter((e) => !(e.endsWith('.pg-extract-run') || /^[^/]+(\/attempt-\d+)?$/.test(e)));
     assert.deepEqual(present.sort(), listed, 'the folder holds exactly the listed files: no file of the killed try, no temp file, no discarded folder');

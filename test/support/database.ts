@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { Pool } from 'pg';
+import type { Manifest } from '../../src/contract/extraction-types';
 import { APPLICATION_NAME } from '../../src/postgres/session';
 import { live } from './services';
 import { eventually } from './eventually';
@@ -80,10 +81,6 @@ export async function tableDigest(query: string, snapshotId?: string): Promise<{
   }
 }
 
-/**
- * Loads exported CSV/binary files into a scratch copy of `table` and digests it the same way as
- * {@link tableDigest}, so "the files hold exactly the snapshot's rows" is one comparison.
- */
 /** A zstd file's bytes as the zstd tool itself decompresses them: a decoder independent of the one under test. */
 export function zstdDecompressed(file: string): Readable {
   const child = spawn('zstd', ['-dc', file], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -91,6 +88,10 @@ export function zstdDecompressed(file: string): Readable {
   return child.stdout;
 }
 
+/**
+ * Loads exported CSV/binary files into a scratch copy of `table` and digests it the same way as
+ * {@link tableDigest}, so "the files hold exactly the snapshot's rows" is one comparison.
+ */
 export async function filesDigest(
   table: string,
   files: string[],
@@ -115,4 +116,17 @@ export async function filesDigest(
     await client.query('DROP TABLE IF EXISTS scratch').catch(() => undefined);
     client.release();
   }
+}
+
+/** {@link filesDigest} of every file a manifest lists. */
+export async function manifestDigest(
+  table: string,
+  manifest: Pick<Manifest, 'files'>,
+  format?: Parameters<typeof filesDigest>[2],
+): Promise<{ count: number; md5: string }> {
+  return filesDigest(
+    table,
+    manifest.files.map((f) => f.path),
+    format,
+  );
 }

@@ -11,13 +11,20 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { Manifest } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
-import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { admin, filesDigest, manifestDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { cli, liveCliEnv } from '../support/cli';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
 const BUCKET = 'pgx-batched';
+
+/** The run's folder holds the files its outputs list (the files and their data package), and nothing else. */
+async function assertOnlyListedFiles(manifest: Manifest): Promise<void> {
+  const listed = runOutputs(manifest).map((p) => basename(p));
+  const present = (await readdir(dirname(manifest.files[0]!.path))).filter((e) => !e.startsWith('.'));
+  assert.deepEqual(present.sort(), listed.sort(), 'only the listed files');
+}
 
 /** The files of each partition, named part-NNNN-batch-NNNNN, listed in partition then batch order. */
 function assertOrdered(manifest: Manifest, ext: string): void {
@@ -59,23 +66,8 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
         assert.equal((await stat(f.path)).size, f.bytes);
       }
       assertOrdered(manifest, '.csv.gz');
-      assert.deepEqual(
-        await filesDigest(
-          table,
-          manifest.files.map((f) => f.path),
-          { format: 'csv', header: true, gzip: true },
-        ),
-        expected,
-        'exact rows',
-      );
-      const folder = dirname(manifest.files[0]!.path);
-      assert.deepEqual(
-        (await readdir(folder)).filter((e) => !e.startsWith('.')).sort(),
-        runOutputs(manifest)
-          .map((p) => basename(p))
-          .sort(),
-        'only the listed files',
-      );
+      assert.deepEqual(await manifestDigest(table, manifest, { format: 'csv', header: true, gzip: true }), expected, 'exact rows');
+      await assertOnlyListedFiles(manifest);
       const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       assert.equal(receipt.cleanupSucceeded, true);
       assert.deepEqual(await readdir(join(live().outRoot, 'batched-bytes')).catch(() => []), [], 'nothing left after success');
@@ -93,14 +85,7 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       );
       assertOrdered(manifest, '.csv');
       assert.ok(manifest.extractionReceipt!.extractionCompletedAt, 'complete after the terminal empty batch');
-      assert.deepEqual(
-        await filesDigest(
-          table,
-          manifest.files.map((f) => f.path),
-        ),
-        expected,
-        'each file has its header; exact rows',
-      );
+      assert.deepEqual(await manifestDigest(table, manifest), expected, 'each file has its header; exact rows');
       const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
       assert.equal(receipt.outcome, 'abort');
       assert.equal(receipt.cleanupSucceeded, true);
@@ -117,13 +102,7 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       const over = manifest.files.filter((f) => f.bytes > 1024);
       assert.equal(over.length, 1, 'one file over the bound');
       assert.equal(over[0]!.rows, 1, 'holding the one wide row alone');
-      assert.deepEqual(
-        await filesDigest(
-          'wide.t',
-          manifest.files.map((f) => f.path),
-        ),
-        wideExpected,
-      );
+      assert.deepEqual(await manifestDigest('wide.t', manifest), wideExpected);
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });
@@ -151,22 +130,8 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       const manifest = await waitForManifest(handle);
       assert.equal(manifest.attempt, 1, 'retried within the snapshot, not a fresh attempt');
       assertOrdered(manifest, '.csv');
-      assert.deepEqual(
-        await filesDigest(
-          table,
-          manifest.files.map((f) => f.path),
-        ),
-        expected,
-        'exact rows',
-      );
-      const folder = dirname(manifest.files[0]!.path);
-      assert.deepEqual(
-        (await readdir(folder)).filter((e) => !e.startsWith('.')).sort(),
-        runOutputs(manifest)
-          .map((p) => basename(p))
-          .sort(),
-        'only the listed files',
-      );
+      assert.deepEqual(await manifestDigest(table, manifest), expected, 'exact rows');
+      await assertOnlyListedFiles(manifest);
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });

@@ -12,7 +12,7 @@ import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from 
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
-import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest, zstdDecompressed } from '../support/database';
+import { admin, filesDigest, manifestDigest, seedMixedTable, settleSessions, tableDigest, zstdDecompressed } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { eventually } from '../support/eventually';
@@ -50,14 +50,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         const handle = await start(taskQueue, { table, partitions: 4 });
         const manifest = await waitForManifest(handle);
         assert.equal(manifest.files.length, 4);
-        assert.deepEqual(
-          await filesDigest(
-            table,
-            manifest.files.map((f) => f.path),
-          ),
-          expected,
-          'exact rows and checksum',
-        );
+        assert.deepEqual(await manifestDigest(table, manifest), expected, 'exact rows and checksum');
         assert.equal(new Set(manifest.files.map((f) => f.backendPid)).size, 4, 'four distinct sessions');
         assert.ok(!manifest.files.some((f) => f.backendPid === manifest.coordinatorPid));
         assert.ok(
@@ -105,14 +98,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         const handle = await start(taskQueue, { table, partitions: 2, format, gzip });
         const manifest = await waitForManifest(handle);
         assert.ok(manifest.files.every((f) => f.path.endsWith(`${format === 'binary' ? '.pgcopy' : '.csv'}${gzip ? '.gz' : ''}`)));
-        assert.deepEqual(
-          await filesDigest(
-            table,
-            manifest.files.map((f) => f.path),
-            { format, header: true, gzip },
-          ),
-          expected,
-        );
+        assert.deepEqual(await manifestDigest(table, manifest, { format, header: true, gzip }), expected);
         await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       });
     });
