@@ -7,8 +7,7 @@ import { releaseErrorCode } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { LocalStore } from './local-store';
 import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
-import { s3ClientFromEnv } from './s3-client';
-import { S3Store } from './s3-store';
+import { LazyS3Store } from './lazy-s3-store';
 import { isS3Url } from '../contract/s3-url';
 
 /** Options for {@link OutputStores}. */
@@ -23,12 +22,12 @@ export interface OutputStoresOptions {
 
 export class OutputStores {
   readonly local: LocalStore;
-  readonly s3: S3Store;
+  /** Loaded on first use (see lazy-s3-store.ts): a worker that never writes to S3 needs neither the SDK nor AWS settings. */
+  readonly s3: LazyS3Store;
 
   constructor(options: OutputStoresOptions) {
     this.local = new LocalStore(options.outputRoot, options.fileMode);
-    let client: S3Client | undefined;
-    this.s3 = new S3Store(options.s3Client ?? (() => (client ??= s3ClientFromEnv())));
+    this.s3 = new LazyS3Store(options.s3Client);
   }
 
   /** The store that holds `name` (a location, a folder or an output name). */
