@@ -17,12 +17,18 @@ export class LazyS3Store implements OutputStore {
   /** @param client the S3 client, made on first use; by default one from the process's AWS_* environment (s3-client.ts). */
   constructor(private readonly client?: () => S3Client) {}
 
-  /** The real store; the SDK's modules are required on the first call. */
+  /** The real store; the SDK's modules are required on the first call, and again after a load that failed (EMFILE, say). */
   private store(): Promise<S3Store> {
-    this.loaded ??= Promise.all([import('./s3-store'), import('./s3-client')]).then(([{ S3Store }, { s3ClientFromEnv }]) => {
-      let client: S3Client | undefined;
-      return new S3Store(this.client ?? (() => (client ??= s3ClientFromEnv())));
-    });
+    this.loaded ??= Promise.all([import('./s3-store'), import('./s3-client')]).then(
+      ([{ S3Store }, { s3ClientFromEnv }]) => {
+        let client: S3Client | undefined;
+        return new S3Store(this.client ?? (() => (client ??= s3ClientFromEnv())));
+      },
+      (err: unknown) => {
+        this.loaded = null;
+        throw err;
+      },
+    );
     return this.loaded;
   }
 
