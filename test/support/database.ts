@@ -62,13 +62,16 @@ export async function settleSessions(timeoutMs = 5000): Promise<{ pid: number; a
   return left;
 }
 
+/** Rows as one comparable value: how many, and the md5 of their text in order. */
+export type RowsDigest = { count: number; md5: string };
+
 /** count + md5 over the rows of `from` (a relation or a parenthesized query aliased x), in text order. */
 export function digestSql(from: string): string {
   return `SELECT count(*)::int AS count, coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') AS md5 FROM ${from}`;
 }
 
 /** {@link digestSql} of `query`, computed inside `snapshotId` when given. */
-export async function tableDigest(query: string, snapshotId?: string): Promise<{ count: number; md5: string }> {
+export async function tableDigest(query: string, snapshotId?: string): Promise<RowsDigest> {
   const client = await admin().connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -96,7 +99,7 @@ export async function filesDigest(
   table: string,
   files: string[],
   format: { format: 'csv' | 'binary'; header: boolean; gzip?: boolean; compression?: 'zstd' } = { format: 'csv', header: true },
-): Promise<{ count: number; md5: string }> {
+): Promise<RowsDigest> {
   const { createReadStream } = await import('node:fs');
   const { pipeline } = await import('node:stream/promises');
   const { createGunzip } = await import('node:zlib');
@@ -119,11 +122,7 @@ export async function filesDigest(
 }
 
 /** {@link filesDigest} of every file a manifest lists. */
-export async function manifestDigest(
-  table: string,
-  manifest: Pick<Manifest, 'files'>,
-  format?: Parameters<typeof filesDigest>[2],
-): Promise<{ count: number; md5: string }> {
+export async function manifestDigest(table: string, manifest: Pick<Manifest, 'files'>, format?: Parameters<typeof filesDigest>[2]): Promise<RowsDigest> {
   return filesDigest(
     table,
     manifest.files.map((f) => f.path),

@@ -12,17 +12,14 @@ import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
 import { cli, liveCliEnv } from '../support/cli';
-import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
+import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
 /** Files of `table` in the manifest, digested the way tableDigest digests the table. */
-async function tableFilesDigest(manifest: Manifest, table: string): Promise<{ count: number; md5: string }> {
-  return filesDigest(
-    table,
-    manifest.files.filter((f) => f.table === table).map((f) => f.path),
-  );
+async function tableFilesDigest(manifest: Manifest, table: string): Promise<RowsDigest> {
+  return manifestDigest(table, { files: manifest.files.filter((f) => f.table === table) });
 }
 
 async function seedSet(): Promise<void> {

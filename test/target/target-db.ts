@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { Client } from 'pg';
-import { admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { type RowsDigest, admin, digestSql, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { eventually } from '../support/eventually';
 
@@ -35,10 +35,8 @@ export async function recreateTarget(ddl: string): Promise<void> {
 export const MIXED_TARGET_DDL =
   'CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)';
 
-type Digest = { count: number; md5: string };
-
 /** dst.t's rows as one digest, comparable with the source's `tableDigest`. */
-export async function targetDigest(): Promise<Digest> {
+export async function targetDigest(): Promise<RowsDigest> {
   return onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]);
 }
 
@@ -47,7 +45,7 @@ export async function targetDigest(): Promise<Digest> {
  * returned object's `table` and `expected` are set then), gives every test an empty dst.t, and
  * after every test checks that no staging table and no session of ours is left.
  */
-export function loadsMixedTable(prefix: string, rows: number): { table: string; expected: Digest } {
+export function loadsMixedTable(prefix: string, rows: number): { table: string; expected: RowsDigest } {
   const source = { table: '', expected: { count: 0, md5: '' } };
   before(async () => {
     source.table = await seedMixedTable(prefix, rows);
