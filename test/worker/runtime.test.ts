@@ -1,6 +1,9 @@
 /** The worker's process settings reach a process started with workerProcessEnv, and only such a process. */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../../devenv/project-root';
 import { WORKER_MALLOC_ENV, WORKER_V8_FLAGS, workerProcessEnv } from '../../src/worker/runtime';
 
 /** Asks a fresh node process whether it started with the worker settings. */
@@ -36,4 +39,20 @@ describe('worker runtime settings', () => {
       assert.equal(workerProcessEnv({ ...bare, [name]: '7' })[name], '7');
     });
   }
+
+  it('the Dockerfile and `npm run worker`, which cannot import them, start the worker with every one of them', () => {
+    const dockerEnv = readFileSync(join(projectRoot(), 'Dockerfile'), 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('ENV '))
+      .join(' ');
+    const npmWorker = (JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.worker!;
+    for (const [where, text] of [
+      ['Dockerfile', dockerEnv],
+      ['npm run worker', npmWorker],
+    ] as const) {
+      for (const [name, value] of Object.entries(WORKER_MALLOC_ENV)) assert.ok(text.includes(`${name}=${value}`), `${where} sets ${name}=${value}`);
+      const words = text.split(/\s+/).map((word) => word.replace(/^NODE_OPTIONS=/, ''));
+      for (const flag of WORKER_V8_FLAGS) assert.ok(words.includes(flag), `${where} passes ${flag}`);
+    }
+  });
 });
