@@ -10,8 +10,9 @@
  * same `--rows` in all) through `--schema` against `pg_dump -Fd -j2 -a -n`; the schema is seeded
  * only when one of them is selected.
  * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio and
- * each size's peak RSS. The worker runs as users are told to run it (src/worker/runtime.ts), and
- * its peak RSS is reset before each run, so every figure is that run's own peak.
+ * each size's peak RSS. The worker runs as users are told to run it (src/worker/runtime.ts, and it
+ * bundles its workflows at start, as `npm run worker` does), and its peak RSS is reset before each
+ * run, so every figure is that run's own peak.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,6 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../src/client';
 import { projectRoot } from '../devenv/project-root';
@@ -156,17 +156,6 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   console.error(`seeding ${ROWS} rows…`);
   await seed(pg.url, 'bench', ROWS);
   await seed(pg.url, 'bench_empty', 0);
-  const bundlePath = join(scratch, 'bundle.js');
-  writeFileSync(
-    bundlePath,
-    (
-      await bundleWorkflowCode({
-        workflowsPath: require.resolve('../src/workflows'),
-        logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
-      })
-    ).code,
-  );
-
   const outRoot = join(scratch, 'out');
   const taskQueue = 'bench';
   const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
@@ -180,7 +169,6 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       PG_EXTRACT_OUT_DIR: outRoot,
       PG_EXTRACT_SOURCE_URL: pg.url,
       PG_EXTRACT_TARGET_BENCH_URL: targetUrl,
-      PG_EXTRACT_WORKFLOW_BUNDLE: bundlePath,
     }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });

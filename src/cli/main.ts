@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * `pg-extract`: run a worker, start an extraction, report the target commit, read status,
- * cancel. JSON output (`--json`) is a stable interface for other tools.
+ * `pg-extract`: run a worker (or write its workflow bundle), start an extraction, report the
+ * target commit, read status, cancel. JSON output (`--json`) is a stable interface for other tools.
  */
 import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
@@ -17,6 +17,7 @@ import { parseCommitReport } from '../contract/commit-report';
 import { type ExtractionRequest, parseExtractionInput } from '../contract/extraction-input';
 import { DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
 import { runWorkerFromEnv } from '../worker/worker';
+import { writeWorkflowBundle } from '../worker/workflow-bundle';
 import { printError, printFailure } from './errors';
 import { followProgress } from './progress';
 import { parseEngine, readerStatement } from './reader';
@@ -92,6 +93,15 @@ program
     if (globals.namespace) env.TEMPORAL_NAMESPACE = globals.namespace;
     if (globals.taskQueue) env.PG_EXTRACT_TASK_QUEUE = globals.taskQueue;
     await runWorkerFromEnv(env);
+  });
+
+program
+  .command('bundle-workflows')
+  .description("write the worker's workflow bundle to a file, for PG_EXTRACT_WORKFLOW_BUNDLE (a worker without one bundles at start)")
+  .requiredOption('--out <file>', 'the file to write')
+  .action(async (opts: { out: string }) => {
+    await writeWorkflowBundle(opts.out);
+    console.log(`wrote ${opts.out}`);
   });
 
 program

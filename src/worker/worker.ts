@@ -16,6 +16,7 @@ import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
 import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './runtime';
 import { sweepOrphanedScratch } from '../parquet/scratch';
+import { withWorkflowBundleFile } from './workflow-bundle';
 
 /** Options for {@link createExtractionWorker}. */
 export interface ExtractionWorkerOptions {
@@ -38,8 +39,9 @@ export interface ExtractionWorkerOptions {
   /** Resolves a target name (built-in loader) to its URL. @default none configured */
   targetUrl?: (name: string) => string;
   /**
-   * A pre-built workflow bundle (`{ code }` or `{ codePath }`); else ./workflows is bundled at
-   * start-up, which takes seconds. `pg-extract worker` reads PG_EXTRACT_WORKFLOW_BUNDLE (a path).
+   * A pre-built workflow bundle (`{ code }` or `{ codePath }`, e.g. from `pg-extract bundle-workflows`);
+   * else ./workflows is bundled at start-up in a child process (./workflow-bundle.ts), which takes seconds.
+   * `pg-extract worker` reads PG_EXTRACT_WORKFLOW_BUNDLE (a path).
    */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /**
@@ -66,20 +68,22 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
     fileMode: options.fileMode ?? DEFAULT_FILE_MODE,
     ...(options.s3Client ? { s3Client: options.s3Client } : {}),
   });
-  const main = await Worker.create({
-    ...common,
-    taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities({
-      stores,
-      sourceUrl: options.sourceUrl,
-      targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),
-      holderTaskQueue,
-    }),
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 8,
-    // A crashed worker's cached workflows move to another worker after this, not the 10 s default.
-    stickyQueueScheduleToStartTimeout: '3 seconds',
-  });
+  const createMain = (workflowBundle: NonNullable<WorkerOptions['workflowBundle']>) =>
+    Worker.create({
+      ...common,
+      taskQueue: options.taskQueue,
+      workflowBundle,
+      activities: createActivities({
+        stores,
+        sourceUrl: options.sourceUrl,
+        targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),
+        holderTaskQueue,
+      }),
+      maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 8,
+      // A crashed worker's cached workflows move to another worker after this, not the 10 s default.
+      stickyQueueScheduleToStartTimeout: '3 seconds',
+    });
+  const main = options.workflowBundle ? await createMain(options.workflowBundle) : await withWorkflowBundleFile((codePath) => createMain({ codePath }));
   const holder = await Worker.create({
     ...common,
     taskQueue: holderTaskQueue,

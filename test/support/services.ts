@@ -3,11 +3,13 @@
  * for the whole run, started by the root hooks and stopped after. A missing service fails the
  * run with a message that says how to provide it; nothing is skipped.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type WorkflowBundle } from '@temporalio/worker';
 import { type PostgresService, freePort, startPostgres } from '../../devenv/postgres-service';
 import { findTemporalCli } from '../../devenv/temporal-cli';
 import { type DevServer, startDevServer } from '../../devenv/temporal-dev-server';
@@ -63,6 +65,19 @@ async function startTemporal(uiPort: number): Promise<{ temporal: TestWorkflowEn
   }
 }
 
+/** The workflow bundle as users pre-build it (`pg-extract bundle-workflows`), in this run's new scratch folder. */
+async function bundleWithCli(): Promise<Pick<LiveServices, 'bundle' | 'bundlePath' | 'scratch'>> {
+  const scratch = mkdtempSync(join(tmpdir(), 'pg-extract-test-'));
+  const bundlePath = join(scratch, 'workflow-bundle.js');
+  try {
+    await promisify(execFile)(process.execPath, [join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'bundle-workflows', '--out', bundlePath]);
+    return { bundle: { code: readFileSync(bundlePath, 'utf8') }, bundlePath, scratch };
+  } catch (err) {
+    rmSync(scratch, { recursive: true, force: true });
+    throw err;
+  }
+}
+
 async function stopTemporal({ temporal, temporalServer }: Pick<LiveServices, 'temporal' | 'temporalServer'>): Promise<void> {
   await temporal.teardown();
   await temporalServer?.stop();
@@ -72,14 +87,7 @@ export async function startServices(): Promise<LiveServices> {
   // Worker state changes at INFO drown the test report; warnings and errors still show.
   Runtime.install({ logger: new DefaultLogger((process.env.TEST_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN') });
   const uiPort = await freePort();
-  const started = await Promise.allSettled([
-    startPostgres(),
-    startTemporal(uiPort),
-    bundleWorkflowCode({
-      workflowsPath: require.resolve('../../src/workflows'),
-      logger: { ...console, trace: () => undefined, debug: () => undefined, info: () => undefined, log: () => undefined } as never,
-    }),
-  ]);
+  const started = await Promise.allSettled([startPostgres(), startTemporal(uiPort), bundleWithCli()]);
   const [pgStart, temporalStart, bundleStart] = started;
   if (pgStart.status === 'rejected' || temporalStart.status === 'rejected' || bundleStart.status === 'rejected') {
     // Stop what did start: no afterAll stops a run whose services never came up.
@@ -87,12 +95,10 @@ export async function startServices(): Promise<LiveServices> {
       pgStart.status === 'fulfilled' && pgStart.value.stop(),
       temporalStart.status === 'fulfilled' && stopTemporal(temporalStart.value),
     ]);
+    if (bundleStart.status === 'fulfilled') rmSync(bundleStart.value.scratch, { recursive: true, force: true });
     throw started.find((s) => s.status === 'rejected')!.reason;
   }
-  const [pg, { temporal, temporalServer }, bundle] = [pgStart.value, temporalStart.value, bundleStart.value];
-  const scratch = mkdtempSync(join(tmpdir(), 'pg-extract-test-'));
-  const bundlePath = join(scratch, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle.code);
+  const [pg, { temporal, temporalServer }, { bundle, bundlePath, scratch }] = [pgStart.value, temporalStart.value, bundleStart.value];
   const webUi = process.env.TEMPORAL_ADDRESS ? null : `http://127.0.0.1:${uiPort}`;
   services = { pg, temporal, temporalServer, bundle, bundlePath, scratch, webUi, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
   return services;

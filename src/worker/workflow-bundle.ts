@@ -1,0 +1,48 @@
+/**
+ * The workflow bundle a worker runs. Bundling is webpack's work: about 2 s, about 140 MB of memory at
+ * its peak, and a process that bundled keeps about 30 MB more for good (webpack's modules stay loaded).
+ * So a worker without a pre-built bundle bundles in a child process and reads the result, and
+ * `pg-extract bundle-workflows --out FILE` writes a bundle ahead of time (the Docker image does) for
+ * PG_EXTRACT_WORKFLOW_BUNDLE. Run as a script, this file writes the bundle to the path it is given.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Bundles ./workflows in this process and writes the code to `path`. */
+export async function writeWorkflowBundle(path: string): Promise<void> {
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const quiet = () => undefined;
+  // webpack's progress is INFO; its warnings and errors go to stderr, which a parent shows only if bundling fails.
+  const logger = { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: console.error, error: console.error };
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: logger as never });
+  await writeFile(path, code);
+}
+
+/**
+ * Bundles ./workflows in a child process (this file run as a script) into a temporary file and calls `use` with its
+ * path; the file is removed once `use` settles. A bundle given by path is read once and used as it is, where one
+ * given as code is kept and copied (its source map rewritten) by the Temporal worker.
+ */
+export async function withWorkflowBundleFile<T>(use: (codePath: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'pg-extract-bundle-'));
+  try {
+    const codePath = join(dir, 'workflow-bundle.js');
+    await new Promise<void>((resolve, reject) =>
+      execFile(process.execPath, [__filename, codePath], { encoding: 'utf8', maxBuffer: 16 << 20 }, (err, _stdout, stderr) =>
+        err ? reject(new Error(`bundling the workflows in a child process failed: ${stderr.trim() || err.message}`, { cause: err })) : resolve(),
+      ),
+    );
+    return await use(codePath);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  writeWorkflowBundle(process.argv[2]!).catch((err: unknown) => {
+    console.error((err as Error)?.stack ?? err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * A worker without a pre-built bundle bundles its workflows in a child process, so webpack never
+ * loads into the worker; `pg-extract bundle-workflows` writes the same bundle ahead of time (every
+ * live test's workers run one it wrote: test/support/services.ts).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../../devenv/project-root';
+
+const src = join(__dirname, '..', '..', 'src');
+
+/** What a bundle is: our workflows, with the inline source map the Temporal worker requires. */
+function assertIsOurBundle(code: string): void {
+  for (const name of ['extractionWorkflow', 'copyBatchWorkflow']) assert.ok(code.includes(name), `the bundle has ${name}`);
+  assert.ok(/\/\/# sourceMappingURL=data:application\/json;[^,]*base64,/.test(code), 'the bundle has its source map inline');
+}
+
+describe('workflow bundle', function () {
+  this.timeout(60_000);
+
+  it('withWorkflowBundleFile bundles in a child process: webpack never loads in the caller, and the file is gone afterwards', () => {
+    // A fresh process: this test process may have loaded webpack for other tests.
+    const script = `const { withWorkflowBundleFile } = require(${JSON.stringify(join(src, 'worker', 'workflow-bundle.js'))});
+      const fs = require('fs');
+      let path;
+      withWorkflowBundleFile(async (p) => { path = p; return fs.readFileSync(p, 'utf8'); }).then((code) => console.log(JSON.stringify({
+        code,
+        removed: !fs.existsSync(path),
+        webpack: Object.keys(require.cache).filter((m) => /node_modules[\\\\/]webpack[\\\\/]lib[\\\\/]/.test(m)).length,
+      })));`;
+    const seen = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 << 20 })) as {
+      code: string;
+      removed: boolean;
+      webpack: number;
+    };
+    assertIsOurBundle(seen.code);
+    assert.equal(seen.removed, true, 'the temporary bundle file is removed');
+    assert.equal(seen.webpack, 0, 'no webpack module is loaded in the calling process');
+  });
+
+  it('`pg-extract bundle-workflows --out FILE` writes the bundle', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pg-extract-bundle-test-'));
+    try {
+      const out = join(dir, 'bundle.js');
+      const said = execFileSync(process.execPath, [join(src, 'cli', 'main.js'), 'bundle-workflows', '--out', out], { encoding: 'utf8' });
+      assert.equal(said.trim(), `wrote ${out}`);
+      assertIsOurBundle(readFileSync(out, 'utf8'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the Docker image starts its worker with the bundle its build wrote (no bundling at each start)', () => {
+    const dockerfile = readFileSync(join(projectRoot(), 'Dockerfile'), 'utf8');
+    const written = /bundle-workflows --out (\S+)/.exec(dockerfile)?.[1];
+    assert.ok(written, 'the build runs bundle-workflows');
+    assert.match(dockerfile, new RegExp(`^COPY --from=build /app/${written} `, 'm'), 'the image gets the bundle');
+    assert.match(dockerfile, new RegExp(`^ENV PG_EXTRACT_WORKFLOW_BUNDLE=/app/${written}$`, 'm'), 'the worker is pointed at it');
+  });
+});
