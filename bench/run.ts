@@ -178,10 +178,13 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   });
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   const psql = (sql: string) => run('psql', [pg.url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { maxBuffer: 1 << 20 });
+  /** Folders baselines wrote in the current run, removed once it is measured (see the run loop). */
+  const written = new Set<string>();
   const out = (name: string): string => {
     const dir = join(scratch, name);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
+    written.add(dir);
     return dir;
   };
 
@@ -391,6 +394,8 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       const { bytes, peakRssMb: rss } = await m.once();
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       const cpu1 = cpuNow(m);
+      for (const dir of written) rmSync(dir, { recursive: true, force: true });
+      written.clear();
       const entry = times.get(m.name) ?? { seconds: [], bytes, rss: [], cpu: { server: [], client: [], temporal: [] } };
       entry.seconds.push(seconds);
       for (const k of ['server', 'client', 'temporal'] as const) entry.cpu[k].push(cpu1[k] - cpu0[k]);
