@@ -6,9 +6,9 @@
  * PG_EXTRACT_WORKFLOW_BUNDLE. Run as a script, this file writes the bundle to the path it is given.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { makeScratch } from '../parquet/scratch';
 
 /** Bundles ./workflows in this process and writes the code to `path`. */
 export async function writeWorkflowBundle(path: string): Promise<void> {
@@ -23,10 +23,11 @@ export async function writeWorkflowBundle(path: string): Promise<void> {
 /**
  * Bundles ./workflows in a child process (this file run as a script) into a temporary file and calls `use` with its
  * path; the file is removed once `use` settles. A bundle given by path is read once and used as it is, where one
- * given as code is kept and copied (its source map rewritten) by the Temporal worker.
+ * given as code is kept and copied (its source map rewritten) by the Temporal worker. The file's folder is one of
+ * this process's scratch folders, so if the worker is killed meanwhile the next worker on the host removes it.
  */
 export async function withWorkflowBundleFile<T>(use: (codePath: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'pg-extract-bundle-'));
+  const dir = await makeScratch();
   try {
     const codePath = join(dir, 'workflow-bundle.js');
     await new Promise<void>((resolve, reject) =>

@@ -1,14 +1,15 @@
 /**
  * A worker without a pre-built bundle bundles its workflows in a child process, so webpack never
- * loads into the worker; `pg-extract bundle-workflows` writes the same bundle ahead of time (every
+ * loads into the worker, into one of its scratch folders; `pg-extract bundle-workflows` writes the same bundle ahead of time (every
  * live test's workers run one it wrote: test/support/services.ts).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { projectRoot } from '../../devenv/project-root';
+import { scratchPrefix } from '../../src/parquet/scratch';
 
 const src = join(__dirname, '..', '..', 'src');
 
@@ -28,16 +29,23 @@ describe('workflow bundle', function () {
       let path;
       withWorkflowBundleFile(async (p) => { path = p; return fs.readFileSync(p, 'utf8'); }).then((code) => console.log(JSON.stringify({
         code,
+        path,
+        pid: process.pid,
         removed: !fs.existsSync(path),
         webpack: Object.keys(require.cache).filter((m) => /node_modules[\\\\/]webpack[\\\\/]lib[\\\\/]/.test(m)).length,
       })));`;
     const seen = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 << 20 })) as {
       code: string;
+      path: string;
+      pid: number;
       removed: boolean;
       webpack: number;
     };
     assertIsOurBundle(seen.code);
     assert.equal(seen.removed, true, 'the temporary bundle file is removed');
+    // In a scratch folder of that process, which the next worker's sweep removes should the process be killed meanwhile.
+    assert.equal(dirname(dirname(seen.path)), tmpdir());
+    assert.ok(basename(dirname(seen.path)).startsWith(scratchPrefix(seen.pid)), `${seen.path} is in a scratch folder of pid ${seen.pid}`);
     assert.equal(seen.webpack, 0, 'no webpack module is loaded in the calling process');
   });
 
