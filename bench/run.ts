@@ -169,6 +169,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       PG_EXTRACT_OUT_DIR: outRoot,
       PG_EXTRACT_SOURCE_URL: pg.url,
       PG_EXTRACT_TARGET_BENCH_URL: targetUrl,
+      PG_EXTRACT_WORKFLOW_BUNDLE: '',
     }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -182,7 +183,6 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   const written = new Set<string>();
   const out = (name: string): string => {
     const dir = join(scratch, name);
-    rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     written.add(dir);
     return dir;

@@ -1,9 +1,10 @@
 /**
  * Scratch folders of Parquet conversions (and of the workflow bundle a worker makes at start),
  * under the worker's TMPDIR, named for the host and pid of the worker that made them: each user
- * removes its own on every path, but a killed worker cannot. A worker starting (before it runs anything) removes its host's folders whose process is
- * gone, and those of its own pid (a restarted container's worker is often pid 1 again); folders of
- * another host sharing the TMPDIR, or of a live process, are left alone.
+ * removes its own on every path, but a killed worker cannot. A worker starting (before it runs
+ * anything) removes its host's folders whose process is gone, and those of its own pid (a restarted
+ * container's worker is often pid 1 again); folders of another host sharing the TMPDIR, or of a
+ * live process, are left alone. The prefix stays `pg-extract-parquet-`, which older workers' sweeps know.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';

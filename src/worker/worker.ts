@@ -127,6 +127,9 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
   }
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   try {
+    if (!env.PG_EXTRACT_WORKFLOW_BUNDLE) {
+      logger.info('bundling the workflows in a child process (no PG_EXTRACT_WORKFLOW_BUNDLE; `pg-extract bundle-workflows --out FILE` makes one)');
+    }
     const worker = await createExtractionWorker({
       connection,
       namespace: config.namespace,
@@ -139,8 +142,8 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       ...(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES ? { maxConcurrentActivities: maxConcurrentActivities(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES) } : {}),
     });
     const swept = await sweepOrphanedScratch();
-    if (swept.removed.length) logger.info({ removed: swept.removed }, 'removed the Parquet scratch folders of workers that are gone');
-    if (swept.failed.length) logger.warn({ failed: swept.failed }, 'could not remove Parquet scratch folders of workers that are gone');
+    if (swept.removed.length) logger.info({ removed: swept.removed }, 'removed the scratch folders of workers that are gone');
+    if (swept.failed.length) logger.warn({ failed: swept.failed }, 'could not remove the scratch folders of workers that are gone');
     if (!hasWorkerRuntimeSettings()) {
       logger.warn(`started without the worker's memory settings; start it with ${describeWorkerRuntimeSettings()} for a lower peak RSS`);
     }

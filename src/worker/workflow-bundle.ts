@@ -1,9 +1,9 @@
 /**
- * The workflow bundle a worker runs. Bundling is webpack's work: about 2 s, about 140 MB of memory at
- * its peak, and a process that bundled keeps about 30 MB more for good (webpack's modules stay loaded).
- * So a worker without a pre-built bundle bundles in a child process and reads the result, and
- * `pg-extract bundle-workflows --out FILE` writes a bundle ahead of time (the Docker image does) for
- * PG_EXTRACT_WORKFLOW_BUNDLE. Run as a script, this file writes the bundle to the path it is given.
+ * The workflow bundle a worker runs. Bundling is webpack's work: about 2 s and over 200 MB at its
+ * peak, and a worker that ran webpack itself stayed about 30 MB larger for good (its modules stay
+ * loaded). So a worker without a pre-built bundle bundles in a child process and reads the result,
+ * and `pg-extract bundle-workflows --out FILE` writes a bundle ahead of time (the Docker image does)
+ * for PG_EXTRACT_WORKFLOW_BUNDLE. Run as a script, this file writes the bundle to the path it is given.
  */
 import { execFile } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
@@ -14,7 +14,8 @@ import { makeScratch } from '../parquet/scratch';
 export async function writeWorkflowBundle(path: string): Promise<void> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const quiet = () => undefined;
-  // webpack's progress is INFO; its warnings and errors go to stderr, which a parent shows only if bundling fails.
+  // Temporal's bundler logs webpack's whole report, warnings included, at INFO: dropped. A failed build is an error,
+  // on stderr, which the parent shows in its own error.
   const logger = { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: console.error, error: console.error };
   const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: logger as never });
   await writeFile(path, code);
@@ -31,8 +32,15 @@ export async function withWorkflowBundleFile<T>(use: (codePath: string) => Promi
   try {
     const codePath = join(dir, 'workflow-bundle.js');
     await new Promise<void>((resolve, reject) =>
-      execFile(process.execPath, [__filename, codePath], { encoding: 'utf8', maxBuffer: 16 << 20 }, (err, _stdout, stderr) =>
-        err ? reject(new Error(`bundling the workflows in a child process failed: ${stderr.trim() || err.message}`, { cause: err })) : resolve(),
+      // A hung child would hang the worker's start with nothing in its log; bundling takes about 2 s.
+      execFile(process.execPath, [__filename, codePath], { encoding: 'utf8', maxBuffer: 16 << 20, timeout: 120_000 }, (err, _stdout, stderr) =>
+        err
+          ? reject(
+              new Error(`bundling the workflows in a child process failed (${err.signal ?? `exit ${err.code}`}): ${stderr.trim() || err.message}`, {
+                cause: err,
+              }),
+            )
+          : resolve(),
       ),
     );
     return await use(codePath);

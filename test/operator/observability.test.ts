@@ -27,7 +27,7 @@ describe('observability (live)', function () {
     const table = await seedMixedTable('observe', 3_000);
     const taskQueue = `observe-${randomUUID()}`;
     const address = `127.0.0.1:${await freePort()}`;
-    // No prebuilt bundle: the worker finds its workflow code itself, as `pg-extract worker` and the Docker image do.
+    // No prebuilt bundle: the worker bundles its workflow code itself, as `pg-extract worker` does (the Docker image has one).
     const worker = await spawnWorker(taskQueue, { PG_EXTRACT_METRICS_ADDRESS: address, PG_EXTRACT_LOG_LEVEL: 'info', PG_EXTRACT_WORKFLOW_BUNDLE: '' });
     try {
       const handle = await startExtraction(live().temporal.client, { table, partitions: 3 }, { taskQueue });
@@ -56,6 +56,9 @@ describe('observability (live)', function () {
         'every line is a pino record',
       );
       assert.ok(records.some((r) => r.msg.startsWith('pg-extract worker on')));
+      // In a child process: Temporal's bundler, run in the worker's own process, logs this line.
+      assert.ok(records.some((r) => r.msg.startsWith('bundling the workflows in a child process')));
+      assert.ok(!records.some((r) => r.msg === 'Workflow bundle created'), 'webpack did not run in the worker');
     } finally {
       worker.child.kill('SIGTERM');
       await worker.exited;

@@ -1,11 +1,12 @@
 /**
  * A worker without a pre-built bundle bundles its workflows in a child process, so webpack never
- * loads into the worker, into one of its scratch folders; `pg-extract bundle-workflows` writes the same bundle ahead of time (every
- * live test's workers run one it wrote: test/support/services.ts).
+ * runs in the worker; the file goes to one of the worker's scratch folders. `pg-extract
+ * bundle-workflows` writes the same bundle ahead of time (test/support/services.ts makes the live
+ * tests' bundle with it).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { projectRoot } from '../../devenv/project-root';
@@ -22,7 +23,7 @@ function assertIsOurBundle(code: string): void {
 describe('workflow bundle', function () {
   this.timeout(60_000);
 
-  it('withWorkflowBundleFile bundles in a child process: webpack never loads in the caller, and the file is gone afterwards', () => {
+  it('withWorkflowBundleFile bundles in a child process: webpack never runs in the caller, and the file is gone afterwards', () => {
     // A fresh process: this test process may have loaded webpack for other tests.
     const script = `const { withWorkflowBundleFile } = require(${JSON.stringify(join(src, 'worker', 'workflow-bundle.js'))});
       const fs = require('fs');
@@ -34,7 +35,7 @@ describe('workflow bundle', function () {
         removed: !fs.existsSync(path),
         webpack: Object.keys(require.cache).filter((m) => /node_modules[\\\\/]webpack[\\\\/]lib[\\\\/]/.test(m)).length,
       })));`;
-    const seen = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 << 20 })) as {
+    const seen = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 50_000 })) as {
       code: string;
       path: string;
       pid: number;
@@ -49,11 +50,33 @@ describe('workflow bundle', function () {
     assert.equal(seen.webpack, 0, 'no webpack module is loaded in the calling process');
   });
 
+  for (const [failure, setup, use, expected] of [
+    [
+      'the child fails',
+      "process.env.NODE_OPTIONS = '--no-such-flag';",
+      'async () => { throw new Error("use was called"); }',
+      /bundling the workflows in a child process failed \(exit 9\): .*--no-such-flag/,
+    ],
+    ['the caller fails with the bundle', '', 'async () => { throw new Error("the caller failed"); }', /^the caller failed$/],
+  ] as const) {
+    it(`withWorkflowBundleFile when ${failure}: the error is that failure's, and no scratch folder is left`, () => {
+      const script = `${setup}
+        const { withWorkflowBundleFile } = require(${JSON.stringify(join(src, 'worker', 'workflow-bundle.js'))});
+        withWorkflowBundleFile(${use}).catch((err) => console.log(JSON.stringify({ message: err.message, pid: process.pid })));`;
+      const seen = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 50_000 })) as { message: string; pid: number };
+      assert.match(seen.message, expected);
+      assert.deepEqual(
+        readdirSync(tmpdir()).filter((name) => name.startsWith(scratchPrefix(seen.pid))),
+        [],
+      );
+    });
+  }
+
   it('`pg-extract bundle-workflows --out FILE` writes the bundle', () => {
     const dir = mkdtempSync(join(tmpdir(), 'pg-extract-bundle-test-'));
     try {
       const out = join(dir, 'bundle.js');
-      const said = execFileSync(process.execPath, [join(src, 'cli', 'main.js'), 'bundle-workflows', '--out', out], { encoding: 'utf8' });
+      const said = execFileSync(process.execPath, [join(src, 'cli', 'main.js'), 'bundle-workflows', '--out', out], { encoding: 'utf8', timeout: 50_000 });
       assert.equal(said.trim(), `wrote ${out}`);
       assertIsOurBundle(readFileSync(out, 'utf8'));
     } finally {
