@@ -56,7 +56,7 @@ describe('observability (live)', function () {
         'every line is a pino record',
       );
       assert.ok(records.some((r) => r.msg.startsWith('pg-extract worker on')));
-      // In a child process: Temporal's bundler, run in the worker's own process, logs this line.
+      // It bundled in a child process; Temporal's bundler, had it run in the worker, would have logged 'Workflow bundle created'.
       assert.ok(records.some((r) => r.msg.startsWith('bundling the workflows in a child process')));
       assert.ok(!records.some((r) => r.msg === 'Workflow bundle created'), 'webpack did not run in the worker');
     } finally {
