@@ -119,6 +119,8 @@ const CODES = {
   LOCK_TIMEOUT: TRANSIENT,
   /** A value its column's Parquet type cannot hold without loss (±infinity dates, NaN in numeric(p,s), a nested array). */
   PARQUET_VALUE_UNREPRESENTABLE: { ...CALLERS_FAULT, hint: 'export other columns (--columns) or cast them in a view' },
+  /** A row's CSV text is longer than a Parquet conversion reads (8 MiB): retrying cannot help. */
+  PARQUET_ROW_TOO_LONG: { ...CALLERS_FAULT, hint: 'leave the widest columns out (--columns), or export this table as csv or binary' },
   /** The source refused the configured credentials. */
   SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
   /** The exported snapshot is gone: the step cannot be retried, but the run retries with a fresh snapshot. */

@@ -30,6 +30,17 @@ const ROW_GROUP_MAX_BYTES = '16MB';
 
 const CODECS = { zstd: 'zstd', snappy: 'snappy', none: 'uncompressed' } as const;
 
+/**
+ * DuckDB's CSV errors quote the row (`Original Line: …`, up to about 10 kB of it): row data, which must not reach a
+ * failure (history), a log or the CLI. Left out of every message the conversion passes on.
+ */
+function withoutRowText(message: string): string {
+  return message.replace(/^Original Line: .*$/m, 'Original Line: (left out: row data)');
+}
+
+/** DuckDB's message for a row longer than `max_line_size`: the limit and the row's size. */
+const ROW_TOO_LONG = /Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+) bytes/;
+
 /** DuckDB's messages for a value its target type cannot take: ours, a failed cast, a nested array. */
 function isUnrepresentable(message: string): boolean {
   return message.includes(UNREPRESENTABLE) || message.startsWith('Conversion Error') || message.includes('not a one-dimensional array');
@@ -91,9 +102,13 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
       const result = await connection.run(`COPY (${select}) TO ${literal(parquet)} (${options.join(', ')})`);
       return Number(result.rowsChanged);
     } catch (err) {
-      const message = (err as Error).message ?? String(err);
-      if (isUnrepresentable(message)) throw new PgExtractError(ErrorCode.PARQUET_VALUE_UNREPRESENTABLE, message, { cause: err });
-      throw err;
+      const message = withoutRowText((err as Error).message ?? String(err));
+      const tooLong = ROW_TOO_LONG.exec(message);
+      // No `cause`: DuckDB's error holds the row's text.
+      if (tooLong)
+        throw new PgExtractError(ErrorCode.PARQUET_ROW_TOO_LONG, `a row's CSV text is ${tooLong[2]} bytes, over the ${tooLong[1]} a Parquet conversion reads`);
+      if (isUnrepresentable(message)) throw new PgExtractError(ErrorCode.PARQUET_VALUE_UNREPRESENTABLE, message);
+      throw new Error(message);
     } finally {
       request.signal?.removeEventListener('abort', interrupt);
       connection.closeSync();

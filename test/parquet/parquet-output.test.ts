@@ -363,6 +363,34 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   });
 
+  it('a row whose CSV text is over 8 MiB fails the run at once with PARQUET_ROW_TOO_LONG, quoting none of the row; no file is left', async () => {
+    // About 9.8 MB of text in row 2 (TOAST compresses it in the table).
+    await admin().query(
+      `DROP TABLE IF EXISTS pq.toolong; CREATE TABLE pq.toolong AS SELECT g AS id, CASE WHEN g = 2 THEN repeat('secret-', 1400000) ELSE 'short' END AS t FROM generate_series(1, 3) g`,
+    );
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'pq.toolong', partitions: 1, format: 'parquet', outDir: 'too-long' }, { taskQueue });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.ok(err instanceof WorkflowFailedError);
+        const failure = JSON.stringify(err.cause);
+        assert.match(failure, /PARQUET_ROW_TOO_LONG/);
+        assert.match(failure, /a row's CSV text is 980000\d bytes, over the 8388608/);
+        assert.doesNotMatch(failure, /secret-/, 'no row data in the failure');
+        return true;
+      });
+      const events = (await handle.fetchHistory()).events ?? [];
+      const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
+      assert.deepEqual(retried, [], 'not retried');
+      assert.doesNotMatch(JSON.stringify(events), /secret-/, 'no row data in the history');
+      const left = await readdir(join(live().outRoot, 'too-long'), { recursive: true }).catch(() => []);
+      assert.deepEqual(
+        left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
+        [],
+        'no file or temp file',
+      );
+    });
+  });
+
   it('rows of 1 MiB, more of them than DuckDB may hold in one row group: the row groups close at a size instead, every value kept', async () => {
     const rows = 150;
     await admin().query(
