@@ -31,15 +31,17 @@ const ROW_GROUP_MAX_BYTES = '16MB';
 const CODECS = { zstd: 'zstd', snappy: 'snappy', none: 'uncompressed' } as const;
 
 /**
- * DuckDB's CSV errors quote the row (`Original Line: …`, up to about 10 kB of it): row data, which must not reach a
- * failure (history), a log or the CLI. Left out of every message the conversion passes on.
+ * DuckDB's CSV errors quote the row they stopped at (`Original Line: …`, up to about 10 kB of it, newlines and all):
+ * row data, which must not reach a failure (history), a log or the CLI. A message that quotes one keeps only what comes
+ * before the quote (`Invalid Input Error: CSV Error on Line: N`); the rest cannot be told apart from the row's text.
  */
 function withoutRowText(message: string): string {
-  return message.replace(/^Original Line: .*$/m, 'Original Line: (left out: row data)');
+  const quote = message.indexOf('\nOriginal Line:');
+  return quote < 0 ? message : `${message.slice(0, quote)} (DuckDB's message quotes the row here: left out)`;
 }
 
-/** DuckDB's message for a row longer than `max_line_size`: the limit and the row's size. */
-const ROW_TOO_LONG = /Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+) bytes/;
+/** DuckDB's explanation of a row longer than `max_line_size`, after the quoted row: the limit and the row's size. */
+const ROW_TOO_LONG = /Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+) bytes/g;
 
 /** DuckDB's messages for a value its target type cannot take: ours, a failed cast, a nested array. */
 function isUnrepresentable(message: string): boolean {
@@ -102,8 +104,10 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
       const result = await connection.run(`COPY (${select}) TO ${literal(parquet)} (${options.join(', ')})`);
       return Number(result.rowsChanged);
     } catch (err) {
-      const message = withoutRowText((err as Error).message ?? String(err));
-      const tooLong = ROW_TOO_LONG.exec(message);
+      const raw = (err as Error).message ?? String(err);
+      // The last match: DuckDB's own words come after the row's text, which could hold anything.
+      const tooLong = [...raw.matchAll(ROW_TOO_LONG)].at(-1);
+      const message = withoutRowText(raw);
       // No `cause`: DuckDB's error holds the row's text.
       if (tooLong)
         throw new PgExtractError(ErrorCode.PARQUET_ROW_TOO_LONG, `a row's CSV text is ${tooLong[2]} bytes, over the ${tooLong[1]} a Parquet conversion reads`);
