@@ -30,14 +30,19 @@ const ROW_GROUP_MAX_BYTES = '16MB';
 
 const CODECS = { zstd: 'zstd', snappy: 'snappy', none: 'uncompressed' } as const;
 
+/** The most of a DuckDB message passed on: enough for one offending value, as PostgreSQL's own errors name one. */
+const MESSAGE_CHARS = 500;
+
 /**
  * DuckDB's CSV errors quote the row they stopped at (`Original Line: …`, up to about 10 kB of it, newlines and all):
  * row data, which must not reach a failure (history), a log or the CLI. A message that quotes one keeps only what comes
  * before the quote (`Invalid Input Error: CSV Error on Line: N`); the rest cannot be told apart from the row's text.
+ * Any other message (a refused cast names its value, a nested array is shown whole) is cut at {@link MESSAGE_CHARS}.
  */
 function withoutRowText(message: string): string {
   const quote = message.indexOf('\nOriginal Line:');
-  return quote < 0 ? message : `${message.slice(0, quote)} (DuckDB's message quotes the row here: left out)`;
+  if (quote >= 0) return `${message.slice(0, quote)} (DuckDB's message quotes the row here: left out)`;
+  return message.length > MESSAGE_CHARS ? `${message.slice(0, MESSAGE_CHARS)}… (cut)` : message;
 }
 
 /** DuckDB's explanation of a row longer than `max_line_size`, after the quoted row: the limit and the row's size. */
@@ -105,8 +110,8 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
       return Number(result.rowsChanged);
     } catch (err) {
       const raw = (err as Error).message ?? String(err);
-      // The last match: DuckDB's own words come after the row's text, which could hold anything.
-      const tooLong = [...raw.matchAll(ROW_TOO_LONG)].at(-1);
+      // The last match for our limit: DuckDB's own words come after the row's text, which could hold anything.
+      const tooLong = [...raw.matchAll(ROW_TOO_LONG)].filter((m) => m[1] === String(MAX_ROW_BYTES)).at(-1);
       const message = withoutRowText(raw);
       // No `cause`: DuckDB's error holds the row's text.
       if (tooLong)

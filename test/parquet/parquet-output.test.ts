@@ -342,6 +342,24 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   }
 
+  it('a large value DuckDB refuses is cut in the failure: a two-dimensional array of 100 000 integers', async () => {
+    await admin().query(
+      `DROP TABLE IF EXISTS pq.badwide; CREATE TABLE pq.badwide (id int PRIMARY KEY, v int[]);
+       INSERT INTO pq.badwide VALUES (1, (SELECT array_agg(ARRAY[g, 900000 + g]) FROM generate_series(1, 50000) g))`,
+    );
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'pq.badwide', partitions: 1, format: 'parquet', outDir: 'bad-wide' }, { taskQueue });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.ok(err instanceof WorkflowFailedError);
+        const failure = JSON.stringify(err.cause);
+        assert.match(failure, /PARQUET_VALUE_UNREPRESENTABLE/);
+        assert.match(failure, /not a one-dimensional array: \{\{1,900001\},.*… \(cut\)/);
+        assert.doesNotMatch(failure, /950000/, 'the end of the value is left out');
+        return true;
+      });
+    });
+  });
+
   it('a value DuckDB refuses early in a large partition stops its COPY mid-stream: the run fails with the code, leaving no file, scratch or session', async () => {
     await admin().query(
       `DROP TABLE IF EXISTS pq.badbig; CREATE TABLE pq.badbig AS SELECT g AS id, repeat('x', 100) AS a, CASE WHEN g = 100 THEN 'infinity' ELSE date '2026-01-01' END AS d
