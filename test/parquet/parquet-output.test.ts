@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { WorkflowFailedError } from '@temporalio/client';
+import { type Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { projectRoot } from '../../devenv/project-root';
 import { scratchPrefix } from '../../src/parquet/scratch';
@@ -175,6 +175,28 @@ async function scratchLeft(): Promise<string[]> {
   return (await readdir(tmpdir())).filter((n) => n.startsWith(scratchPrefix()));
 }
 
+/** Starts a Parquet run of `table` into `outDir` and returns its failure as JSON (the run must fail). */
+async function failureOf(client: Client, taskQueue: string, table: string, outDir: string): Promise<{ failure: string; handle: WorkflowHandle }> {
+  const handle = await startExtraction(client, { table, partitions: 1, format: 'parquet', outDir }, { taskQueue });
+  let failure = '';
+  await assert.rejects(handle.result(), (err: unknown) => {
+    assert.ok(err instanceof WorkflowFailedError);
+    failure = JSON.stringify(err.cause);
+    return true;
+  });
+  return { failure, handle };
+}
+
+/** No Parquet file or temp file is left under the run's `outDir`. */
+async function assertNoFileLeft(outDir: string): Promise<void> {
+  const left = await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []);
+  assert.deepEqual(
+    left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
+    [],
+    'no file or temp file',
+  );
+}
+
 describe('Parquet output (live, read back by pyarrow)', function () {
   this.timeout(180_000);
   afterEach(async () => {
@@ -324,20 +346,10 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       );
       await withWorker(async ({ client, taskQueue }) => {
         const out = `bad-${type.replace(/\W/g, '')}`;
-        const handle = await startExtraction(client, { table: 'pq.bad', partitions: 1, format: 'parquet', outDir: out }, { taskQueue });
-        await assert.rejects(handle.result(), (err: unknown) => {
-          assert.ok(err instanceof WorkflowFailedError);
-          const failure = JSON.stringify(err.cause);
-          assert.match(failure, /PARQUET_VALUE_UNREPRESENTABLE/);
-          assert.match(failure, /column v|one-dimensional|Could not convert/);
-          return true;
-        });
-        const left = await readdir(join(live().outRoot, out), { recursive: true }).catch(() => []);
-        assert.deepEqual(
-          left.filter((n) => String(n).endsWith('.parquet') || /\.tmp-/.test(String(n))),
-          [],
-          'no file or temp file',
-        );
+        const { failure } = await failureOf(client, taskQueue, 'pq.bad', out);
+        assert.match(failure, /PARQUET_VALUE_UNREPRESENTABLE/);
+        assert.match(failure, /column v|one-dimensional|Could not convert/);
+        await assertNoFileLeft(out);
       });
     });
   }
@@ -348,15 +360,11 @@ describe('Parquet output (live, read back by pyarrow)', function () {
        INSERT INTO pq.badwide VALUES (1, (SELECT array_agg(ARRAY[g, 900000 + g]) FROM generate_series(1, 50000) g))`,
     );
     await withWorker(async ({ client, taskQueue }) => {
-      const handle = await startExtraction(client, { table: 'pq.badwide', partitions: 1, format: 'parquet', outDir: 'bad-wide' }, { taskQueue });
-      await assert.rejects(handle.result(), (err: unknown) => {
-        assert.ok(err instanceof WorkflowFailedError);
-        const failure = JSON.stringify(err.cause);
-        assert.match(failure, /PARQUET_VALUE_UNREPRESENTABLE/);
-        assert.match(failure, /not a one-dimensional array: \{\{1,900001\},.*… \(cut\)/);
-        assert.doesNotMatch(failure, /950000/, 'the end of the value is left out');
-        return true;
-      });
+      const { failure } = await failureOf(client, taskQueue, 'pq.badwide', 'bad-wide');
+      assert.match(failure, /PARQUET_VALUE_UNREPRESENTABLE/);
+      assert.match(failure, /not a one-dimensional array: \{\{1,900001\},.*… \(cut\)/);
+      assert.doesNotMatch(failure, /950000/, 'the end of the value is left out');
+      await assertNoFileLeft('bad-wide');
     });
   });
 
@@ -366,18 +374,9 @@ describe('Parquet output (live, read back by pyarrow)', function () {
          FROM generate_series(1, ${BIG_ROWS}) g`,
     );
     await withWorker(async ({ client, taskQueue }) => {
-      const handle = await startExtraction(client, { table: 'pq.badbig', partitions: 1, format: 'parquet', outDir: 'bad-big' }, { taskQueue });
-      await assert.rejects(handle.result(), (err: unknown) => {
-        assert.ok(err instanceof WorkflowFailedError);
-        assert.match(JSON.stringify(err.cause), /PARQUET_VALUE_UNREPRESENTABLE.*column d/);
-        return true;
-      });
-      const left = await readdir(join(live().outRoot, 'bad-big'), { recursive: true }).catch(() => []);
-      assert.deepEqual(
-        left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
-        [],
-        'no file or temp file',
-      );
+      const { failure } = await failureOf(client, taskQueue, 'pq.badbig', 'bad-big');
+      assert.match(failure, /PARQUET_VALUE_UNREPRESENTABLE.*column d/);
+      await assertNoFileLeft('bad-big');
     });
   });
 
@@ -387,25 +386,15 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       `DROP TABLE IF EXISTS pq.toolong; CREATE TABLE pq.toolong AS SELECT g AS id, CASE WHEN g = 2 THEN repeat(E'secret-\\n', 1230000) ELSE 'short' END AS t FROM generate_series(1, 3) g`,
     );
     await withWorker(async ({ client, taskQueue }) => {
-      const handle = await startExtraction(client, { table: 'pq.toolong', partitions: 1, format: 'parquet', outDir: 'too-long' }, { taskQueue });
-      await assert.rejects(handle.result(), (err: unknown) => {
-        assert.ok(err instanceof WorkflowFailedError);
-        const failure = JSON.stringify(err.cause);
-        assert.match(failure, /PARQUET_ROW_TOO_LONG/);
-        assert.match(failure, /a row's CSV text is 98\d{5} bytes, over the 8388608/);
-        assert.doesNotMatch(failure, /secret-/, 'no row data in the failure');
-        return true;
-      });
+      const { failure, handle } = await failureOf(client, taskQueue, 'pq.toolong', 'too-long');
+      assert.match(failure, /PARQUET_ROW_TOO_LONG/);
+      assert.match(failure, /a row's CSV text is 98\d{5} bytes, over the 8388608/);
+      assert.doesNotMatch(failure, /secret-/, 'no row data in the failure');
       const events = (await handle.fetchHistory()).events ?? [];
       const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
       assert.deepEqual(retried, [], 'not retried');
       assert.doesNotMatch(JSON.stringify(events), /secret-/, 'no row data in the history');
-      const left = await readdir(join(live().outRoot, 'too-long'), { recursive: true }).catch(() => []);
-      assert.deepEqual(
-        left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
-        [],
-        'no file or temp file',
-      );
+      await assertNoFileLeft('too-long');
     });
   });
 
@@ -442,12 +431,7 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       assert.ok((await lstat(join(folder, 'rows.csv'))).isFIFO(), 'the CSV reaches DuckDB through a named pipe');
       await handle.cancel();
       await assert.rejects(handle.result(), WorkflowFailedError);
-      const left = await readdir(join(live().outRoot, 'cancel-parquet'), { recursive: true }).catch(() => []);
-      assert.deepEqual(
-        left.filter((n) => /\.parquet|\.tmp-/.test(String(n))),
-        [],
-        'no file or temp file',
-      );
+      await assertNoFileLeft('cancel-parquet');
     });
   });
 
