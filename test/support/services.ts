@@ -14,6 +14,8 @@ import { type PostgresService, freePort, startPostgres } from '../../devenv/post
 import { findTemporalCli } from '../../devenv/temporal-cli';
 import { type DevServer, startDevServer } from '../../devenv/temporal-dev-server';
 import { SearchAttributes } from '../../src/contract/definitions';
+// A cycle (./cli reads live()), safe: each side reads the other only when called.
+import { CLI } from './cli';
 
 export interface LiveServices {
   pg: PostgresService;
@@ -70,7 +72,7 @@ async function bundleWithCli(): Promise<Pick<LiveServices, 'bundle' | 'bundlePat
   const scratch = mkdtempSync(join(tmpdir(), 'pg-extract-test-'));
   const bundlePath = join(scratch, 'workflow-bundle.js');
   try {
-    await promisify(execFile)(process.execPath, [join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'bundle-workflows', '--out', bundlePath]);
+    await promisify(execFile)(process.execPath, [CLI, 'bundle-workflows', '--out', bundlePath]);
     return { bundle: { code: readFileSync(bundlePath, 'utf8') }, bundlePath, scratch };
   } catch (err) {
     rmSync(scratch, { recursive: true, force: true });

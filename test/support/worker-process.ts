@@ -1,8 +1,8 @@
 /** `pg-extract worker` as a real OS process, for crash and shutdown tests; its output is kept for scanning. */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { recordServicePid } from '../../devenv/service-pids';
 import { workerProcessEnv } from '../../src/worker/runtime';
+import { CLI } from './cli';
 import { live } from './services';
 import { eventually } from './eventually';
 
@@ -13,8 +13,6 @@ export interface WorkerProcess {
   /** Resolves with the exit code (null when killed by a signal). */
   exited: Promise<number | null>;
 }
-
-const CLI = join(__dirname, '..', '..', 'src', 'cli', 'main.js');
 
 export async function spawnWorker(taskQueue: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
   const { temporal, pg, outRoot, bundlePath } = live();

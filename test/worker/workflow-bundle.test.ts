@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { projectRoot } from '../../devenv/project-root';
 import { scratchPrefix } from '../../src/parquet/scratch';
+import { cli } from '../support/cli';
 
 const src = join(__dirname, '..', '..', 'src');
 
@@ -72,12 +73,13 @@ describe('workflow bundle', function () {
     });
   }
 
-  it('`pg-extract bundle-workflows --out FILE` writes the bundle', () => {
+  it('`pg-extract bundle-workflows --out FILE` writes the bundle', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pg-extract-bundle-test-'));
     try {
       const out = join(dir, 'bundle.js');
-      const said = execFileSync(process.execPath, [join(src, 'cli', 'main.js'), 'bundle-workflows', '--out', out], { encoding: 'utf8', timeout: 50_000 });
-      assert.equal(said.trim(), `wrote ${out}`);
+      const said = await cli(['bundle-workflows', '--out', out]);
+      assert.equal(said.code, 0, said.stderr);
+      assert.equal(said.stdout.trim(), `wrote ${out}`);
       assertIsOurBundle(readFileSync(out, 'utf8'));
     } finally {
       rmSync(dir, { recursive: true, force: true });
