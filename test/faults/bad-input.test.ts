@@ -4,7 +4,7 @@
  * workflow exists.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -38,6 +38,7 @@ describe('bad input (live)', function () {
     outsideTarget = await mkdtemp(join(tmpdir(), 'pg-extract-outside-'));
     await symlink(outsideTarget, join(root, 'escape'));
   });
+  after(async () => rm(outsideTarget, { recursive: true, force: true }));
 
   describe('at the client: rejected before a workflow starts', () => {
     const cases: [string, unknown, ErrorCode, string][] = [

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scratchPrefix, sweepOrphanedScratch } from '../../src/parquet/scratch';
@@ -17,8 +17,12 @@ describe('Parquet scratch folders', () => {
     const dead = spawnSync(process.execPath, ['-e', '']).pid;
     const gone = [`${scratchPrefix(dead)}a1b2c3`, `${scratchPrefix()}d4e5f6`];
     const kept = [`${scratchPrefix(1)}g7h8i9`, `${scratchPrefix(dead, `other-${hostname()}`)}j1k2l3`, 'unrelated-folder'];
-    for (const name of [...gone, ...kept]) await mkdir(join(dir, name, 'inner'), { recursive: true });
-    assert.deepEqual((await sweepOrphanedScratch(dir)).removed.sort(), gone.sort());
-    assert.deepEqual((await readdir(dir)).sort(), kept.sort(), 'a live pid (pid 1), another host and other folders stay');
+    try {
+      for (const name of [...gone, ...kept]) await mkdir(join(dir, name, 'inner'), { recursive: true });
+      assert.deepEqual((await sweepOrphanedScratch(dir)).removed.sort(), gone.sort());
+      assert.deepEqual((await readdir(dir)).sort(), kept.sort(), 'a live pid (pid 1), another host and other folders stay');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -43,6 +43,7 @@ describe('zstd streams', () => {
     file = join(await mkdtemp(join(tmpdir(), 'pg-extract-zstd-')), 'rows.csv.zst');
     await writeFile(file, compressed);
   });
+  after(async () => rm(dirname(file), { recursive: true, force: true }));
 
   it('writes concatenated frames that zstd -d restores byte for byte', async () => {
     assert.ok(compressed.length < csv.length / 3, `compressed to ${compressed.length} of ${csv.length} bytes`);
