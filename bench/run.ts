@@ -4,7 +4,7 @@
  * full Temporal workflow run interleaved, each at least `--runs` times; the table reports medians
  * and ratios to the best baseline. Results go to bench/results/latest.json.
  *
- *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling] [--tables 200] [--only REGEXP]
+ *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling] [--tables 200] [--only REGEXP] (./options.ts)
  *
  * Rows named `… 200-table schema …` time a whole schema (bench/table-set.ts: `--tables` tables, the
  * same `--rows` in all) through `--schema` against `pg_dump -Fd -j2 -a -n`; the schema is seeded
@@ -14,7 +14,7 @@
  * bundles its workflows at start, as `npm run worker` does), and its peak RSS is reset before each
  * run, so every figure is that run's own peak.
  */
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -30,22 +30,19 @@ import { commitUpdate } from '../src/contract/definitions';
 import type { ExtractionRequest } from '../src/contract/extraction-input';
 import { workerProcessEnv } from '../src/worker/runtime';
 import { BENCH_COLUMNS, createBenchTable } from './bench-table';
+import { BENCH_USAGE, type BenchOptions, BenchUsageError, benchOptions } from './options';
 import { seedTableSet, tableSetRows } from './table-set';
 import { readProcStat, reapedChildrenCpuSeconds, treeCpuSeconds } from './cpu-time';
 
 const run = promisify(execFile);
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-const ROWS = arg('--rows', process.argv.includes('--quick') ? 200_000 : 5_000_000);
+const OPTIONS = parsedOptions();
+const ROWS = OPTIONS.rows;
 /** `--only REGEXP`: run just the methods whose names match (goals need both of their methods). */
-const ONLY = process.argv.includes('--only') ? new RegExp(process.argv[process.argv.indexOf('--only') + 1] ?? '') : null;
-const RUNS = Math.max(3, arg('--runs', 3));
+const ONLY = OPTIONS.only;
+const RUNS = OPTIONS.runs;
 /** The many-table schema: its table count and the label its rows carry (select them with `--only '200-table'`). */
-const SET_TABLES = arg('--tables', 200);
+const SET_TABLES = OPTIONS.tables;
 const SET_LABEL = `${SET_TABLES}-table schema`;
 const SET_SCHEMA = 'bench_set';
 
@@ -121,6 +118,49 @@ function resetPeakRss(pid: number): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
+/** The task queue of the bench's worker: every method of ours starts its workflow on it. */
+const TASK_QUEUE = 'bench';
+
+/** The PG → PG methods' target database, on the source's cluster (the worker's target `bench`). */
+const benchTargetUrl = (pgUrl: string): string => pgUrl.replace(/\/[^/]*$/, '/bench_target');
+
+/** Starts the worker every method of ours runs on, as users run it; resolves once it polls. */
+async function startWorker(pgUrl: string, temporalAddress: string, s3Env: Record<string, string>, scratch: string): Promise<ChildProcess> {
+  const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker', 'worker.js')], {
+    env: workerProcessEnv({
+      ...process.env,
+      ...s3Env,
+      TEMPORAL_ADDRESS: temporalAddress,
+      PG_EXTRACT_TASK_QUEUE: TASK_QUEUE,
+      PG_EXTRACT_OUT_DIR: join(scratch, 'out'),
+      PG_EXTRACT_SOURCE_URL: pgUrl,
+      PG_EXTRACT_TARGET_BENCH_URL: benchTargetUrl(pgUrl),
+      PG_EXTRACT_WORKFLOW_BUNDLE: '',
+    }),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      worker.stderr!.on('data', (d: Buffer) => d.toString().includes('pg-extract worker on') && resolve());
+      worker.once('exit', () => reject(new Error('worker exited')));
+    });
+  } catch (err) {
+    await stopWorker(worker);
+    throw err;
+  }
+  return worker;
+}
+
+/** Stops the bench's worker, whatever state the bench ended in: SIGTERM, then SIGKILL after 10 s. */
+async function stopWorker(worker: ChildProcess): Promise<void> {
+  if (worker.exitCode !== null || worker.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  worker.kill('SIGTERM');
+  const timer = setTimeout(() => worker.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
 async function main(): Promise<void> {
   const scratch = join(tmpdir(), `pg-extract-bench-${process.pid}`);
   mkdirSync(scratch, { recursive: true });
@@ -128,10 +168,13 @@ async function main(): Promise<void> {
   const port = await freePort();
   const temporal = await startDevServer({ port, uiPort: await freePort(), logFile: join(scratch, 'temporal.log') });
   const s3 = await startS3();
+  let worker: ChildProcess | undefined;
   try {
     await s3.createBucket('bench');
-    await measure(pg.url, { address: temporal.address, pid: temporal.process?.pid ?? null }, s3.env, scratch);
+    worker = await startWorker(pg.url, temporal.address, s3.env, scratch);
+    await measure(pg.url, { address: temporal.address, pid: temporal.process?.pid ?? null }, worker, scratch);
   } finally {
+    if (worker) await stopWorker(worker);
     await s3.stop();
     await temporal.stop();
     await pg.stop();
@@ -151,32 +194,13 @@ async function postmasterPid(url: string): Promise<number> {
   }
 }
 
-async function measure(pgUrl: string, temporal: { address: string; pid: number | null }, s3Env: Record<string, string>, scratch: string): Promise<void> {
+async function measure(pgUrl: string, temporal: { address: string; pid: number | null }, worker: ChildProcess, scratch: string): Promise<void> {
   const pg = { url: pgUrl };
   console.error(`seeding ${ROWS} rows…`);
   await seed(pg.url, 'bench', ROWS);
   await seed(pg.url, 'bench_empty', 0);
-  const outRoot = join(scratch, 'out');
-  const taskQueue = 'bench';
-  const targetUrl = pg.url.replace(/\/[^/]*$/, '/bench_target');
+  const targetUrl = benchTargetUrl(pg.url);
   const TABLE_DDL = `CREATE SCHEMA bench; CREATE TABLE bench.t ${BENCH_COLUMNS}`;
-  const worker = spawn(process.execPath, [join(projectRoot(), 'dist', 'src', 'worker', 'worker.js')], {
-    env: workerProcessEnv({
-      ...process.env,
-      ...s3Env,
-      TEMPORAL_ADDRESS: temporal.address,
-      PG_EXTRACT_TASK_QUEUE: taskQueue,
-      PG_EXTRACT_OUT_DIR: outRoot,
-      PG_EXTRACT_SOURCE_URL: pg.url,
-      PG_EXTRACT_TARGET_BENCH_URL: targetUrl,
-      PG_EXTRACT_WORKFLOW_BUNDLE: '',
-    }),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    worker.stderr!.on('data', (d: Buffer) => d.toString().includes('pg-extract worker on') && resolve());
-    worker.once('exit', () => reject(new Error('worker exited')));
-  });
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   const psql = (sql: string) => run('psql', [pg.url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { maxBuffer: 1 << 20 });
   /** Folders baselines wrote in the current run, removed once it is measured (see the run loop). */
@@ -223,7 +247,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     kind: 'ours',
     async once() {
       resetPeakRss(worker.pid!);
-      const handle = await startExtraction(client, { ...selection, commitDeadlineMs: 3_600_000, ...request }, { taskQueue });
+      const handle = await startExtraction(client, { ...selection, commitDeadlineMs: 3_600_000, ...request }, { taskQueue: TASK_QUEUE });
       const manifest = await waitForManifest(handle);
       // With a target the built-in loader is the target owner; otherwise we answer for one.
       if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
@@ -374,7 +398,11 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     );
   }
 
-  if (ONLY) methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
+  if (ONLY) {
+    const names = methods.map((m) => m.name);
+    methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
+    if (methods.length === 0 && !OPTIONS.scaling) throw new BenchUsageError(`--only ${ONLY.source} matches none of the methods:\n  ${names.join('\n  ')}`);
+  }
   if (methods.some((m) => m.name.includes(SET_LABEL))) {
     console.error(`seeding ${SET_LABEL} (${ROWS} rows)…`);
     await seedTableSet(pg.url, SET_SCHEMA, tableSetRows(SET_TABLES, ROWS));
@@ -439,7 +467,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     holderPlanning1M: number;
     holderPlanning10M: number;
   } | null = null;
-  if (process.argv.includes('--scaling')) {
+  if (OPTIONS.scaling) {
     const sized = async (rows: number) => {
       const schema = `bench_${rows / 1_000_000}m`;
       await seed(pg.url, schema, rows);
@@ -590,11 +618,24 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, ONLY ? 'latest-only.json' : 'latest.json'), `${JSON.stringify(summary, null, 2)}\n`);
 
-  worker.kill('SIGTERM');
   await client.connection.close();
 }
 
+/** The command line, or the usage and an exit: 0 for `--help`, 2 for a command line the bench cannot run. */
+function parsedOptions(): BenchOptions {
+  try {
+    const options = benchOptions(process.argv.slice(2));
+    if (!options.help) return options;
+    console.log(BENCH_USAGE);
+    process.exit(0);
+  } catch (err) {
+    if (!(err instanceof BenchUsageError)) throw err;
+    console.error(err.message);
+    process.exit(2);
+  }
+}
+
 main().catch((err) => {
-  console.error(err);
-  process.exit(1);
+  console.error(err instanceof BenchUsageError ? err.message : err);
+  process.exit(err instanceof BenchUsageError ? 2 : 1);
 });
