@@ -43,19 +43,43 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** Four ports ≤ 55535 whose gRPC twins (port + 10000) are free too. */
+/** The kernel's ephemeral port range, from which every outgoing connection takes its local port. */
+function ephemeralPorts(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+  } catch {
+    // Not Linux: assume IANA's range.
+  }
+  return [49152, 65535];
+}
+
+/**
+ * Four ports ≤ 55535 whose gRPC twins (port + 10000) are free too, none in the ephemeral range: weed binds its last
+ * listener seconds after it starts, and meanwhile any outgoing connection on the machine (the Temporal dev server
+ * starting beside it makes hundreds) may take a free port from that range as its own.
+ */
 async function weedPorts(): Promise<number[]> {
+  const [low, high] = ephemeralPorts();
+  const outside = (p: number): boolean => p < low || p > high;
+  const candidates = Array.from({ length: 55535 - 10000 - 1024 + 1 }, (_, i) => 1024 + i).filter((p) => outside(p) && outside(p + 10000));
   const ports: number[] = [];
-  while (ports.length < 4) {
-    const p = 20000 + Math.floor(Math.random() * 25000);
+  for (let tries = 0; ports.length < 4; tries++) {
+    if (tries > 1000) throw new Error(`no four free ports for weed outside the ephemeral range ${low}-${high}`);
+    const p = candidates[Math.floor(Math.random() * candidates.length)]!;
     if (!ports.includes(p) && !ports.includes(p + 10000) && (await portFree(p)) && (await portFree(p + 10000))) ports.push(p);
   }
   return ports;
 }
 
+/** weed stopped because one of its ports was taken after it was chosen; another set of ports may do. */
+class PortTaken extends Error {}
+
 async function waitForS3(endpoint: string, child: ChildProcess, log: () => string): Promise<void> {
   for (const until = Date.now() + 60_000; ;) {
-    if (child.exitCode !== null)
+    // weed logs a listener's failed bind as fatal and may go on running without it.
+    if (log().includes('bind: address already in use')) throw new PortTaken(log().slice(-2000));
+    if (child.exitCode !== null) {
       throw new Error(
         `weed exited (${child.exitCode}): ${
           log()
@@ -64,7 +88,9 @@ async function waitForS3(endpoint: string, child: ChildProcess, log: () => strin
             .join('\n') || log().slice(-2000)
         }`,
       );
-    const ok = await fetch(endpoint).then(
+    }
+    // A bounded wait: whatever else may answer on a port taken meanwhile must not hold the start.
+    const ok = await fetch(endpoint, { signal: AbortSignal.timeout(2_000) }).then(
       (r) => r.status < 500,
       () => false,
     );
@@ -83,7 +109,24 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-export async function startS3(): Promise<S3Service> {
+/** Options of {@link startS3}. */
+export interface StartS3Options {
+  /** The S3, master, volume and filer ports to try first (tests: a port taken meanwhile). @default four free ones */
+  firstPorts?: [number, number, number, number];
+}
+
+/** Starts weed on free ports, on a fresh set of them when one was taken meanwhile (at most three sets). */
+export async function startS3(options: StartS3Options = {}): Promise<S3Service> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startS3Once(attempt === 1 && options.firstPorts ? options.firstPorts : await weedPorts());
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startS3Once([s3, master, volume, filer]: number[]): Promise<S3Service> {
   const dir = mkdtempSync(join(tmpdir(), 'pg-extract-s3-'));
   const accessKey = `pgx${randomBytes(6).toString('hex')}`;
   const secretKey = randomBytes(18).toString('hex');
@@ -93,7 +136,6 @@ export async function startS3(): Promise<S3Service> {
     JSON.stringify({ identities: [{ name: 'pg-extract', credentials: [{ accessKey, secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }] }),
     { mode: 0o600 },
   );
-  const [s3, master, volume, filer] = await weedPorts();
   // The Iceberg and Lance listeners default to fixed ports (8181, 9101) that a second server would collide on; they are not used.
   const args = [
     'server',
