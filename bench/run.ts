@@ -25,6 +25,7 @@ import { startExtraction, waitForManifest } from '../src/client';
 import { projectRoot } from '../devenv/project-root';
 import { freePort, startPostgres } from '../devenv/postgres-service';
 import { startS3 } from '../devenv/s3-service';
+import { stopChild } from '../devenv/stop-child';
 import { startDevServer } from '../devenv/temporal-dev-server';
 import { commitUpdate } from '../src/contract/definitions';
 import type { ExtractionRequest } from '../src/contract/extraction-input';
@@ -145,20 +146,10 @@ async function startWorker(pgUrl: string, temporalAddress: string, s3Env: Record
       worker.once('exit', () => reject(new Error('worker exited')));
     });
   } catch (err) {
-    await stopWorker(worker);
+    await stopChild(worker, 'SIGTERM', 10_000);
     throw err;
   }
   return worker;
-}
-
-/** Stops the bench's worker, whatever state the bench ended in: SIGTERM, then SIGKILL after 10 s. */
-async function stopWorker(worker: ChildProcess): Promise<void> {
-  if (worker.exitCode !== null || worker.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-  worker.kill('SIGTERM');
-  const timer = setTimeout(() => worker.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 async function main(): Promise<void> {
@@ -174,7 +165,8 @@ async function main(): Promise<void> {
     worker = await startWorker(pg.url, temporal.address, s3.env, scratch);
     await measure(pg.url, { address: temporal.address, pid: temporal.process?.pid ?? null }, worker, scratch);
   } finally {
-    if (worker) await stopWorker(worker);
+    // However the bench ended: a failed one used to leave its worker running.
+    if (worker) await stopChild(worker, 'SIGTERM', 10_000);
     await s3.stop();
     await temporal.stop();
     await pg.stop();

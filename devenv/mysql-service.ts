@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { freePort } from './postgres-service';
 import { recordServicePid } from './service-pids';
+import { stopChild } from './stop-child';
 
 /** A running server: a reader URL (a password user limited to its database), an admin socket, and how to stop it. */
 export interface MysqlService {
@@ -30,15 +31,6 @@ export const MISSING_MARIADB_HINT =
 function binary(name: string): string {
   for (const dir of ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin']) if (existsSync(join(dir, name))) return join(dir, name);
   throw new Error(MISSING_MARIADB_HINT);
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 export async function startMysql(): Promise<MysqlService> {
@@ -77,7 +69,7 @@ export async function startMysql(): Promise<MysqlService> {
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const stop = async (): Promise<void> => {
-    await stopChild(child);
+    await stopChild(child, 'SIGTERM', 20_000);
     rmSync(base, { recursive: true, force: true });
   };
   try {

@@ -14,6 +14,7 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../src/storage/s3-client';
 import { projectRoot } from './project-root';
 import { recordServicePid } from './service-pids';
+import { stopChild } from './stop-child';
 
 /** A running S3 server: the AWS_* environment that reaches it, and how to stop it. */
 export interface S3Service {
@@ -100,15 +101,6 @@ async function waitForS3(endpoint: string, child: ChildProcess, log: () => strin
   }
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGINT');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 /** Options of {@link startS3}. */
 export interface StartS3Options {
   /** The S3, master, volume and filer ports to try first (tests: a port taken meanwhile). @default four free ones */
@@ -164,7 +156,7 @@ async function startS3Once([s3, master, volume, filer]: number[]): Promise<S3Ser
   const endpoint = `http://127.0.0.1:${s3}`;
   const env = { AWS_ENDPOINT_URL_S3: endpoint, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
   const stop = async (): Promise<void> => {
-    await stopChild(child);
+    await stopChild(child, 'SIGINT', 10_000);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
