@@ -1,7 +1,8 @@
 /**
  * The bench's command line. A bench run starts three servers and seeds millions of rows before it
- * times anything, so an option it does not know (`--help`, `--row 100`), a missing value or a count
- * that is not a positive integer stops it at once with the usage, instead of being ignored.
+ * times anything, so an option it does not know (`--row 100`), a missing value, a count that is not a
+ * positive integer or an `--only` that does not compile stops it at once with the usage, instead of
+ * being ignored (until 2026-12-05 `--help` itself started a whole run).
  */
 import { parseArgs } from 'node:util';
 

@@ -140,14 +140,22 @@ async function startWorker(pgUrl: string, temporalAddress: string, s3Env: Record
     }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  let stderr = '';
+  let timer: NodeJS.Timeout | undefined;
   try {
     await new Promise<void>((resolve, reject) => {
-      worker.stderr!.on('data', (d: Buffer) => d.toString().includes('pg-extract worker on') && resolve());
-      worker.once('exit', () => reject(new Error('worker exited')));
+      worker.stderr!.on('data', (d: Buffer) => {
+        stderr = (stderr + d.toString()).slice(-4000);
+        if (stderr.includes('pg-extract worker on')) resolve();
+      });
+      worker.once('exit', (code, signal) => reject(new Error(`the worker exited (${signal ?? code}) before it was ready:\n${stderr}`)));
+      timer = setTimeout(() => reject(new Error(`the worker was not ready within 120 s:\n${stderr}`)), 120_000);
     });
   } catch (err) {
     await stopChild(worker, 'SIGTERM', 10_000);
     throw err;
+  } finally {
+    clearTimeout(timer);
   }
   return worker;
 }
@@ -188,9 +196,6 @@ async function postmasterPid(url: string): Promise<number> {
 
 async function measure(pgUrl: string, temporal: { address: string; pid: number | null }, worker: ChildProcess, scratch: string): Promise<void> {
   const pg = { url: pgUrl };
-  console.error(`seeding ${ROWS} rows…`);
-  await seed(pg.url, 'bench', ROWS);
-  await seed(pg.url, 'bench_empty', 0);
   const targetUrl = benchTargetUrl(pg.url);
   const TABLE_DDL = `CREATE SCHEMA bench; CREATE TABLE bench.t ${BENCH_COLUMNS}`;
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
@@ -395,6 +400,10 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     methods.splice(0, methods.length, ...methods.filter((m) => ONLY.test(m.name)));
     if (methods.length === 0 && !OPTIONS.scaling) throw new BenchUsageError(`--only ${ONLY.source} matches none of the methods:\n  ${names.join('\n  ')}`);
   }
+  // Seeded once the methods are known: an --only that matches none stops the bench before minutes of seeding.
+  console.error(`seeding ${ROWS} rows…`);
+  await seed(pg.url, 'bench', ROWS);
+  await seed(pg.url, 'bench_empty', 0);
   if (methods.some((m) => m.name.includes(SET_LABEL))) {
     console.error(`seeding ${SET_LABEL} (${ROWS} rows)…`);
     await seedTableSet(pg.url, SET_SCHEMA, tableSetRows(SET_TABLES, ROWS));

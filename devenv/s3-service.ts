@@ -55,31 +55,51 @@ function ephemeralPorts(): [number, number] {
   return [49152, 65535];
 }
 
+/** weed's ports come from here: above the well-known ones, and each with its gRPC twin (port + 10000) ≤ 65535. */
+const LOWEST_PORT = 10_000;
+const HIGHEST_PORT = 55_535;
+
 /**
- * Four ports ≤ 55535 whose gRPC twins (port + 10000) are free too, none in the ephemeral range: weed binds its last
- * listener seconds after it starts, and meanwhile any outgoing connection on the machine (the Temporal dev server
- * starting beside it makes hundreds) may take a free port from that range as its own.
+ * Four free ports whose gRPC twins are free too, none of the eight in the ephemeral range when the range leaves
+ * room: weed binds its last listener seconds after it starts, and meanwhile any outgoing connection on the machine
+ * (the Temporal dev server starting beside it makes hundreds) may take a free port from that range as its own. A
+ * range that leaves almost nothing outside it (`1024 65535`) leaves that race to the retry in {@link startS3}.
  */
-async function weedPorts(): Promise<number[]> {
+async function weedPorts(exclude: number[] = []): Promise<number[]> {
   const [low, high] = ephemeralPorts();
-  const outside = (p: number): boolean => p < low || p > high;
-  const candidates = Array.from({ length: 55535 - 10000 - 1024 + 1 }, (_, i) => 1024 + i).filter((p) => outside(p) && outside(p + 10000));
+  const all = Array.from({ length: HIGHEST_PORT - LOWEST_PORT + 1 }, (_, i) => LOWEST_PORT + i);
+  const outside = all.filter((p) => (p < low || p > high) && (p + 10_000 < low || p + 10_000 > high));
+  const candidates = outside.length >= 100 ? outside : all;
   const ports: number[] = [];
-  for (let tries = 0; ports.length < 4; tries++) {
-    if (tries > 1000) throw new Error(`no four free ports for weed outside the ephemeral range ${low}-${high}`);
-    const p = candidates[Math.floor(Math.random() * candidates.length)]!;
-    if (!ports.includes(p) && !ports.includes(p + 10000) && (await portFree(p)) && (await portFree(p + 10000))) ports.push(p);
+  const taken = (p: number): boolean => [...exclude, ...ports].some((q) => q === p || q === p + 10_000 || q + 10_000 === p);
+  for (let tries = 0; ports.length < 4 - exclude.length; tries++) {
+    if (tries > 1000) throw new Error(`found no four free ports (each with port + 10000 free) for weed in ${LOWEST_PORT}-${HIGHEST_PORT}`);
+    const p = candidates[Math.floor(Math.random() * candidates.length)] as number;
+    if (!taken(p) && (await portFree(p)) && (await portFree(p + 10_000))) ports.push(p);
   }
   return ports;
 }
 
-/** weed stopped because one of its ports was taken after it was chosen; another set of ports may do. */
-class PortTaken extends Error {}
+/** A port of weed's was taken between choosing it and weed binding it; another set of ports may do. */
+class PortTaken extends Error {
+  override readonly name = 'PortTaken';
+}
 
-async function waitForS3(endpoint: string, child: ChildProcess, log: () => string): Promise<void> {
+/**
+ * The Unix sockets weed makes beside its gRPC listeners (port + 10000) in /tmp, whatever TMPDIR says, and leaves
+ * there when it stops; no flag moves them (`-s3.localSocket` and `-filer.localSocket` move its other two).
+ */
+export function weedSocketFiles([s3, master, volume, filer]: readonly number[]): string[] {
+  return Object.entries({ master, volume, filer, s3 }).map(([name, port]) => `/tmp/seaweedfs-${name}-grpc-${port! + 10_000}.sock`);
+}
+
+async function waitForS3(ports: readonly number[], child: ChildProcess, log: () => string): Promise<void> {
+  const [s3] = ports;
+  const endpoint = `http://127.0.0.1:${s3}`;
   for (const until = Date.now() + 60_000; ;) {
     // weed logs a listener's failed bind as fatal and may go on running without it.
-    if (log().includes('bind: address already in use')) throw new PortTaken(log().slice(-2000));
+    if (log().includes('bind: address already in use'))
+      throw new PortTaken(`weed could not bind one of its ports ${ports.join(', ')} or their gRPC twins (+10000):\n${log().slice(-2000)}`);
     if (child.exitCode !== null) {
       throw new Error(
         `weed exited (${child.exitCode}): ${
@@ -90,12 +110,15 @@ async function waitForS3(endpoint: string, child: ChildProcess, log: () => strin
         }`,
       );
     }
-    // A bounded wait: whatever else may answer on a port taken meanwhile must not hold the start.
-    const ok = await fetch(endpoint, { signal: AbortSignal.timeout(2_000) }).then(
-      (r) => r.status < 500,
-      () => false,
-    );
-    if (ok) return;
+    // Ready once weed says its S3 listeners are bound and the port answers; whatever else may answer on a port taken
+    // meanwhile is neither, and a bounded wait keeps one that never replies from holding the start.
+    if (new RegExp(`Start Seaweed S3 API Server .* at http port ${s3}\\b`).test(log())) {
+      const ok = await fetch(endpoint, { signal: AbortSignal.timeout(2_000) }).then(
+        (r) => r.status < 500,
+        () => false,
+      );
+      if (ok) return;
+    }
     if (Date.now() > until) throw new Error(`weed did not serve S3 within 60 s:\n${log().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -103,22 +126,28 @@ async function waitForS3(endpoint: string, child: ChildProcess, log: () => strin
 
 /** Options of {@link startS3}. */
 export interface StartS3Options {
-  /** The S3, master, volume and filer ports to try first (tests: a port taken meanwhile). @default four free ones */
-  firstPorts?: [number, number, number, number];
+  /** The S3 port to try first (tests: a port taken meanwhile). @default a free one */
+  firstS3Port?: number;
+  /** Called with the error when a set of ports fails because one was taken, before the next set is tried. */
+  onPortTaken?: (error: Error) => void;
 }
 
 /** Starts weed on free ports, on a fresh set of them when one was taken meanwhile (at most three sets). */
 export async function startS3(options: StartS3Options = {}): Promise<S3Service> {
   for (let attempt = 1; ; attempt++) {
+    const first = attempt === 1 ? options.firstS3Port : undefined;
+    const ports = first === undefined ? await weedPorts() : [first, ...(await weedPorts([first]))];
     try {
-      return await startS3Once(attempt === 1 && options.firstPorts ? options.firstPorts : await weedPorts());
+      return await startS3Once(ports);
     } catch (err) {
       if (!(err instanceof PortTaken) || attempt >= 3) throw err;
+      options.onPortTaken?.(err);
     }
   }
 }
 
-async function startS3Once([s3, master, volume, filer]: number[]): Promise<S3Service> {
+async function startS3Once(ports: number[]): Promise<S3Service> {
+  const [s3, master, volume, filer] = ports;
   const dir = mkdtempSync(join(tmpdir(), 'pg-extract-s3-'));
   const accessKey = `pgx${randomBytes(6).toString('hex')}`;
   const secretKey = randomBytes(18).toString('hex');
@@ -134,6 +163,8 @@ async function startS3Once([s3, master, volume, filer]: number[]): Promise<S3Ser
     '-s3',
     `-s3.port=${s3}`,
     `-s3.config=${config}`,
+    `-s3.localSocket=${join(dir, 's3.sock')}`,
+    `-filer.localSocket=${join(dir, 'filer.sock')}`,
     '-s3.port.iceberg=0',
     '-s3.port.lance=0',
     `-master.port=${master}`,
@@ -148,19 +179,23 @@ async function startS3Once([s3, master, volume, filer]: number[]): Promise<S3Ser
   // crash test of .ci/stop-services saw it gone now and then.
   const logFile = join(dir, 'weed.log');
   const logFd = openSync(logFile, 'a', 0o600);
-  const child = spawn(weedPath(), [...args, ...volumes, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`], { stdio: ['ignore', logFd, logFd] });
+  // TMPDIR: its glog files (weed.INFO and the like) go to its folder, not /tmp.
+  const child = spawn(weedPath(), [...args, ...volumes, '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${dir}`], {
+    stdio: ['ignore', logFd, logFd],
+    env: { ...process.env, TMPDIR: dir },
+  });
   closeSync(logFd);
   const forget = recordServicePid('weed', child.pid!, 'SIGINT');
   child.once('exit', () => forget());
   const log = (): string => readFileSync(logFile, 'utf8').slice(-20_000);
-  const endpoint = `http://127.0.0.1:${s3}`;
-  const env = { AWS_ENDPOINT_URL_S3: endpoint, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
+  const env = { AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${s3}`, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
   const stop = async (): Promise<void> => {
     await stopChild(child, 'SIGINT', 10_000);
     rmSync(dir, { recursive: true, force: true });
+    for (const socket of weedSocketFiles(ports)) rmSync(socket, { force: true });
   };
   try {
-    await waitForS3(endpoint, child, log);
+    await waitForS3(ports, child, log);
   } catch (err) {
     await stop();
     throw err;

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { projectRoot } from '../../devenv/project-root';
+import { weedSocketFiles } from '../../devenv/s3-service';
 import { SERVICE_PIDS_ENV } from '../../devenv/service-pids';
 
 const ROOT = projectRoot();
@@ -92,13 +93,16 @@ describe('stopping the services a run started (live)', function () {
     const { child, exited, postgres } = await serviceRun(dir, children);
     const services = recorded(dir);
     assert.deepEqual(services.map((s) => s.name).sort(), postgres === 'local-cluster' ? ['postgres', 'temporal', 'weed'] : ['temporal', 'weed']);
-    // The folders the crashed services keep their data in: a crash leaves them, and this test removes them after.
+    // The folders the crashed services keep their data in, and weed's sockets in /tmp: a crash leaves them, and this
+    // test removes them after.
     const args = (name: string): string => {
       const service = services.find((s) => s.name === name);
       return service ? execFileSync('ps', ['-o', 'args=', '-p', String(service.pid)]).toString() : '';
     };
     const pgData = /-D (\S+)/.exec(args('postgres'))?.[1];
-    const dataDirs = [pgData && join(pgData, '..'), /-dir=(\S+)/.exec(args('weed'))?.[1]].filter((d): d is string => Boolean(d));
+    const weedArgs = args('weed');
+    const weedPorts = ['s3', 'master', 'volume', 'filer'].map((name) => Number(new RegExp(`-${name}\\.port=(\\d+)`).exec(weedArgs)?.[1]));
+    const leftovers = [pgData && join(pgData, '..'), /-dir=(\S+)/.exec(weedArgs)?.[1], ...weedSocketFiles(weedPorts)].filter((d): d is string => Boolean(d));
     const tree = processTree(services.map((s) => s.pid));
     child.kill('SIGKILL');
     await exited;
@@ -109,7 +113,7 @@ describe('stopping the services a run started (live)', function () {
     );
 
     execFileSync('bash', [STOP_SERVICES, dir], { stdio: 'ignore' });
-    for (const d of dataDirs) rmSync(d, { recursive: true, force: true });
+    for (const d of leftovers) rmSync(d, { recursive: true, force: true });
     assert.deepEqual(tree.filter(running), [], 'no process of the services is left');
     assert.deepEqual(readdirSync(dir), [], 'the records are gone');
     assert.ok(

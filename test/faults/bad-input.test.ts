@@ -38,7 +38,9 @@ describe('bad input (live)', function () {
     outsideTarget = await mkdtemp(join(tmpdir(), 'pg-extract-outside-'));
     await symlink(outsideTarget, join(root, 'escape'));
   });
-  after(async () => rm(outsideTarget, { recursive: true, force: true }));
+  after(async () => {
+    if (outsideTarget) await rm(outsideTarget, { recursive: true, force: true });
+  });
 
   describe('at the client: rejected before a workflow starts', () => {
     const cases: [string, unknown, ErrorCode, string][] = [

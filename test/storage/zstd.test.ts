@@ -43,7 +43,9 @@ describe('zstd streams', () => {
     file = join(await mkdtemp(join(tmpdir(), 'pg-extract-zstd-')), 'rows.csv.zst');
     await writeFile(file, compressed);
   });
-  after(async () => rm(dirname(file), { recursive: true, force: true }));
+  after(async () => {
+    if (file) await rm(dirname(file), { recursive: true, force: true });
+  });
 
   it('writes concatenated frames that zstd -d restores byte for byte', async () => {
     assert.ok(compressed.length < csv.length / 3, `compressed to ${compressed.length} of ${csv.length} bytes`);
