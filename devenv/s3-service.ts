@@ -106,7 +106,8 @@ async function waitForS3(ports: readonly number[], child: ChildProcess, log: () 
           log()
             .split('\n')
             .filter((l) => /^[FE]\d{4}/.test(l))
-            .join('\n') || log().slice(-2000)
+            .join('\n')
+            .slice(-4000) || log().slice(-2000)
         }`,
       );
     }
@@ -187,7 +188,8 @@ async function startS3Once(ports: number[]): Promise<S3Service> {
   closeSync(logFd);
   const forget = recordServicePid('weed', child.pid!, 'SIGINT');
   child.once('exit', () => forget());
-  const log = (): string => readFileSync(logFile, 'utf8').slice(-20_000);
+  // The whole log (a few tens of kB while it starts): the lines waited for must not scroll out of view.
+  const log = (): string => readFileSync(logFile, 'utf8');
   const env = { AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${s3}`, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
   const stop = async (): Promise<void> => {
     await stopChild(child, 'SIGINT', 10_000);
