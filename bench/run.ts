@@ -309,6 +309,8 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     ours(`--schema csv, ${SET_LABEL}`, {}, { schema: SET_SCHEMA }),
     ours(`--schema csv, 2 in flight, ${SET_LABEL}`, { maxInFlight: 2 }, { schema: SET_SCHEMA }),
     ours(`--schema binary, ${SET_LABEL}`, { format: 'binary' }, { schema: SET_SCHEMA }),
+    // Parquet on 8 lanes: the worker's memory with that many conversions at once.
+    ours(`--schema parquet, ${SET_LABEL}`, { format: 'parquet' }, { schema: SET_SCHEMA }),
   ];
   // The PG → PG path through our built-in loader, against a fresh target table each run: csv (the
   // default, which tolerates differing column types) and binary (same types; cheaper to parse).

@@ -18,8 +18,16 @@ export const PG_COLUMNS_KEY = 'pg_extract.columns';
 
 const DUCKDB_MEMORY_LIMIT = '128MB';
 
-/** The longest row DuckDB reads (its default is 2 MiB); its CSV buffer must hold one, and a larger one only costs memory. */
-export const MAX_ROW_BYTES = 8 << 20;
+/**
+ * The longest row a conversion reads, at first and at most, as bytes of its CSV line with the line end (DuckDB's
+ * `max_line_size` takes lines shorter than it; its default is 2 MiB). DuckDB's CSV buffer must hold one row, and it keeps
+ * two buffers of that size per conversion: two conversions of 2.5 M bench rows in one process peaked at 120–123 MB with
+ * 1 MiB against 162–175 MB with 8 MiB. So a conversion reads at the first size, and a partition with a longer row is read
+ * again at the second (./parquet-output.ts); past that it fails. A row past the buffer fails DuckDB with one of several
+ * messages (past two buffers: "Not implemented", or a wrong column count), so the caller tells it by the COPY's own
+ * longest row, not by DuckDB's words.
+ */
+export const ROW_BYTES_LIMITS = [1 << 20, 8 << 20] as const;
 
 /**
  * A row group also closes at this size, whatever its rows: DuckDB holds one row group, its encoded columns and their
@@ -45,9 +53,6 @@ function withoutRowText(message: string): string {
   return message.length > MESSAGE_CHARS ? `${message.slice(0, MESSAGE_CHARS)}… (cut)` : message;
 }
 
-/** DuckDB's explanation of a row longer than `max_line_size`, after the quoted row: the limit and the row's size. */
-const ROW_TOO_LONG = /Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+) bytes/g;
-
 /** DuckDB's messages for a value its target type cannot take: ours, a failed cast, a nested array. */
 function isUnrepresentable(message: string): boolean {
   return message.includes(UNREPRESENTABLE) || message.startsWith('Conversion Error') || message.includes('not a one-dimensional array');
@@ -60,19 +65,21 @@ export interface CsvToParquetRequest {
   format: ExportFormat;
   /** Where DuckDB may spill; removed by the caller. */
   scratch: string;
+  /** The longest row's CSV text DuckDB reads: one of {@link ROW_BYTES_LIMITS}. */
+  maxRowBytes: number;
   signal?: AbortSignal | undefined;
 }
 
 /** Writes the Parquet file and returns the rows DuckDB wrote. */
 export async function csvToParquet(request: CsvToParquetRequest): Promise<number> {
-  const { csv, parquet, columns, format, scratch } = request;
+  const { csv, parquet, columns, format, scratch, maxRowBytes } = request;
   const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: false, gzip: false });
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
   const reading = {
     readType: (field: TableSchemaField) => byName.get(field.name)!.readType,
     expression: (field: TableSchemaField) => byName.get(field.name)!.expression,
   };
-  const select = duckdbSelect(resource, [csv], reading, [`max_line_size = ${MAX_ROW_BYTES}`, `buffer_size = ${MAX_ROW_BYTES}`]);
+  const select = duckdbSelect(resource, [csv], reading, [`max_line_size = ${maxRowBytes}`, `buffer_size = ${maxRowBytes}`]);
   const metadata = JSON.stringify(columns.map(({ name, pgType }) => ({ name, pgType })));
   const compression = format.compression ?? DEFAULT_PARQUET_COMPRESSION;
   // The input refuses it (src/contract/format-options.ts); gzip compresses CSV and binary files whole.
@@ -109,13 +116,8 @@ export async function csvToParquet(request: CsvToParquetRequest): Promise<number
       const result = await connection.run(`COPY (${select}) TO ${literal(parquet)} (${options.join(', ')})`);
       return Number(result.rowsChanged);
     } catch (err) {
-      const raw = (err as Error).message ?? String(err);
-      // The last match for our limit: DuckDB's own words come after the row's text, which could hold anything.
-      const tooLong = [...raw.matchAll(ROW_TOO_LONG)].filter((m) => m[1] === String(MAX_ROW_BYTES)).at(-1);
-      const message = withoutRowText(raw);
+      const message = withoutRowText((err as Error).message ?? String(err));
       // No `cause`: DuckDB's error holds the row's text.
-      if (tooLong)
-        throw new PgExtractError(ErrorCode.PARQUET_ROW_TOO_LONG, `a row's CSV text is ${tooLong[2]} bytes, over the ${tooLong[1]} a Parquet conversion reads`);
       if (isUnrepresentable(message)) throw new PgExtractError(ErrorCode.PARQUET_VALUE_UNREPRESENTABLE, message);
       throw new Error(message);
     } finally {

@@ -38,8 +38,16 @@ export async function openFifoWhenRead(path: string, signal: AbortSignal): Promi
   }
 }
 
+/**
+ * Once the reader has closed its end (EPIPE) or {@link FifoSink.drain} was called, every later block is
+ * dropped and the COPY reads on to its end: the reader's own error decides whether that COPY is
+ * aborted (a value it refused) or drained to keep its session's transaction for a second read (a
+ * row longer than its buffer, ./parquet-output.ts). A reader that stopped early without an error
+ * leaves fewer rows in its file than the COPY sent, which its caller checks.
+ */
 export class FifoSink {
   private readonly pipe: Socket;
+  private dropping = false;
 
   constructor(fd: number) {
     this.pipe = new Socket({ fd, readable: false, writable: true });
@@ -49,17 +57,31 @@ export class FifoSink {
   open(recycle?: (chunk: Buffer) => void): Writable {
     return new Writable({
       write: (chunk: Buffer, _encoding, done) => {
+        if (this.dropping) {
+          recycle?.(chunk);
+          return done();
+        }
         this.pipe.write(chunk, (err) => {
+          if (err && (this.dropping || (err as NodeJS.ErrnoException).code === 'EPIPE')) {
+            this.drain();
+            return done();
+          }
           if (!err) recycle?.(chunk);
           done(err);
         });
       },
-      final: (done) => this.pipe.end(done),
+      final: (done) => (this.dropping ? done() : this.pipe.end(done)),
       destroy: (err, done) => {
         this.pipe.destroy();
         done(err);
       },
     });
+  }
+
+  /** Closes the pipe and drops whatever is still to be written; the COPY runs on to its end. */
+  drain(): void {
+    this.dropping = true;
+    this.pipe.destroy();
   }
 
   /** Closes the pipe (idempotent): the reader sees the end of what was written. */

@@ -2,22 +2,25 @@
  * One Parquet output: the COPY's CSV flows through a named pipe into DuckDB, which writes a scratch
  * Parquet file as the rows arrive, and that file is streamed into the sink (a local file or an S3
  * object), counted and hashed as stored, so the receipt's bytes and sha256 are the finished file's.
- * Either side failing stops the other. The scratch folder (./scratch.ts) is removed on every path.
+ * Either side failing stops the other. DuckDB first reads with a small CSV buffer (memory per
+ * conversion); a row longer than it has the COPY read to its end and run again, in the same
+ * transaction, with the largest. The scratch folder (./scratch.ts) is removed on every path.
  */
 import { createReadStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Client } from 'pg';
-import { ErrorCode, PgExtractError, addNote, causes } from '../errors';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { ByteCount, Digest, copyThrough } from '../postgres/copy-to-output';
+import type { CopyOutStream } from '../postgres/copy-out-stream';
 import type { ExportFormat } from '../contract/formats';
 import { copyOutSql } from '../postgres/export-format';
 import type { SourceColumn } from '../contract/source-column';
 import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
-import { csvToParquet } from './csv-to-parquet';
-import { makeFifo, openFifoWhenRead } from './fifo-sink';
+import { type CsvToParquetRequest, ROW_BYTES_LIMITS, csvToParquet } from './csv-to-parquet';
+import { type FifoSink, makeFifo, openFifoWhenRead } from './fifo-sink';
 import { makeScratch } from './scratch';
 
 export interface ParquetOutputOptions {
@@ -36,34 +39,83 @@ export async function writeParquet(
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
   const scratch = await makeScratch();
   try {
-    const csv = join(scratch, 'rows.csv');
-    await makeFifo(csv);
-    const parquet = join(scratch, 'rows.parquet');
-    const copy = async (signal: AbortSignal) => {
-      const pipe = await openFifoWhenRead(csv, signal);
-      try {
-        // The CSV is no file anyone keeps: its bytes are counted for progress, not hashed (a sha256 of them was
-        // about 0.1 s of the event loop's time per million bench rows).
-        const count = new ByteCount(options.onBytes ?? (() => undefined));
-        return await copyThrough(client, copyOutSql(select, format), (source) => [count, pipe.open((chunk) => source.recycle(chunk))], signal);
-      } finally {
-        pipe.close();
-      }
-    };
-    const [written, copied] = await firstFailureStopsBoth(options.signal, [(signal) => csvToParquet({ csv, parquet, columns, format, scratch, signal }), copy]);
-    const rows = copied.rowCount;
-    if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
-    return { ...(await storeFile(parquet, sink, options)), rowCount: () => rows };
+    for (const [attempt, maxRowBytes] of ROW_BYTES_LIMITS.entries()) {
+      const files = { csv: join(scratch, `rows-${attempt + 1}.csv`), parquet: join(scratch, `rows-${attempt + 1}.parquet`), scratch };
+      const lastAttempt = attempt === ROW_BYTES_LIMITS.length - 1;
+      const rows = await convertCopy(client, select, columns, format, { ...files, maxRowBytes }, lastAttempt, options);
+      if (rows !== null) return { ...(await storeFile(files.parquet, sink, options)), rowCount: () => rows };
+      // The scratch disk holds one Parquet file at a time.
+      await rm(files.parquet, { force: true });
+    }
+    throw new Error('unreachable: the last attempt returns rows or throws');
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
 }
 
 /**
+ * One COPY of the select into one conversion; the rows written, or null when a row was longer than `maxRowBytes`
+ * and this is not the last attempt. Then the COPY has been read to its end (its rest dropped), so the session's
+ * REPEATABLE READ transaction is still open and a second COPY reads the same rows.
+ */
+async function convertCopy(
+  client: Client,
+  select: string,
+  columns: SourceColumn[],
+  format: ExportFormat,
+  files: Pick<CsvToParquetRequest, 'csv' | 'parquet' | 'scratch' | 'maxRowBytes'>,
+  lastAttempt: boolean,
+  options: ParquetOutputOptions,
+): Promise<number | null> {
+  await makeFifo(files.csv);
+  let pipe: FifoSink | null = null;
+  let source: CopyOutStream | null = null;
+  let rowTooLong = false;
+  const convert = async (signal: AbortSignal) => {
+    try {
+      return await csvToParquet({ ...files, columns, format, signal });
+    } catch (err) {
+      // DuckDB has read no row the COPY has not passed on, and the COPY knows a row's length from its header.
+      const longest = source?.longestRow ?? 0;
+      if (longest <= files.maxRowBytes) throw err;
+      // Not DuckDB's error: it may quote the row.
+      if (lastAttempt)
+        throw new PgExtractError(
+          ErrorCode.PARQUET_ROW_TOO_LONG,
+          `a row's CSV line is ${longest} bytes, more than the ${files.maxRowBytes} a Parquet conversion reads`,
+        );
+      rowTooLong = true;
+      pipe?.drain();
+      return null;
+    }
+  };
+  const copy = async (signal: AbortSignal) => {
+    pipe = await openFifoWhenRead(files.csv, signal);
+    if (rowTooLong) pipe.drain();
+    try {
+      // The CSV is no file anyone keeps: its bytes are counted for progress, not hashed (a sha256 of them was
+      // about 0.1 s of the event loop's time per million bench rows).
+      const count = new ByteCount(options.onBytes ?? (() => undefined));
+      const stages = (copied: CopyOutStream) => {
+        source = copied;
+        return [count, pipe!.open((chunk) => copied.recycle(chunk))];
+      };
+      return await copyThrough(client, copyOutSql(select, format), stages, signal);
+    } finally {
+      pipe.close();
+    }
+  };
+  const [written, copied] = await firstFailureStopsBoth(options.signal, [convert, copy]);
+  if (written === null) return null;
+  const rows = copied.rowCount;
+  if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
+  return rows;
+}
+
+/**
  * Runs both sides at once; the first to fail aborts the other (a COPY aborted mid-stream closes its
- * session, as on any abort) and is the error reported, once both have stopped. A broken pipe on the
- * writing side only says the reader stopped: it aborts nothing, and the reader's own error, when it
- * has one, is the one reported.
+ * session, as on any abort) and is the error reported, once both have stopped. The COPY does not fail
+ * when the reader stops (./fifo-sink.ts), so the reader's own error is the one reported.
  */
 async function firstFailureStopsBoth<A, B>(
   signal: AbortSignal | undefined,
@@ -73,15 +125,12 @@ async function firstFailureStopsBoth<A, B>(
   const both = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
   const failures: unknown[] = [];
   const failed = (error: unknown): never => {
-    if (![...causes(error)].some((e) => (e as { code?: unknown }).code === 'EPIPE')) {
-      failures.push(error);
-      stop.abort();
-    }
+    failures.push(error);
+    stop.abort();
     throw error;
   };
   const [a, b] = await Promise.allSettled([first(both).catch(failed), second(both).catch(failed)]);
-  if (a.status === 'rejected') throw failures.length > 0 ? failures[0] : a.reason;
-  if (b.status === 'rejected') throw failures.length > 0 ? failures[0] : b.reason;
+  if (a.status === 'rejected' || b.status === 'rejected') throw failures[0];
   return [a.value, b.value];
 }
 

@@ -64,6 +64,11 @@ type DataHandler = (chunk: Buffer) => void;
 export class CopyOutStream extends Readable implements Submittable {
   /** Rows the server reported in CommandComplete; valid once the query has finished. */
   rowCount = 0;
+  /**
+   * Bytes of the longest CopyData message so far: the longest row's text with its line end, as the
+   * server sends one message per row. Known from a message's header, before any of its payload is pushed.
+   */
+  longestRow = 0;
   private connection: Connection | null = null;
   private pgDataHandler: DataHandler | null = null;
   /** Payload bytes still to come of the CopyData message that straddles reads. */
@@ -136,9 +141,14 @@ export class CopyOutStream extends Readable implements Submittable {
     if (input.length < need || (code !== COPY_DATA && !PASSED_OVER.has(code))) return this.decodeFrom(Buffer.concat([carry, input]), 0);
     const byte = (i: number): number => (i < carry.length ? carry[i]! : input[i - carry.length]!);
     const body = byte(1) * 2 ** 24 + (byte(2) << 16) + (byte(3) << 8) + byte(4) - 4;
-    if (code === COPY_DATA) this.dataLeft = body;
+    if (code === COPY_DATA) this.startData(body);
     else this.skipLeft = body;
     return this.decodeFrom(input, need);
+  }
+
+  private startData(body: number): void {
+    this.dataLeft = body;
+    if (body > this.longestRow) this.longestRow = body;
   }
 
   /** Decodes `buf` from `read` on, squeezing the payload to its front. */
@@ -169,7 +179,7 @@ export class CopyOutStream extends Readable implements Submittable {
       }
       const body = buf.readUInt32BE(read + 1) - 4;
       read += HEADER;
-      if (code === COPY_DATA) this.dataLeft = body;
+      if (code === COPY_DATA) this.startData(body);
       else if (code === COPY_DONE) return this.handBack(buf.subarray(read), buf.subarray(0, write), true);
       else if (PASSED_OVER.has(code)) this.skipLeft = body;
       else return this.handBack(buf.subarray(read - HEADER), buf.subarray(0, write), true);

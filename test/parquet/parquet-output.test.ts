@@ -388,7 +388,7 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     await withWorker(async ({ client, taskQueue }) => {
       const { failure, handle } = await failureOf(client, taskQueue, 'pq.toolong', 'too-long');
       assert.match(failure, /PARQUET_ROW_TOO_LONG/);
-      assert.match(failure, /a row's CSV text is 98\d{5} bytes, over the 8388608/);
+      assert.match(failure, /a row's CSV line is 98\d{5} bytes, more than the 8388608 a Parquet conversion reads/);
       assert.doesNotMatch(failure, /secret-/, 'no row data in the failure');
       const events = (await handle.fetchHistory()).events ?? [];
       const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
@@ -416,19 +416,58 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   });
 
+  it('a row past the first CSV buffer (3 MiB) in a group of small tables: that table is read again in its transaction, and every table keeps every row', async () => {
+    await admin().query(
+      `DROP SCHEMA IF EXISTS pqlong CASCADE; CREATE SCHEMA pqlong;
+       CREATE TABLE pqlong.a (id int PRIMARY KEY, t text); CREATE TABLE pqlong.b (id int PRIMARY KEY, t text);
+       INSERT INTO pqlong.a SELECT g, CASE WHEN g = 500 THEN repeat(md5(g::text), 98304) ELSE md5(g::text) END FROM generate_series(1, 1000) g;
+       INSERT INTO pqlong.b SELECT g, md5(g::text) FROM generate_series(1, 10) g`,
+    );
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { schema: 'pqlong', format: 'parquet', outDir: 'long-row' }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      assert.deepEqual([...new Set(manifest.files.map((f) => f.table))].sort(), ['pqlong.a', 'pqlong.b']);
+      const duck = await (await DuckDBInstance.create(':memory:')).connect();
+      const expected = { 'pqlong.a': 'CASE WHEN id = 500 THEN repeat(md5(id::text), 98304) ELSE md5(id::text) END', 'pqlong.b': 'md5(id::text)' };
+      for (const [table, rows] of [
+        ['pqlong.a', 1000],
+        ['pqlong.b', 10],
+      ] as const) {
+        const paths = manifest.files.filter((f) => f.table === table).map((f) => `'${f.path}'`);
+        const read = await duck.runAndReadAll(
+          `SELECT count(*)::int, count(*) FILTER (WHERE t = ${expected[table]})::int FROM read_parquet([${paths.join(', ')}])`,
+        );
+        assert.deepEqual(read.getRows()[0], [rows, rows], `${table}: every row, every value`);
+      }
+      // The copies run in the set's child workflows: none of their activities took a second attempt.
+      const parent = (await handle.fetchHistory()).events ?? [];
+      const children = parent.flatMap((e) => e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId ?? []);
+      assert.ok(children.length > 0, 'the copies ran in child workflows');
+      for (const child of children) {
+        const events = (await client.workflow.getHandle(child).fetchHistory()).events ?? [];
+        assert.deepEqual(
+          events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1),
+          [],
+          'read again within the attempt, not retried',
+        );
+      }
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
   it('cancelled while DuckDB converts the streaming COPY: the run aborts, its scratch folder and files are gone, its sessions closed', async () => {
     await withWorker(async ({ client, taskQueue }) => {
       const handle = await startExtraction(client, { table: 'pq.big', partitions: 1, format: 'parquet', outDir: 'cancel-parquet' }, { taskQueue });
       const converting = async (): Promise<string | null> => {
         for (const folder of await scratchLeft()) {
-          if ((await readdir(join(tmpdir(), folder)).catch((): string[] => [])).includes('rows.parquet')) return join(tmpdir(), folder);
+          if ((await readdir(join(tmpdir(), folder)).catch((): string[] => [])).includes('rows-1.parquet')) return join(tmpdir(), folder);
         }
         return null;
       };
       let folder: string | null;
       while (!(folder = await converting())) await new Promise((r) => setTimeout(r, 10));
       // DuckDB converts while the COPY still streams (the README's "How it is written"): its CSV is a pipe, never a scratch file.
-      assert.ok((await lstat(join(folder, 'rows.csv'))).isFIFO(), 'the CSV reaches DuckDB through a named pipe');
+      assert.ok((await lstat(join(folder, 'rows-1.csv'))).isFIFO(), 'the CSV reaches DuckDB through a named pipe');
       await handle.cancel();
       await assert.rejects(handle.result(), WorkflowFailedError);
       await assertNoFileLeft('cancel-parquet');

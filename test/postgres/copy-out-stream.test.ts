@@ -5,7 +5,8 @@
  * land in its socket's one buffer (reused-read-socket.ts), while a TLS session's are read from the stream.
  * The last case feeds the
  * decoder a protocol-framed response split at every byte offset, so headers straddling reads
- * are covered wherever they fall, and pg gets back exactly the bytes after CopyDone.
+ * are covered wherever they fall, the longest row is measured from them, and pg gets back exactly
+ * the bytes after CopyDone.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -84,6 +85,10 @@ describe('CopyOutStream (live PostgreSQL)', () => {
         await client.query('SELECT 1');
         assert.equal(ours.rowCount, reference.rowCount);
         assert.ok(ours.rowCount > 0);
+        if (format === 'wide rows') {
+          const { rows } = await admin().query<{ n: number }>(`SELECT max(octet_length(id || ',' || v) + 1)::int AS n FROM cos.wide`);
+          assert.equal(ours.longestRow, rows[0]!.n, "the longest row's line, with its line end");
+        }
       });
     });
   }
@@ -345,6 +350,7 @@ describe('CopyOutStream (live PostgreSQL)', () => {
       socket.write(response.subarray(0, cut));
       socket.write(response.subarray(cut));
       assert.deepEqual(await result, expected, `split at ${cut}`);
+      assert.equal(stream.longestRow, Math.max(...rows.map((r) => r.length)), `the longest row, split at ${cut}`);
       await new Promise((resolve) => setImmediate(resolve));
       assert.deepEqual(handedBack, tail, `split at ${cut}`);
     }
