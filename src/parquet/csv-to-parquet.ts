@@ -24,8 +24,8 @@ const DUCKDB_MEMORY_LIMIT = '128MB';
  * two buffers of that size per conversion: two conversions of 2.5 M bench rows in one process peaked at 120–123 MB with
  * 1 MiB against 162–175 MB with 8 MiB. So a conversion reads at the first size, and a partition with a longer row is read
  * again at the second (./parquet-output.ts); past that it fails. A row past the buffer fails DuckDB with one of several
- * messages (past two buffers: "Not implemented", or a wrong column count), so the caller tells it by the COPY's own
- * longest row, not by DuckDB's words.
+ * messages (past two buffers: "Not implemented", or a wrong column count), or, the input's last row, is left out without
+ * an error, so the caller tells it by the COPY's own longest row, not by DuckDB.
  */
 export const ROW_BYTES_LIMITS = [1 << 20, 8 << 20] as const;
 

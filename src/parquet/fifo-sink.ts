@@ -7,7 +7,7 @@
  * reader's end of file.
  */
 import { execFile } from 'node:child_process';
-import { constants, openSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { setTimeout } from 'node:timers/promises';
@@ -25,16 +25,43 @@ export async function makeFifo(path: string): Promise<void> {
  * Opens the pipe for writing once a reader has it open. A non-blocking open fails with ENXIO until
  * then; a blocking one would hold a thread-pool thread that the reader's DuckDB may need. Opening
  * earlier would not do either: a reader that opens after the last writer closed waits forever.
+ * Aborted, it lets a reader go before it throws (see {@link releaseReader}).
  */
-export async function openFifoWhenRead(path: string, signal: AbortSignal): Promise<FifoSink> {
-  for (;;) {
-    signal.throwIfAborted();
-    try {
-      return new FifoSink(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
-    }
-    await setTimeout(READER_POLL_MS, undefined, { signal });
+export async function openFifoWhenRead(path: string, signal: AbortSignal, readerSettled: Promise<unknown>): Promise<FifoSink> {
+  while (!signal.aborted) {
+    const fd = openForWriting(path);
+    if (fd !== null) return new FifoSink(fd);
+    await setTimeout(READER_POLL_MS);
+  }
+  await releaseReader(path, readerSettled);
+  throw signal.reason;
+}
+
+/**
+ * A reader that is opening the pipe waits for a writer, and no interrupt reaches it there: the
+ * write end is opened and closed once a reader is there, so it reads an empty input and stops, or
+ * not at all if the reader finishes without opening it.
+ */
+async function releaseReader(path: string, readerSettled: Promise<unknown>): Promise<void> {
+  let settled = false;
+  readerSettled.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  while (!settled) {
+    const fd = openForWriting(path);
+    if (fd !== null) return closeSync(fd);
+    await setTimeout(READER_POLL_MS);
+  }
+}
+
+/** The write end, or null while no reader has the pipe open. */
+function openForWriting(path: string): number | null {
+  try {
+    return openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENXIO') return null;
+    throw err;
   }
 }
 
@@ -64,6 +91,7 @@ export class FifoSink {
         this.pipe.write(chunk, (err) => {
           if (err && (this.dropping || (err as NodeJS.ErrnoException).code === 'EPIPE')) {
             this.drain();
+            recycle?.(chunk);
             return done();
           }
           if (!err) recycle?.(chunk);

@@ -56,7 +56,9 @@ export async function writeParquet(
 /**
  * One COPY of the select into one conversion; the rows written, or null when a row was longer than `maxRowBytes`
  * and this is not the last attempt. Then the COPY has been read to its end (its rest dropped), so the session's
- * REPEATABLE READ transaction is still open and a second COPY reads the same rows.
+ * REPEATABLE READ transaction is still open and a second COPY reads the same rows. A row past DuckDB's buffer
+ * mostly fails the conversion, but the last row of the input, past two buffers, is left out without an error:
+ * so the COPY's longest row decides, whatever DuckDB said.
  */
 async function convertCopy(
   client: Client,
@@ -70,28 +72,24 @@ async function convertCopy(
   await makeFifo(files.csv);
   let pipe: FifoSink | null = null;
   let source: CopyOutStream | null = null;
-  let rowTooLong = false;
-  const convert = async (signal: AbortSignal) => {
-    try {
-      return await csvToParquet({ ...files, columns, format, signal });
-    } catch (err) {
+  const rowTooLong = (): boolean => (source?.longestRow ?? 0) > files.maxRowBytes;
+  // Not DuckDB's error: it may quote the row.
+  const tooLongError = () =>
+    new PgExtractError(
+      ErrorCode.PARQUET_ROW_TOO_LONG,
+      `a row's CSV line is ${source?.longestRow} bytes, more than the ${files.maxRowBytes} a Parquet conversion reads`,
+    );
+  let conversion: Promise<unknown> = Promise.resolve();
+  const convert = (signal: AbortSignal) =>
+    (conversion = csvToParquet({ ...files, columns, format, signal }).catch((err: unknown) => {
       // DuckDB has read no row the COPY has not passed on, and the COPY knows a row's length from its header.
-      const longest = source?.longestRow ?? 0;
-      if (longest <= files.maxRowBytes) throw err;
-      // Not DuckDB's error: it may quote the row.
-      if (lastAttempt)
-        throw new PgExtractError(
-          ErrorCode.PARQUET_ROW_TOO_LONG,
-          `a row's CSV line is ${longest} bytes, more than the ${files.maxRowBytes} a Parquet conversion reads`,
-        );
-      rowTooLong = true;
+      if (signal.aborted || !rowTooLong()) throw err;
+      if (lastAttempt) throw tooLongError();
       pipe?.drain();
       return null;
-    }
-  };
+    }));
   const copy = async (signal: AbortSignal) => {
-    pipe = await openFifoWhenRead(files.csv, signal);
-    if (rowTooLong) pipe.drain();
+    pipe = await openFifoWhenRead(files.csv, signal, conversion);
     try {
       // The CSV is no file anyone keeps: its bytes are counted for progress, not hashed (a sha256 of them was
       // about 0.1 s of the event loop's time per million bench rows).
@@ -106,7 +104,10 @@ async function convertCopy(
     }
   };
   const [written, copied] = await firstFailureStopsBoth(options.signal, [convert, copy]);
-  if (written === null) return null;
+  if (rowTooLong()) {
+    if (lastAttempt) throw tooLongError();
+    return null;
+  }
   const rows = copied.rowCount;
   if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
   return rows;

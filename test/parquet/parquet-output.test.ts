@@ -416,23 +416,26 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   });
 
-  it('a row past the first CSV buffer (3 MiB) in a group of small tables: that table is read again in its transaction, and every table keeps every row', async () => {
+  it('rows past the first CSV buffer (3 MiB) in a group of small tables, mid-table, last and alone: each such table is read again in its transaction, and every table keeps every row', async () => {
+    // DuckDB fails on the mid-table row, but leaves out a last or only row past two buffers without an error.
     await admin().query(
       `DROP SCHEMA IF EXISTS pqlong CASCADE; CREATE SCHEMA pqlong;
        CREATE TABLE pqlong.a (id int PRIMARY KEY, t text); CREATE TABLE pqlong.b (id int PRIMARY KEY, t text);
+       CREATE TABLE pqlong.c (id int PRIMARY KEY, t text); CREATE TABLE pqlong.d (id int PRIMARY KEY, t text);
        INSERT INTO pqlong.a SELECT g, CASE WHEN g = 500 THEN repeat(md5(g::text), 98304) ELSE md5(g::text) END FROM generate_series(1, 1000) g;
-       INSERT INTO pqlong.b SELECT g, md5(g::text) FROM generate_series(1, 10) g`,
+       INSERT INTO pqlong.b SELECT g, md5(g::text) FROM generate_series(1, 10) g;
+       INSERT INTO pqlong.c SELECT g, CASE WHEN g = 1000 THEN repeat(md5(g::text), 98304) ELSE md5(g::text) END FROM generate_series(1, 1000) g;
+       INSERT INTO pqlong.d VALUES (500, repeat(md5('500'), 98304))`,
     );
     await withWorker(async ({ client, taskQueue }) => {
       const handle = await startExtraction(client, { schema: 'pqlong', format: 'parquet', outDir: 'long-row' }, { taskQueue });
       const manifest = await waitForManifest(handle);
-      assert.deepEqual([...new Set(manifest.files.map((f) => f.table))].sort(), ['pqlong.a', 'pqlong.b']);
+      const tables = { 'pqlong.a': 1000, 'pqlong.b': 10, 'pqlong.c': 1000, 'pqlong.d': 1 };
+      assert.deepEqual([...new Set(manifest.files.map((f) => f.table))].sort(), Object.keys(tables));
       const duck = await (await DuckDBInstance.create(':memory:')).connect();
-      const expected = { 'pqlong.a': 'CASE WHEN id = 500 THEN repeat(md5(id::text), 98304) ELSE md5(id::text) END', 'pqlong.b': 'md5(id::text)' };
-      for (const [table, rows] of [
-        ['pqlong.a', 1000],
-        ['pqlong.b', 10],
-      ] as const) {
+      const longAt = (id: number) => `CASE WHEN id = ${id} THEN repeat(md5(id::text), 98304) ELSE md5(id::text) END`;
+      const expected = { 'pqlong.a': longAt(500), 'pqlong.b': 'md5(id::text)', 'pqlong.c': longAt(1000), 'pqlong.d': longAt(500) };
+      for (const [table, rows] of Object.entries(tables) as [keyof typeof tables, number][]) {
         const paths = manifest.files.filter((f) => f.table === table).map((f) => `'${f.path}'`);
         const read = await duck.runAndReadAll(
           `SELECT count(*)::int, count(*) FILTER (WHERE t = ${expected[table]})::int FROM read_parquet([${paths.join(', ')}])`,
