@@ -8,14 +8,12 @@
  * buffer with `copyWithin`, reads are gathered into 1 MiB blocks, and backpressure pauses the socket.
  * A plain session's socket hands each read straight to the decoder in the one buffer it reads
  * into ({@link takeReads}); a TLS session's reads are pulled from the stream, a Buffer per read.
- * A consumer that is done with a block's bytes may hand it back ({@link CopyOutStream.recycle}):
- * a fresh 1 MiB block is new pages for the kernel to map and zero, and garbage for V8 to collect.
- * Handed-back blocks serve every later COPY of the process, not just this one's: a group of small
- * tables runs a COPY per table, and a fresh block per COPY (external memory V8 counts) set off a
- * mark-compact every few tables, about a third of a second of a 200-table run's main thread.
+ * A consumer that is done with a block's bytes may hand it back ({@link CopyOutStream.recycle}) to
+ * the process's pool (./block-pool.ts), which serves every later COPY of the process, not just this one.
  */
 import { Readable } from 'node:stream';
 import type { Connection, Submittable } from 'pg';
+import { BLOCK, keepBlock, takeBlock } from './block-pool';
 import { releaseReads, takeReads } from './reused-read-socket';
 
 const COPY_DATA = 0x64; // 'd'
@@ -24,39 +22,6 @@ const ERROR_RESPONSE = 0x45; // 'E'
 /** NoticeResponse, ParameterStatus, NotificationResponse and CopyOutResponse may come mid-COPY. */
 const PASSED_OVER = new Set([0x4e, 0x53, 0x41, 0x48]);
 const HEADER = 5;
-/** Payload is handed on in blocks of this size: a 16 kB socket read per file write cost more system time than the copy. */
-const BLOCK = 1 << 20;
-/**
- * Recycled blocks kept for reuse by any stream: what 8 COPYs in flight can hold at once (each up to
- * two in its own buffer, one or two in the digest's, one or two in the sink's, one being written).
- * Blocks beyond the spares are new memory and garbage: with 16 spares, 4 partitions set off 42
- * mark-compacts in three 5 M-row runs against 5 with 64, and the worker spent 2.5 CPU-s a run
- * instead of 1.7. Spares only keep blocks that were all in use at once; once no COPY has run for a
- * while, all but {@link IDLE_SPARE_BLOCKS} are let go, so a set's lanes do not stay in a worker that
- * goes on with one table.
- */
-const MAX_SPARE_BLOCKS = 64;
-/**
- * Spares kept once no COPY has run for {@link IDLE_MS}: what two partitions use. An idle worker returns
- * the rest (a set's lanes) to the system; a pause between a set's activities keeps them.
- */
-const IDLE_SPARE_BLOCKS = 16;
-const IDLE_MS = 2_000;
-const spareBlocks: Buffer[] = [];
-const takeBlock = (): Buffer => spareBlocks.pop() ?? Buffer.allocUnsafeSlow(BLOCK);
-let runningCopies = 0;
-let idleTrim: NodeJS.Timeout | null = null;
-
-function copyStarted(): void {
-  runningCopies++;
-  if (idleTrim) clearTimeout(idleTrim);
-  idleTrim = null;
-}
-
-function copyEnded(): void {
-  if (--runningCopies > 0) return;
-  idleTrim = setTimeout(() => void (spareBlocks.length = Math.min(spareBlocks.length, IDLE_SPARE_BLOCKS)), IDLE_MS).unref();
-}
 
 type DataHandler = (chunk: Buffer) => void;
 
@@ -94,8 +59,6 @@ export class CopyOutStream extends Readable implements Submittable {
 
   /** Called by pg's client when the query is dequeued. */
   submit(connection: Connection): void {
-    copyStarted();
-    this.once('close', copyEnded);
     this.connection = connection;
     const stream = connection.stream;
     const listeners = stream.listeners('data') as DataHandler[];
@@ -222,7 +185,7 @@ export class CopyOutStream extends Readable implements Submittable {
    */
   recycle(chunk: Buffer): void {
     if (!this.outstanding.delete(chunk.buffer)) return;
-    if (spareBlocks.length < MAX_SPARE_BLOCKS) spareBlocks.push(Buffer.from(chunk.buffer, 0, BLOCK));
+    keepBlock(Buffer.from(chunk.buffer, 0, BLOCK));
   }
 
   /** Gives the connection back to pg with the bytes after the COPY data; pg reports the end or the error. */
