@@ -1,10 +1,9 @@
 /**
- * The worker process's pool of 1 MiB COPY blocks (./copy-out-stream.ts). A fresh block is new pages
- * for the kernel to map and zero, and external memory V8 counts: a block per COPY set off a
- * mark-compact every few tables of a set, about a third of a second of a 200-table run's main
- * thread. So blocks handed back are kept as spares for any later COPY, and spares that no COPY took
- * for a while are freed, so a worker that ran a set's 8 lanes does not carry their blocks through
- * the runs after it.
+ * The pool of 1 MiB COPY blocks (./copy-out-stream.ts). A fresh block is new pages for the kernel to
+ * map and zero, and external memory V8 counts: a block per COPY set off a mark-compact every few
+ * tables of a set, about a third of a second of a 200-table run's main thread. So blocks handed back
+ * are kept as spares for any later COPY of the process, and spares that no COPY took for a while are
+ * freed, so a worker that ran a set's 8 lanes does not carry their blocks through the runs after it.
  */
 
 /** Payload is handed on in blocks of this size: a 16 kB socket read per file write cost more system time than the copy. */
@@ -21,50 +20,55 @@ const KEPT_SPARE_BLOCKS = 16;
 /** A spare that no COPY took for a whole interval of this length (so 2–4 s unused) is freed, down to {@link KEPT_SPARE_BLOCKS}. */
 const UNUSED_MS = 2_000;
 
-/** A stack: the bottom ones are those unused longest. */
-const spares: Buffer[] = [];
-/** The fewest spares held since the last check: the bottom that many were not taken in that time. */
-let fewestSince = 0;
-let check: NodeJS.Timeout | null = null;
+export class BlockPool {
+  /** A stack: the bottom ones are those unused longest. */
+  private readonly spares: Buffer[] = [];
+  /** The fewest spares held since the last check: the bottom that many were not taken in that time. */
+  private fewestSince = 0;
+  private check: NodeJS.Timeout | null = null;
 
-/** A spare block, or a new one. */
-export function takeBlock(): Buffer {
-  const block = spares.pop();
-  fewestSince = Math.min(fewestSince, spares.length);
-  return block ?? Buffer.allocUnsafeSlow(BLOCK);
-}
+  /** A spare block, or a new one. */
+  take(): Buffer {
+    const block = this.spares.pop();
+    this.fewestSince = Math.min(this.fewestSince, this.spares.length);
+    return block ?? Buffer.allocUnsafeSlow(BLOCK);
+  }
 
-/** Keeps `block` (a whole block no one reads or holds any more) for a later COPY. */
-export function keepBlock(block: Buffer): void {
-  if (spares.length >= MAX_SPARE_BLOCKS) return;
-  spares.push(block);
-  if (check === null && spares.length > KEPT_SPARE_BLOCKS) {
-    fewestSince = spares.length;
-    check = setTimeout(freeUnused, UNUSED_MS).unref();
+  /** Keeps `block`, a whole block that no one reads or holds any more, for a later COPY. Anything else is ignored. */
+  keep(block: Buffer): void {
+    if (block.byteOffset !== 0 || block.length !== BLOCK || block.buffer.byteLength !== BLOCK) return;
+    if (this.spares.length >= MAX_SPARE_BLOCKS) return free(block);
+    this.spares.push(block);
+    if (this.check === null && this.spares.length > KEPT_SPARE_BLOCKS) this.checkLater();
+  }
+
+  /** The spares held now. */
+  get spareCount(): number {
+    return this.spares.length;
+  }
+
+  private checkLater(): void {
+    this.fewestSince = this.spares.length;
+    this.check = setTimeout(() => this.freeUnused(), UNUSED_MS).unref();
+  }
+
+  private freeUnused(): void {
+    this.check = null;
+    for (const block of this.spares.splice(0, Math.min(this.fewestSince, this.spares.length - KEPT_SPARE_BLOCKS))) free(block);
+    if (this.spares.length > KEPT_SPARE_BLOCKS) this.checkLater();
   }
 }
 
-/** The spares held now (tests). */
-export function spareBlockCount(): number {
-  return spares.length;
-}
-
-function freeUnused(): void {
-  check = null;
-  for (const block of spares.splice(0, Math.min(fewestSince, spares.length - KEPT_SPARE_BLOCKS))) free(block);
-  if (spares.length > KEPT_SPARE_BLOCKS) {
-    fewestSince = spares.length;
-    check = setTimeout(freeUnused, UNUSED_MS).unref();
-  }
-}
+/** The worker process's pool: every COPY of the process shares it. */
+export const blockPool = new BlockPool();
 
 /**
- * Frees a block's memory at V8's next scavenge, which comes within moments in a busy worker, rather
- * than at its next mark-compact, which an idle one may not run for minutes: the memory moves to a new
- * ArrayBuffer that nothing holds (a young object), leaving the block detached.
+ * Frees a block's memory at V8's next scavenge, which comes within moments in a worker that is
+ * allocating, rather than at its next mark-compact, which an idle one may not run for minutes: the
+ * memory moves to a new ArrayBuffer that nothing holds (a young object), leaving the block detached.
  */
 function free(block: Buffer): void {
-  // Blocks come from Buffer.allocUnsafeSlow: never a SharedArrayBuffer.
+  // A kept block is a whole ArrayBuffer from Buffer.allocUnsafeSlow: never a SharedArrayBuffer.
   const memory = block.buffer as ArrayBuffer;
   structuredClone(memory, { transfer: [memory] });
 }

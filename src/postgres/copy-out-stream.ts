@@ -13,7 +13,7 @@
  */
 import { Readable } from 'node:stream';
 import type { Connection, Submittable } from 'pg';
-import { BLOCK, keepBlock, takeBlock } from './block-pool';
+import { BLOCK, blockPool } from './block-pool';
 import { releaseReads, takeReads } from './reused-read-socket';
 
 const COPY_DATA = 0x64; // 'd'
@@ -159,7 +159,7 @@ export class CopyOutStream extends Readable implements Submittable {
   private gather(data: Buffer, end: boolean): boolean {
     let wanted = true;
     for (let at = 0; at < data.length;) {
-      this.block ??= takeBlock();
+      this.block ??= blockPool.take();
       const n = data.copy(this.block, this.blockLength, at);
       this.blockLength += n;
       at += n;
@@ -185,7 +185,7 @@ export class CopyOutStream extends Readable implements Submittable {
    */
   recycle(chunk: Buffer): void {
     if (!this.outstanding.delete(chunk.buffer)) return;
-    keepBlock(Buffer.from(chunk.buffer, 0, BLOCK));
+    blockPool.keep(Buffer.from(chunk.buffer, 0, BLOCK));
   }
 
   /** Gives the connection back to pg with the bytes after the COPY data; pg reports the end or the error. */

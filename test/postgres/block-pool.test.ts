@@ -5,38 +5,53 @@
  */
 import assert from 'node:assert/strict';
 import { setTimeout } from 'node:timers/promises';
-import { BLOCK, keepBlock, spareBlockCount, takeBlock } from '../../src/postgres/block-pool';
+import { BLOCK, BlockPool } from '../../src/postgres/block-pool';
 
 const freed = (blocks: Buffer[]) => blocks.filter((b) => b.buffer.byteLength === 0).length;
 
 describe('COPY block pool', function () {
   this.timeout(20_000);
 
-  it('serves a handed-back block again, whole', () => {
-    const block = takeBlock();
+  it('serves a handed-back block again, whole, and ignores anything but a whole block', () => {
+    const pool = new BlockPool();
+    const block = pool.take();
     assert.equal(block.length, BLOCK);
-    keepBlock(block);
-    assert.equal(takeBlock(), block);
+    pool.keep(block.subarray(0, 10));
+    pool.keep(Buffer.alloc(BLOCK + 1).subarray(0, BLOCK));
+    assert.equal(pool.spareCount, 0, 'a part of a block, or a view of a larger buffer, is not kept');
+    pool.keep(block);
+    assert.equal(pool.take(), block);
   });
 
   it('frees a spare once no COPY took it for a whole interval of two seconds, oldest first, down to 16', async () => {
-    const blocks = Array.from({ length: 40 }, () => takeBlock());
-    for (const b of blocks) keepBlock(b);
-    assert.equal(spareBlockCount(), 40);
+    const pool = new BlockPool();
+    const blocks = Array.from({ length: 40 }, () => pool.take());
+    for (const b of blocks) pool.keep(b);
+    assert.equal(pool.spareCount, 40);
     // The interval began when the 17th was kept; the 23 after it were handed back (in use) during it.
     await setTimeout(2_200);
-    assert.equal(spareBlockCount(), 23);
+    assert.equal(pool.spareCount, 23);
     assert.equal(freed(blocks.slice(0, 17)), 17, 'the 17 held all interval are freed');
     assert.equal(freed(blocks.slice(17)), 0);
-    // In the next interval a COPY takes 5 and hands them back: the newest 5, which stay.
-    const busy = Array.from({ length: 5 }, () => takeBlock());
-    for (const b of busy.reverse()) keepBlock(b);
+    // In the next interval COPYs take 20 and hand them back: only the 3 below them were unused.
+    const busy = Array.from({ length: 20 }, () => pool.take());
+    for (const b of busy.reverse()) pool.keep(b);
     await setTimeout(2_000);
-    assert.equal(spareBlockCount(), 16, 'down to 16');
-    assert.equal(freed(blocks.slice(17, 24)), 7, 'the oldest 7 of the untouched 18 go');
-    assert.equal(freed(blocks.slice(24)), 0, 'the newest 16, the busy ones among them, keep their memory');
+    assert.equal(pool.spareCount, 20);
+    assert.equal(freed(blocks.slice(17, 20)), 3, 'the 3 untouched ones go');
+    assert.equal(freed(blocks.slice(20)), 0, 'the 20 taken in the interval keep their memory');
+    await setTimeout(2_000);
+    assert.equal(pool.spareCount, 16, 'then down to 16');
     await setTimeout(2_200);
-    assert.equal(spareBlockCount(), 16, 'the 16 stay, however long they are unused');
+    assert.equal(pool.spareCount, 16, 'which stay, however long they are unused');
     assert.equal(freed(blocks), 24);
+  });
+
+  it('frees a block handed back beyond the 64 it keeps', () => {
+    const pool = new BlockPool();
+    const blocks = Array.from({ length: 65 }, () => pool.take());
+    for (const b of blocks) pool.keep(b);
+    assert.equal(pool.spareCount, 64);
+    assert.equal(freed(blocks), 1);
   });
 });
