@@ -23,7 +23,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { startExtraction, waitForManifest } from '../src/client';
 import { projectRoot } from '../devenv/project-root';
-import { freePort, startPostgres } from '../devenv/postgres-service';
+import { startPostgres } from '../devenv/postgres-service';
 import { startS3 } from '../devenv/s3-service';
 import { stopChild } from '../devenv/stop-child';
 import { startDevServer } from '../devenv/temporal-dev-server';
@@ -164,8 +164,7 @@ async function main(): Promise<void> {
   const scratch = join(tmpdir(), `pg-extract-bench-${process.pid}`);
   mkdirSync(scratch, { recursive: true });
   const pg = await startPostgres({ settings: { shared_buffers: '1GB', max_wal_size: '4GB' } });
-  const port = await freePort();
-  const temporal = await startDevServer({ port, uiPort: await freePort(), logFile: join(scratch, 'temporal.log') });
+  const temporal = await startDevServer({ freePorts: true, logFile: join(scratch, 'temporal.log') });
   const s3 = await startS3();
   let worker: ChildProcess | undefined;
   try {

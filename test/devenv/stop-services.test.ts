@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { projectRoot } from '../../devenv/project-root';
 import { weedSocketFiles } from '../../devenv/s3-service';
@@ -102,7 +102,11 @@ describe('stopping the services a run started (live)', function () {
     const pgData = /-D (\S+)/.exec(args('postgres'))?.[1];
     const weedArgs = args('weed');
     const weedPorts = ['s3', 'master', 'volume', 'filer'].map((name) => Number(new RegExp(`-${name}\\.port=(\\d+)`).exec(weedArgs)?.[1]));
-    const leftovers = [pgData && join(pgData, '..'), /-dir=(\S+)/.exec(weedArgs)?.[1], ...weedSocketFiles(weedPorts)].filter((d): d is string => Boolean(d));
+    // The dev server's log (its stdout) is in a folder of its own.
+    const temporalLog = dirname(readlinkSync(`/proc/${services.find((s) => s.name === 'temporal')!.pid}/fd/1`));
+    const leftovers = [pgData && join(pgData, '..'), /-dir=(\S+)/.exec(weedArgs)?.[1], ...weedSocketFiles(weedPorts), temporalLog].filter((d): d is string =>
+      Boolean(d),
+    );
     const tree = processTree(services.map((s) => s.pid));
     child.kill('SIGKILL');
     await exited;

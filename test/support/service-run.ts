@@ -3,12 +3,12 @@
  * and S3 server (they record their pids in PG_EXTRACT_SERVICE_PIDS) and prints one JSON line.
  * SIGTERM stops them and exits; SIGKILL leaves them running, like a run that crashed.
  */
-import { freePort, startPostgres } from '../../devenv/postgres-service';
+import { startPostgres } from '../../devenv/postgres-service';
 import { startS3 } from '../../devenv/s3-service';
 import { startDevServer } from '../../devenv/temporal-dev-server';
 
 async function main(): Promise<void> {
-  const [pg, temporal, s3] = await Promise.all([startPostgres(), startDevServer({ port: await freePort(), uiPort: await freePort() }), startS3()]);
+  const [pg, temporal, s3] = await Promise.all([startPostgres(), startDevServer({ freePorts: true }), startS3()]);
   const idle = setInterval(() => undefined, 60_000);
   process.once('SIGTERM', () => {
     clearInterval(idle);

@@ -44,21 +44,22 @@ export function live(): LiveServices {
  * The Temporal CLI's dev server, started by pid (devenv/temporal-dev-server.ts); with no CLI,
  * @temporalio/testing's own download, which that package starts and stops itself.
  */
-async function startTemporal(uiPort: number): Promise<{ temporal: TestWorkflowEnvironment; temporalServer: DevServer | null }> {
+async function startTemporal(): Promise<{ temporal: TestWorkflowEnvironment; temporalServer: DevServer | null; webUi: string | null }> {
   if (process.env.TEMPORAL_ADDRESS)
-    return { temporal: await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS }), temporalServer: null };
+    return { temporal: await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS }), temporalServer: null, webUi: null };
   const cli = findTemporalCli({ log: (line) => console.error(line) });
   try {
     if (!cli) {
+      const uiPort = await freePort();
       const server = { ip: '127.0.0.1', ui: true, uiPort, searchAttributes: Object.values(SearchAttributes) };
-      return { temporal: await TestWorkflowEnvironment.createLocal({ server }), temporalServer: null };
+      return { temporal: await TestWorkflowEnvironment.createLocal({ server }), temporalServer: null, webUi: `http://127.0.0.1:${uiPort}` };
     }
-    const temporalServer = await startDevServer({ port: await freePort(), uiPort });
+    const temporalServer = await startDevServer({ freePorts: true });
     const temporal = await TestWorkflowEnvironment.createFromExistingServer({ address: temporalServer.address }).catch(async (err: unknown) => {
       await temporalServer.stop();
       throw err;
     });
-    return { temporal, temporalServer };
+    return { temporal, temporalServer, webUi: `http://127.0.0.1:${temporalServer.uiPort}` };
   } catch (err) {
     throw new Error(
       `could not start a Temporal dev server (${(err as Error).message}). Provide one of: TEMPORAL_ADDRESS of a running server, ` +
@@ -88,8 +89,7 @@ async function stopTemporal({ temporal, temporalServer }: Pick<LiveServices, 'te
 export async function startServices(): Promise<LiveServices> {
   // Worker state changes at INFO drown the test report; warnings and errors still show.
   Runtime.install({ logger: new DefaultLogger((process.env.TEST_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN') });
-  const uiPort = await freePort();
-  const started = await Promise.allSettled([startPostgres(), startTemporal(uiPort), bundleWithCli()]);
+  const started = await Promise.allSettled([startPostgres(), startTemporal(), bundleWithCli()]);
   const [pgStart, temporalStart, bundleStart] = started;
   if (pgStart.status === 'rejected' || temporalStart.status === 'rejected' || bundleStart.status === 'rejected') {
     // Stop what did start: no afterAll stops a run whose services never came up.
@@ -100,8 +100,7 @@ export async function startServices(): Promise<LiveServices> {
     if (bundleStart.status === 'fulfilled') rmSync(bundleStart.value.scratch, { recursive: true, force: true });
     throw started.find((s) => s.status === 'rejected')!.reason;
   }
-  const [pg, { temporal, temporalServer }, { bundle, bundlePath, scratch }] = [pgStart.value, temporalStart.value, bundleStart.value];
-  const webUi = process.env.TEMPORAL_ADDRESS ? null : `http://127.0.0.1:${uiPort}`;
+  const [pg, { temporal, temporalServer, webUi }, { bundle, bundlePath, scratch }] = [pgStart.value, temporalStart.value, bundleStart.value];
   services = { pg, temporal, temporalServer, bundle, bundlePath, scratch, webUi, outRoot: mkdtempSync(join(tmpdir(), 'pg-extract-out-')) };
   return services;
 }
