@@ -3,8 +3,10 @@
  * map and zero, and external memory V8 counts: a block per COPY set off a mark-compact every few
  * tables of a set, about a third of a second of a 200-table run's main thread. So blocks handed back
  * are kept as spares for any later COPY of the process, and spares that no COPY took for a while are
- * freed, so a worker that ran a set's 8 lanes does not carry their blocks through the runs after it.
+ * freed (../storage/free-memory.ts), so a worker that ran a set's 8 lanes does not carry their blocks
+ * through the runs after it.
  */
+import { freeMemory } from '../storage/free-memory';
 
 /** Payload is handed on in blocks of this size: a 16 kB socket read per file write cost more system time than the copy. */
 export const BLOCK = 1 << 20;
@@ -37,7 +39,7 @@ export class BlockPool {
   /** Keeps `block`, a whole block that no one reads or holds any more, for a later COPY. Anything else is ignored. */
   keep(block: Buffer): void {
     if (block.byteOffset !== 0 || block.length !== BLOCK || block.buffer.byteLength !== BLOCK) return;
-    if (this.spares.length >= MAX_SPARE_BLOCKS) return free(block);
+    if (this.spares.length >= MAX_SPARE_BLOCKS) return freeMemory(block);
     this.spares.push(block);
     if (this.check === null && this.spares.length > KEPT_SPARE_BLOCKS) this.checkLater();
   }
@@ -54,21 +56,10 @@ export class BlockPool {
 
   private freeUnused(): void {
     this.check = null;
-    for (const block of this.spares.splice(0, Math.min(this.fewestSince, this.spares.length - KEPT_SPARE_BLOCKS))) free(block);
+    for (const block of this.spares.splice(0, Math.min(this.fewestSince, this.spares.length - KEPT_SPARE_BLOCKS))) freeMemory(block);
     if (this.spares.length > KEPT_SPARE_BLOCKS) this.checkLater();
   }
 }
 
 /** The worker process's pool: every COPY of the process shares it. */
 export const blockPool = new BlockPool();
-
-/**
- * Frees a block's memory at V8's next scavenge, which comes within moments in a worker that is
- * allocating, rather than at its next mark-compact, which an idle one may not run for minutes: the
- * memory moves to a new ArrayBuffer that nothing holds (a young object), leaving the block detached.
- */
-function free(block: Buffer): void {
-  // A kept block is a whole ArrayBuffer from Buffer.allocUnsafeSlow: never a SharedArrayBuffer.
-  const memory = block.buffer as ArrayBuffer;
-  structuredClone(memory, { transfer: [memory] });
-}

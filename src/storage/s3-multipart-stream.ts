@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, type S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
 import { ErrorCode, PgExtractError } from '../errors';
+import { freeMemory } from './free-memory';
 import { s3Failure } from './s3-errors';
 import { type PartSizeOptions, PartSizes } from './s3-part-sizes';
 import { type S3Location, formatS3Url } from '../contract/s3-url';
@@ -158,6 +159,8 @@ export class MultipartStream extends Writable {
 
   private async finish(): Promise<void> {
     await this.uploading;
+    // The part buffers (two of 5 MiB or more), freed once every request has returned, not at V8's next mark-compact.
+    const buffers = [this.part, this.shipped, this.free];
     const { bucket: Bucket, key: Key } = this.object;
     if (this.partNumber === 1) {
       // Smaller than one part: a single PutObject is atomic too.
@@ -177,6 +180,7 @@ export class MultipartStream extends Writable {
     }
     this.stored = true;
     this.part = this.shipped = this.free = null;
+    for (const buffer of buffers) if (buffer) freeMemory(buffer);
   }
 
   /** Sends one request of the upload; a failure carries its stable S3 code and names the object. */
