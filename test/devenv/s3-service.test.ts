@@ -5,17 +5,10 @@
  * It leaves nothing in /tmp once stopped.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { type Server, createServer } from 'node:net';
+import { existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { startS3 } from '../../devenv/s3-service';
-
-/** A free port held by a listener that accepts connections and never answers, as whatever took the port might. */
-async function holdFreePort(): Promise<{ port: number; server: Server }> {
-  const server = createServer(() => undefined);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as { port: number }).port, server };
-}
+import { assertOutsideEphemeralRange, holdFreePort } from '../support/ports';
 
 /** What weed could leave in the temporary folder: its sockets, its glog files, our data folders. */
 const weedLeftovers = (): string[] => readdirSync(tmpdir()).filter((n) => /^(seaweedfs-|weed\.|pg-extract-s3-)/.test(n));
@@ -34,8 +27,7 @@ describe('the test S3 server (live)', function () {
         assert.match(taken[0]!.message, new RegExp(`ports ${held.port}, `));
         const port = Number(new URL(s3.env.AWS_ENDPOINT_URL_S3!).port);
         assert.notEqual(port, held.port);
-        const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-        assert.ok(port < low! || port > high!, `port ${port} is outside the ephemeral range ${low}-${high}`);
+        assertOutsideEphemeralRange(port);
         await s3.createBucket('after-a-taken-port');
       } finally {
         await s3.stop();

@@ -4,18 +4,11 @@
  * ephemeral range. Its log goes to a folder of its own, removed once it stops.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
-import { type Server, createServer } from 'node:net';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { Connection } from '@temporalio/client';
 import { startDevServer } from '../../devenv/temporal-dev-server';
-
-/** A free port held by a listener that accepts connections and never answers, as whatever took the port might. */
-async function holdFreePort(): Promise<{ port: number; server: Server }> {
-  const server = createServer(() => undefined);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as { port: number }).port, server };
-}
+import { assertOutsideEphemeralRange, holdFreePort } from '../support/ports';
 
 const logFolders = (): string[] => readdirSync(tmpdir()).filter((n) => n.startsWith('pg-extract-temporal-'));
 
@@ -33,8 +26,7 @@ describe('the test Temporal dev server (live)', function () {
         assert.match(taken[0]!.message, new RegExp(`127\\.0\\.0\\.1:${held.port}: .*address already in use`), "the server's own words");
         const port = Number(server.address.split(':')[1]);
         assert.notEqual(port, held.port);
-        const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-        assert.ok(port < low! || port > high!, `port ${port} is outside the ephemeral range ${low}-${high}`);
+        assertOutsideEphemeralRange(port);
         const connection = await Connection.connect({ address: server.address });
         await connection.workflowService.getSystemInfo({});
         await connection.close();
