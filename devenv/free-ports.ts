@@ -2,8 +2,8 @@
  * Free TCP ports for the servers tests and the bench start, chosen outside the kernel's ephemeral
  * range when it leaves room: between choosing a port and a server binding it, any outgoing
  * connection on the machine may take a free port of that range as its own local port (a Temporal
- * dev server starting makes hundreds). A server that still finds its port taken is started again
- * on others by its caller (s3-service.ts, temporal-dev-server.ts).
+ * dev server starting makes hundreds). A server that still finds a port taken is started again on
+ * others ({@link startOnFreePorts}: s3-service.ts, temporal-dev-server.ts).
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -58,4 +58,36 @@ export async function freePortsOutsideEphemeral(count: number, { twin, exclude =
     if (!taken(p) && (await portFree(p)) && (twin === undefined || (await portFree(p + twin)))) ports.push(p);
   }
   return ports;
+}
+
+/** A port was taken between choosing it and the server binding it; other ports may do. */
+export class PortTaken extends Error {
+  override readonly name = 'PortTaken';
+}
+
+export interface StartOnFreePortsOptions extends FreePortOptions {
+  /** The first port of the first start (tests: a port taken meanwhile); the rest, and every later start's, are chosen. */
+  first?: number | undefined;
+  /** Called with the error when a start fails with {@link PortTaken}, before the next ports are tried. */
+  onPortTaken?: ((error: Error) => void) | undefined;
+}
+
+/**
+ * Starts a server on `count` free ports ({@link freePortsOutsideEphemeral}), and on other ones when
+ * the start throws {@link PortTaken}, up to three starts in all.
+ */
+export async function startOnFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>, options: StartOnFreePortsOptions = {}): Promise<T> {
+  const { first, onPortTaken, ...choice } = options;
+  for (let attempt = 1; ; attempt++) {
+    const ports =
+      attempt === 1 && first !== undefined
+        ? [first, ...(await freePortsOutsideEphemeral(count - 1, { ...choice, exclude: [...(choice.exclude ?? []), first] }))]
+        : await freePortsOutsideEphemeral(count, choice);
+    try {
+      return await start(ports);
+    } catch (err) {
+      if (!(err instanceof PortTaken) || attempt >= 3) throw err;
+      onPortTaken?.(err);
+    }
+  }
 }

