@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { startS3 } from '../../devenv/s3-service';
-import { assertOutsideEphemeralRange, holdFreePort } from '../support/ports';
+import { withFirstPortTaken } from '../support/ports';
 
 /** What weed could leave in the temporary folder: its sockets, its glog files, our data folders. */
 const weedLeftovers = (): string[] => readdirSync(tmpdir()).filter((n) => /^(seaweedfs-|weed\.|pg-extract-s3-)/.test(n));
@@ -18,28 +18,19 @@ describe('the test S3 server (live)', function () {
 
   it('a port taken meanwhile: weed is started again on other ports, outside the ephemeral range, serves, and leaves nothing in /tmp', async () => {
     const before = new Set(weedLeftovers());
-    const held = await holdFreePort();
-    const taken: Error[] = [];
-    try {
-      const s3 = await startS3({ firstS3Port: held.port, onPortTaken: (err) => taken.push(err) });
-      try {
-        assert.equal(taken.length, 1, 'the first set of ports failed once');
-        assert.match(taken[0]!.message, new RegExp(`ports ${held.port}, `));
-        const port = Number(new URL(s3.env.AWS_ENDPOINT_URL_S3!).port);
-        assert.notEqual(port, held.port);
-        assertOutsideEphemeralRange(port);
+    const held = await withFirstPortTaken(
+      (first, onPortTaken) => startS3({ firstS3Port: first, onPortTaken }),
+      (s3) => Number(new URL(s3.env.AWS_ENDPOINT_URL_S3!).port),
+      async (s3, taken, first) => {
+        assert.match(taken.message, new RegExp(`ports ${first}, `));
         await s3.createBucket('after-a-taken-port');
-      } finally {
-        await s3.stop();
-      }
-    } finally {
-      held.server.close();
-    }
+      },
+    );
     assert.deepEqual(
       weedLeftovers().filter((n) => !before.has(n)),
       [],
       'no socket, log or folder of either weed is left',
     );
-    assert.equal(existsSync(`/tmp/seaweedfs-s3-${held.port}.sock`), false);
+    assert.equal(existsSync(`/tmp/seaweedfs-s3-${held}.sock`), false);
   });
 });

@@ -8,7 +8,7 @@ import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { Connection } from '@temporalio/client';
 import { startDevServer } from '../../devenv/temporal-dev-server';
-import { assertOutsideEphemeralRange, holdFreePort } from '../support/ports';
+import { withFirstPortTaken } from '../support/ports';
 
 const logFolders = (): string[] => readdirSync(tmpdir()).filter((n) => n.startsWith('pg-extract-temporal-'));
 
@@ -17,25 +17,16 @@ describe('the test Temporal dev server (live)', function () {
 
   it('a port taken meanwhile: the server is started again on other ports, outside the ephemeral range, answers, and leaves no log folder', async () => {
     const before = new Set(logFolders());
-    const held = await holdFreePort();
-    const taken: Error[] = [];
-    try {
-      const server = await startDevServer({ port: held.port, freePorts: true, onPortTaken: (err) => taken.push(err) });
-      try {
-        assert.equal(taken.length, 1, 'the first ports failed once');
-        assert.match(taken[0]!.message, new RegExp(`127\\.0\\.0\\.1:${held.port}: .*address already in use`), "the server's own words");
-        const port = Number(server.address.split(':')[1]);
-        assert.notEqual(port, held.port);
-        assertOutsideEphemeralRange(port);
+    await withFirstPortTaken(
+      (first, onPortTaken) => startDevServer({ port: first, freePorts: true, onPortTaken }),
+      (server) => Number(server.address.split(':')[1]),
+      async (server, taken, first) => {
+        assert.match(taken.message, new RegExp(`127\\.0\\.0\\.1:${first}: .*address already in use`), "the server's own words");
         const connection = await Connection.connect({ address: server.address });
         await connection.workflowService.getSystemInfo({});
         await connection.close();
-      } finally {
-        await server.stop();
-      }
-    } finally {
-      held.server.close();
-    }
+      },
+    );
     assert.deepEqual(
       logFolders().filter((n) => !before.has(n)),
       [],
