@@ -66,6 +66,17 @@ export function outputFileMode(env: NodeJS.ProcessEnv = process.env): number {
   return mode;
 }
 
+/**
+ * Whether output files bypass the page cache (PG_EXTRACT_DIRECT_IO: `on`, the default, or `off`):
+ * see src/storage/durable-file-sink.ts.
+ */
+export function outputDirectIo(env: NodeJS.ProcessEnv = process.env): boolean {
+  const text = env.PG_EXTRACT_DIRECT_IO;
+  if (!text || text === 'on') return true;
+  if (text === 'off') return false;
+  throw new PgExtractError(ErrorCode.INPUT_INVALID, "PG_EXTRACT_DIRECT_IO must be 'on' or 'off'", { field: 'PG_EXTRACT_DIRECT_IO' });
+}
+
 /** PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES: partitions (and other activities) one worker runs at once. */
 export function maxConcurrentActivities(text: string): number {
   const n = Number(text);

@@ -26,6 +26,7 @@ import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
 import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
+import { sinkOptionsOf } from './sink-options';
 import { tableRequestOf } from './table-request';
 
 function boundsOf(input: ExtractionInput): FileBounds {
@@ -97,7 +98,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
                 for await (const f of copyBatchFiles(client, table, req.range, {
                   format: req.input,
                   bounds,
-                  sink: (index) => store.sink(batchFileName(req.name, index, req.input)),
+                  sink: (index) => store.sink(batchFileName(req.name, index, req.input), sinkOptionsOf(req.input)),
                   onBytes: (bytes) => (progress.bytes = bytes),
                   signal: Context.current().cancellationSignal,
                 })) {
@@ -138,7 +139,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
               const copy = new BatchedCopy(client, table, {
                 format: input,
                 bounds,
-                sink: (index) => store.sink(batchFileName(name, index, input)),
+                sink: (index) => store.sink(batchFileName(name, index, input), sinkOptionsOf(input)),
                 evidenceName: (location) => store.evidenceName(location),
                 onBytes: (bytes) => (progress.bytes = bytes),
                 signal: Context.current().cancellationSignal,

@@ -19,6 +19,7 @@ import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
 import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
+import { sinkOptionsOf } from './sink-options';
 import { tableRequestOf } from './table-request';
 
 export interface ExtractDeps {
@@ -39,7 +40,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         const req = parseActivityRequest(partitionRequestSchema, raw);
         const adapter = sourceAdapter(sourceUrl(req.input.source));
         const store = stores.of(req.name);
-        const output = await store.sink(req.name);
+        const output = await store.sink(req.name, sinkOptionsOf(req.input));
         const progress: CopyProgress = { bytes: 0 };
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
         try {
@@ -82,7 +83,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         // PostgreSQL's whole copy is a strategy of its own (one REPEATABLE READ transaction); other sources read their one range.
         if (adapter.kind !== 'postgresql') {
           try {
-            const { copy, receipt, table } = await readWhole(adapter, tableRequestOf(input), () => store.sink(name), {
+            const { copy, receipt, table } = await readWhole(adapter, tableRequestOf(input), () => store.sink(name, sinkOptionsOf(input)), {
               format: input,
               lockTimeoutMs: input.timeouts.lockTimeoutMs,
               onBytes: (bytes) => (progress.bytes = bytes),
@@ -116,7 +117,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         const client = await openSession(url, 'whole-copy');
         try {
           const table = await resolveTable(client, tableRequestOf(input));
-          const output = await store.sink(name);
+          const output = await store.sink(name, sinkOptionsOf(input));
           const result = await wholeCopyTable(client, table, output, {
             format: input,
             name: store.evidenceName(output.location),

@@ -14,6 +14,7 @@ import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { countExtracted } from './metrics';
+import { sinkOptionsOf } from './sink-options';
 import { type TableGroupRequest, parseActivityRequest, tableGroupRequestSchema } from '../contract/activity-requests';
 
 /** Heartbeat details of a group: bytes written and ranges done so far. */
@@ -41,7 +42,7 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
               req.ranges,
               {
                 format: req.input,
-                sink: (i) => sinks.sink(req.ranges[i]!.name),
+                sink: (i) => sinks.sink(req.ranges[i]!.name, sinkOptionsOf(req.input)),
                 // The heartbeat timer sends it; a heartbeat per file cost the worker's main thread about 0.1 ms a file.
                 onFile: (i) => (progress.ranges = i + 1),
                 onBytes: (bytes) => (progress.bytes = bytes),

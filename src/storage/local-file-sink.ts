@@ -30,25 +30,30 @@ export class LocalFileSink implements OutputSink {
 
   /**
    * @param mode the file's mode, whatever the umask.
-   * @param syncFolder whether commit fsyncs the folder (false: the caller does, before reporting the file).
+   * @param options.syncFolder whether commit fsyncs the folder (false: the caller does, before reporting the file). @default true
+   * @param options.directIo whether the file is written with O_DIRECT where it can be (see {@link DurableFileSink}). @default true
    */
   constructor(
     readonly location: string,
     private readonly mode: number,
-    private readonly syncFolder = true,
+    private readonly options: { syncFolder?: boolean; directIo?: boolean } = {},
   ) {
     this.temp = `${location}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   }
 
   open(recycle?: (chunk: Buffer) => void): Writable {
-    this.writable = new DurableFileSink(this.temp, { mode: this.mode, ...(recycle ? { onWritten: (chunks: Buffer[]) => chunks.forEach(recycle) } : {}) });
+    this.writable = new DurableFileSink(this.temp, {
+      mode: this.mode,
+      directIo: this.options.directIo ?? true,
+      ...(recycle ? { onWritten: (chunks: Buffer[]) => chunks.forEach(recycle) } : {}),
+    });
     return this.writable;
   }
 
   async commit(): Promise<StoredOutput> {
     await rename(this.temp, this.location);
     this.committed = true;
-    if (this.syncFolder) await fsyncDirectory(dirname(this.location));
+    if (this.options.syncFolder ?? true) await fsyncDirectory(dirname(this.location));
     return { location: this.location, etag: null };
   }
 

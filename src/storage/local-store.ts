@@ -18,22 +18,24 @@ import { OWNER_MARKER, folderOwner } from './output-owner';
 import { assertRealInside, checkOutputFile, confinedPath, prepareOutputFolder } from './output-root';
 import { LocalFileSink, TEMP_FILE, fsyncDirectory } from './local-file-sink';
 import type { OutputSink } from './output-sink';
-import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch, SinkOptions } from './output-store';
 
 export class LocalStore implements OutputStore {
+  /** @param directIo whether files are written with O_DIRECT where the file system allows it (./durable-file-sink.ts). */
   constructor(
     private readonly root: string,
     private readonly fileMode: number,
+    private readonly directIo = true,
   ) {}
 
   async prepareFolder(folder: string, owner: string): Promise<void> {
     await prepareOutputFolder(this.root, folder, { owner, fileMode: this.fileMode });
   }
 
-  async sink(name: string): Promise<OutputSink> {
+  async sink(name: string, options: SinkOptions = {}): Promise<OutputSink> {
     const path = await checkOutputFile(this.root, name);
     await preparedHere(name, dirname(path));
-    return new LocalFileSink(path, this.fileMode);
+    return new LocalFileSink(path, this.fileMode, { directIo: this.directIoFor(options) });
   }
 
   /**
@@ -44,7 +46,7 @@ export class LocalStore implements OutputStore {
   batch(): SinkBatch {
     const folders = new Map<string, Promise<void>>();
     return {
-      sink: async (name) => {
+      sink: async (name, options = {}) => {
         const path = confinedPath(this.root, name);
         const folder = dirname(path);
         let checked = folders.get(folder);
@@ -53,7 +55,7 @@ export class LocalStore implements OutputStore {
           folders.set(folder, checked);
         }
         await checked;
-        return new LocalFileSink(path, this.fileMode, false);
+        return new LocalFileSink(path, this.fileMode, { syncFolder: false, directIo: this.directIoFor(options) });
       },
       sync: async () => {
         for (const folder of folders.keys()) await fsyncDirectory(folder);
@@ -86,6 +88,11 @@ export class LocalStore implements OutputStore {
       if (code) report.failures.push({ path: folder, code });
     }
     return report;
+  }
+
+  /** A file the loader reads back at once is better found in the page cache. */
+  private directIoFor(options: SinkOptions): boolean {
+    return this.directIo && !options.readBack;
   }
 
   async read(location: string): Promise<Readable> {

@@ -19,10 +19,19 @@ export interface ReleaseRequest {
   prefixes?: string[];
 }
 
+/** How an output will be used, for a store that can write it to suit. */
+export interface SinkOptions {
+  /**
+   * This worker reads the output back as soon as the run's copy ends (the built-in loader): a local
+   * file is then written through the page cache, where the loader finds it, not past it.
+   */
+  readBack?: boolean;
+}
+
 /** Sinks of outputs written one after another and reported together: see {@link OutputStore.batch}. */
 export interface SinkBatch {
   /** A sink for the output `name` inside a prepared folder. */
-  sink(name: string): Promise<OutputSink>;
+  sink(name: string, options?: SinkOptions): Promise<OutputSink>;
   /** Makes the names of the outputs committed so far durable: call before reporting them. */
   sync(): Promise<void>;
 }
@@ -34,7 +43,7 @@ export interface OutputStore {
    */
   prepareFolder(folder: string, owner: string): Promise<void>;
   /** A sink for the output `name` inside a prepared folder. */
-  sink(name: string): Promise<OutputSink>;
+  sink(name: string, options?: SinkOptions): Promise<OutputSink>;
   /**
    * Sinks for many outputs written one after another and reported together (a group of small
    * tables): each folder is checked once, not at every output, and the folders' new entries are

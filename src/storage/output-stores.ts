@@ -16,6 +16,8 @@ export interface OutputStoresOptions {
   outputRoot: string;
   /** Mode of local output files. */
   fileMode: number;
+  /** Whether local files are written with O_DIRECT where the file system allows it. @default true */
+  directIo?: boolean;
   /** The S3 client. @default one from the worker's AWS_* environment, made on first use */
   s3Client?: () => S3Client;
 }
@@ -26,7 +28,7 @@ export class OutputStores {
   readonly s3: LazyS3Store;
 
   constructor(options: OutputStoresOptions) {
-    this.local = new LocalStore(options.outputRoot, options.fileMode);
+    this.local = new LocalStore(options.outputRoot, options.fileMode, options.directIo ?? true);
     this.s3 = new LazyS3Store(options.s3Client);
   }
 
@@ -48,7 +50,7 @@ export class OutputStores {
       return batch;
     };
     return {
-      sink: (name) => batchOf(name).sink(name),
+      sink: (name, options) => batchOf(name).sink(name, options),
       sync: async () => {
         for (const batch of batches.values()) await batch.sync();
       },

@@ -9,7 +9,7 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from '../activities';
-import { connectionConfig, maxConcurrentActivities, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from '../config';
+import { connectionConfig, maxConcurrentActivities, outputDirectIo, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from '../config';
 import { PinoTemporalLogger, createLogger } from './logging';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
@@ -32,6 +32,13 @@ export interface ExtractionWorkerOptions {
    * @default 0o600
    */
   fileMode?: number;
+  /**
+   * Whether local output files are written with O_DIRECT, past the page cache, where the file system
+   * allows it (else, and when false, through the page cache). `pg-extract worker` reads
+   * PG_EXTRACT_DIRECT_IO (`on` or `off`).
+   * @default true
+   */
+  directIo?: boolean;
   /** Resolves a source name to its URL; only the worker ever sees URLs. */
   sourceUrl: (name: string) => string;
   /** The S3 client for `s3://` outputs. @default one from the worker's AWS_* environment, made on first use */
@@ -66,6 +73,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
   const stores = new OutputStores({
     outputRoot: options.outputRoot,
     fileMode: options.fileMode ?? DEFAULT_FILE_MODE,
+    directIo: options.directIo ?? true,
     ...(options.s3Client ? { s3Client: options.s3Client } : {}),
   });
   const createMain = (workflowBundle: NonNullable<WorkerOptions['workflowBundle']>) =>
@@ -112,6 +120,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
   const config = connectionConfig(env);
   const root = outputRoot(env);
   const fileMode = outputFileMode(env);
+  const directIo = outputDirectIo(env);
   const logger = createLogger(env);
   const metrics = env.PG_EXTRACT_METRICS_ADDRESS;
   Runtime.install({
@@ -136,6 +145,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       taskQueue: config.taskQueue,
       outputRoot: root,
       fileMode,
+      directIo,
       sourceUrl: (name) => sourceUrl(name, env),
       targetUrl: (name) => targetUrl(name, env),
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),

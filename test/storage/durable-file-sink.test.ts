@@ -1,4 +1,7 @@
-/** DurableFileSink writes every byte, syncs as it goes, refuses to overwrite, and never leaks its descriptor. */
+/**
+ * DurableFileSink writes every byte (directly or through the page cache), syncs as it goes, refuses
+ * to overwrite, and never leaks its descriptor or its aligned buffer.
+ */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -6,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { ALIGNED_BUFFER_BYTES, MAX_ALIGNED_BUFFERS, giveBackAlignedBuffer, takeAlignedBuffer } from '../../src/storage/aligned-memory';
 import { DurableFileSink } from '../../src/storage/durable-file-sink';
+
+const O_DIRECT = 0o40000;
 
 /** Resolves once `sink` has closed (events.once would reject on the 'error' it emits first). */
 const closed = (sink: DurableFileSink): Promise<void> => new Promise((resolve) => (sink.closed ? resolve() : sink.once('close', () => resolve())));
@@ -22,21 +28,66 @@ function openDescriptors(path: string): string[] {
   });
 }
 
+/** Whether every aligned buffer of the process can be taken, so none is held by a closed sink. */
+function everyAlignedBufferFree(): boolean {
+  const taken = Array.from({ length: MAX_ALIGNED_BUFFERS }, () => takeAlignedBuffer());
+  taken.forEach((b) => b && giveBackAlignedBuffer(b));
+  return !taken.includes(null);
+}
+
 describe('DurableFileSink', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'pg-extract-sink-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('writes every byte in order across many background syncs, then closes the file', async () => {
-    // Uneven chunk sizes, and a sync threshold small enough that syncs overlap writes.
-    const chunks = Array.from({ length: 300 }, (_, i) => randomBytes(1 + ((i * 7919) % 70_000)));
-    const path = join(dir, 'out.bin');
-    const sink = new DurableFileSink(path, { syncEveryBytes: 64 << 10 });
-    await pipeline(Readable.from(chunks), sink);
+  /** Writes `chunks` through a sink and checks the file holds exactly their bytes, and nothing is left open. */
+  async function writesExactly(chunks: Buffer[], options: ConstructorParameters<typeof DurableFileSink>[1] = {}): Promise<void> {
+    const path = join(dir, `out-${Math.random().toString(16).slice(2)}.bin`);
+    await pipeline(Readable.from(chunks), new DurableFileSink(path, options));
     const expected = Buffer.concat(chunks);
     assert.equal(statSync(path).size, expected.length);
     assert.equal(createHash('sha256').update(readFileSync(path)).digest('hex'), createHash('sha256').update(expected).digest('hex'));
     assert.deepEqual(openDescriptors(path), []);
+  }
+
+  // Uneven chunk sizes: pieces straddle the aligned buffer's ends.
+  const uneven = (): Buffer[] => Array.from({ length: 300 }, (_, i) => randomBytes(1 + ((i * 7919) % 70_000)));
+
+  it('writes every byte in order directly, around the aligned buffer and at every kind of last piece', async () => {
+    await writesExactly(uneven());
+    for (const length of [0, 1, 4095, 4096, 4097, ALIGNED_BUFFER_BYTES, ALIGNED_BUFFER_BYTES + 1, 3 * ALIGNED_BUFFER_BYTES - 512]) {
+      await writesExactly(length === 0 ? [] : [randomBytes(length)]);
+    }
+  });
+
+  it('bypasses the page cache, and gives its aligned buffer back once closed', async () => {
+    const path = join(dir, 'direct.bin');
+    const sink = new DurableFileSink(path);
+    const source = new Readable({ read() {} });
+    const done = pipeline(source, sink);
+    source.push(randomBytes(3 << 20));
+    await new Promise((r) => setTimeout(r, 50));
+    const [fd] = openDescriptors(path);
+    const flags = Number.parseInt(/flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!, 8);
+    assert.equal(flags & O_DIRECT, O_DIRECT, 'opened with O_DIRECT');
+    source.push(null);
+    await done;
+    assert.ok(everyAlignedBufferFree());
+  });
+
+  it('writes every byte in order through the page cache across many background syncs', async () => {
+    // A sync threshold small enough that syncs overlap writes.
+    await writesExactly(uneven(), { directIo: false, syncEveryBytes: 64 << 10 });
+  });
+
+  it('writes through the page cache when no aligned buffer is left', async () => {
+    const taken = Array.from({ length: MAX_ALIGNED_BUFFERS }, () => takeAlignedBuffer());
+    try {
+      assert.equal(takeAlignedBuffer(), null);
+      await writesExactly(uneven());
+    } finally {
+      taken.forEach((b) => b && giveBackAlignedBuffer(b));
+    }
   });
 
   it('refuses to overwrite an existing file and leaves it as it was', async () => {
@@ -47,7 +98,7 @@ describe('DurableFileSink', () => {
   });
 
   it('fails with ENOSPC when the disk is full, without emitting finish, and closes the descriptor', async () => {
-    const sink = new DurableFileSink('/dev/full', { flags: 'w' });
+    const sink = new DurableFileSink('/dev/full', { overwrite: true });
     let finished = false;
     sink.on('finish', () => (finished = true));
     await assert.rejects(pipeline(Readable.from([randomBytes(1 << 20)]), sink), { code: 'ENOSPC' });
@@ -58,17 +109,18 @@ describe('DurableFileSink', () => {
 
   it('closes the descriptor when destroyed mid-stream', async () => {
     const path = join(dir, 'aborted.bin');
-    const sink = new DurableFileSink(path, { syncEveryBytes: 1 << 10 });
+    const sink = new DurableFileSink(path);
     const source = new Readable({ read() {} });
     const failed = pipeline(source, sink).then(
       () => null,
       (err: Error) => err,
     );
-    source.push(randomBytes(1 << 16));
+    source.push(randomBytes(3 << 20));
     await new Promise((r) => setTimeout(r, 20));
     source.destroy(new Error('cancelled'));
     assert.equal((await failed)?.message, 'cancelled');
     await closed(sink);
     assert.deepEqual(openDescriptors(path), []);
+    assert.ok(everyAlignedBufferFree());
   });
 });

@@ -1,10 +1,11 @@
 /**
  * A local sink batch (a group of small tables' files): each file appears under its name complete,
  * with the bytes written, and the batch refuses a folder that was not prepared here or that leaves
- * the root through a symlink, as a single sink does.
+ * the root through a symlink, as a single sink does. Its files bypass the page cache unless the store
+ * was made with direct I/O off or the built-in loader reads them back.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -51,5 +52,38 @@ describe('LocalStore sink batch', () => {
   it('refuses a folder that leaves the root through a symlink', async () => {
     symlinkSync(mkdtempSync(join(base, 'outside-')), join(root, 'escape'));
     await assert.rejects(store.batch().sink('escape/a.csv'), (err) => errorCodeOf(err) === ErrorCode.OUTPUT_PATH_ESCAPES_ROOT);
+  });
+
+  /** Whether the file `sink` is writing is open with O_DIRECT, seen while it writes. */
+  async function writesDirect(sink: OutputSink): Promise<boolean> {
+    const source = new Readable({ read() {} });
+    const done = pipeline(source, sink.open());
+    source.push(Buffer.alloc(3 << 20, 1));
+    const isTempFile = (fd: string): boolean => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`).includes('.tmp-');
+      } catch {
+        return false; // the descriptor readdir itself used
+      }
+    };
+    let fd: string | undefined;
+    while (!(fd = readdirSync('/proc/self/fd').find(isTempFile))) await new Promise((resolve) => setTimeout(resolve, 5));
+    const flags = Number.parseInt(/flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!, 8);
+    source.push(null);
+    await done;
+    await sink.commit({ bytes: 3 << 20, sha256: '' });
+    return (flags & 0o40000) !== 0;
+  }
+
+  it('writes its files with O_DIRECT, or through the page cache when made with direct I/O off or the file is read back', async () => {
+    assert.equal(await writesDirect(await store.sink('run/one.csv')), true);
+    assert.equal(await writesDirect(await store.batch().sink('run/two.csv')), true);
+    const cached = new LocalStore(root, 0o600, false);
+    assert.equal(await writesDirect(await cached.sink('run/three.csv')), false);
+    assert.equal(await writesDirect(await cached.batch().sink('run/four.csv')), false);
+    // A file the built-in loader reads back at once goes through the page cache, where the loader finds it.
+    assert.equal(await writesDirect(await store.sink('run/five.csv', { readBack: true })), false);
+    assert.equal(await writesDirect(await store.batch().sink('run/six.csv', { readBack: true })), false);
+    for (const name of ['one', 'two', 'three', 'four', 'five', 'six']) assert.equal(readFileSync(join(root, 'run', `${name}.csv`)).length, 3 << 20);
   });
 });
