@@ -11,7 +11,10 @@
 
 /** Bytes of each buffer: a multiple of every block size a device may require. */
 export const ALIGNED_BUFFER_BYTES = 1 << 20;
-/** Buffers in use at most: two per partition for 8 partitions in flight, with room to spare. */
+/**
+ * Buffers in use at most: one per file being written, so 8 partitions in flight (the default) take 8.
+ * A worker that writes more files at once writes the others through the page cache.
+ */
 export const MAX_ALIGNED_BUFFERS = 32;
 /** The alignment every buffer has (its address), and that a direct write's length and offset keep. */
 export const DIRECT_IO_ALIGNMENT = 4096;
@@ -34,13 +37,17 @@ let carved = 0;
 const spares: Buffer[] = [];
 const inUse = new WeakSet<Buffer>();
 
-/** An aligned buffer of {@link ALIGNED_BUFFER_BYTES}, or null when {@link MAX_ALIGNED_BUFFERS} are in use. */
+/** An aligned buffer of {@link ALIGNED_BUFFER_BYTES}, or null when {@link MAX_ALIGNED_BUFFERS} are in use or the memory cannot grow. */
 export function takeAlignedBuffer(): Buffer | null {
   let buffer = spares.pop();
   if (buffer === undefined) {
     if (carved === MAX_ALIGNED_BUFFERS) return null;
-    memory ??= new Memory({ initial: 0, maximum: MAX_ALIGNED_BUFFERS * PAGES_PER_BUFFER, shared: true });
-    memory.grow(PAGES_PER_BUFFER);
+    try {
+      memory ??= new Memory({ initial: 0, maximum: MAX_ALIGNED_BUFFERS * PAGES_PER_BUFFER, shared: true });
+      memory.grow(PAGES_PER_BUFFER);
+    } catch {
+      return null; // no address space for it (ulimit -v) or no memory: the page cache it is
+    }
     buffer = Buffer.from(memory.buffer, carved * ALIGNED_BUFFER_BYTES, ALIGNED_BUFFER_BYTES);
     carved += 1;
   }

@@ -3,19 +3,22 @@
  *
  * Where the file system allows it, the bytes bypass the page cache (O_DIRECT): they are gathered in
  * an aligned buffer (./aligned-memory.ts) and written a whole buffer at a time straight to the
- * device; the last piece is written padded to the alignment, and the file is then cut to its length.
- * Why: the file is written once and read, if at all, by someone else later, and copying it into the
- * page cache was most of a writer's kernel time. On this VM 600 MB in 1 MiB writes cost 0.16–1.1
- * CPU-s through the cache (the most when the host has taken back the memory the cache needs: README
- * "Why one method's time moves") and 0.09 CPU-s direct, the copy into the buffer included; nor does a
- * large extraction push everything else on the machine out of the cache.
+ * device; the last piece is written padded to the alignment, and the file is then cut back to its
+ * length. Why: the file is written once and read, if at all, by someone else later, and copying it
+ * into the page cache was most of a writer's kernel time. On this VM 600 MB in 1 MiB writes cost
+ * 0.16–1.12 CPU-s through the cache (the most when the host has taken back the memory the cache
+ * needs: README "Why one method's time moves") and 0.08–0.11 CPU-s direct, the copy into the buffer
+ * included; nor does a large extraction push everything else on the machine out of the cache.
  *
- * Where O_DIRECT is refused (EINVAL: a file system without it, such as tmpfs before Linux 6.6), the
- * process has no aligned buffer left or the worker turned it off (PG_EXTRACT_DIRECT_IO=off), it
- * writes through the page cache and starts writeback while
- * the COPY runs: every `syncEveryBytes` an fdatasync in the background (at most one in flight;
- * writes go on meanwhile). A single fsync at the end would find gigabytes of dirty pages the kernel
- * had not begun to write (about 0.25 s per 600 MB here, up to 1.5 s on a slower disk).
+ * The file is created by an ordinary open (O_EXCL: never someone else's file) and written through a
+ * second descriptor opened with O_DIRECT. Where that open is refused (EINVAL: a file system without
+ * O_DIRECT, such as tmpfs before Linux 6.6, which would also have created the file), or a direct
+ * write is (an alignment beyond 4 KiB), the rest goes through the first descriptor. So it does where
+ * the process has no aligned buffer left or the caller turned direct I/O off (PG_EXTRACT_DIRECT_IO=off,
+ * files the built-in loader reads back): then writeback starts while the COPY runs, an fdatasync in
+ * the background every `syncEveryBytes` (at most one in flight; writes go on meanwhile), because a
+ * single fsync at the end would find gigabytes of dirty pages the kernel had not begun to write
+ * (about 0.25 s per 600 MB here, up to 1.5 s on a slower disk).
  */
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
@@ -41,12 +44,15 @@ export interface DurableFileSinkOptions {
 const O_DIRECT = constants.O_DIRECT ?? 0;
 
 export class DurableFileSink extends Writable {
+  /** The descriptor that created the file: chmod, truncate, fsync, and writes through the page cache. */
   private handle: FileHandle | null = null;
-  /** The aligned buffer bytes gather in for direct writes; null when writing through the page cache. */
-  private direct: Buffer | null = null;
-  /** Bytes gathered in {@link direct} and not yet written. */
+  /** A second descriptor of the file, opened with O_DIRECT; null when writing through the page cache. */
+  private directHandle: FileHandle | null = null;
+  /** The aligned buffer bytes gather in; null when they are written as they come (see {@link writeAll}). */
+  private aligned: Buffer | null = null;
+  /** Bytes gathered in {@link aligned} and not yet written. */
   private gathered = 0;
-  /** Bytes in the file so far. */
+  /** Bytes in the file so far: every write says where it goes. */
   private position = 0;
   private unsynced = 0;
   private backgroundSync: Promise<void> | null = null;
@@ -70,10 +76,7 @@ export class DurableFileSink extends Writable {
   }
 
   override _construct(callback: (error?: Error | null) => void): void {
-    this.openFile()
-      // open(2) applies the umask; the file's mode must not depend on it.
-      .then(() => this.handle!.chmod(this.mode))
-      .then(() => callback(), callback);
+    this.openFile().then(() => callback(), callback);
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
@@ -85,50 +88,49 @@ export class DurableFileSink extends Writable {
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    (this.direct ? this.writeGathered() : this.settleBackgroundSync()).then(() => this.handle!.sync()).then(() => callback(), callback);
+    (this.aligned ? this.writeGathered() : this.settleBackgroundSync()).then(() => this.handle!.sync()).then(() => callback(), callback);
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    const handle = this.handle;
-    const direct = this.direct;
-    this.handle = null;
-    this.direct = null;
-    // Close only after a background fdatasync on this descriptor has returned; FileHandle.close waits
-    // for a write still running, and only then may another file's writes reuse the aligned buffer.
-    (this.backgroundSync ?? Promise.resolve())
-      .then(() => handle?.close())
-      .finally(() => direct && giveBackAlignedBuffer(direct))
+    const handles = [this.directHandle, this.handle];
+    const aligned = this.aligned;
+    this.handle = this.directHandle = this.aligned = null;
+    // FileHandle.close waits for the operations still running on it (a write, a background
+    // fdatasync); only then may another file's writes reuse the aligned buffer.
+    Promise.all(handles.map((h) => h?.close()))
+      .finally(() => aligned && giveBackAlignedBuffer(aligned))
       .then(
         () => callback(error),
         (closeError: Error) => callback(error ?? closeError),
       );
   }
 
-  /** Opens the file for direct writes when it can, else through the page cache. */
+  /** Creates the file, and opens it for direct writes too when it can. */
   private async openFile(): Promise<void> {
-    const direct = this.directIo && O_DIRECT !== 0 ? takeAlignedBuffer() : null;
-    if (direct) {
-      try {
-        this.handle = await open(this.path, this.openFlags | O_DIRECT, this.mode);
-        this.direct = direct;
-        return;
-      } catch (err) {
-        giveBackAlignedBuffer(direct);
-        if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
-      }
-    }
     this.handle = await open(this.path, this.openFlags, this.mode);
+    // open(2) applies the umask; the file's mode must not depend on it.
+    await this.handle.chmod(this.mode);
+    const aligned = this.directIo && O_DIRECT !== 0 ? takeAlignedBuffer() : null;
+    if (!aligned) return;
+    try {
+      // O_NOFOLLOW: the name the first open created, never a link put there since.
+      this.directHandle = await open(this.path, constants.O_WRONLY | constants.O_NOFOLLOW | O_DIRECT);
+      this.aligned = aligned;
+    } catch (err) {
+      giveBackAlignedBuffer(aligned);
+      if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
+    }
   }
 
   private async writeAll(buffers: Buffer[]): Promise<void> {
-    if (this.direct) return this.gather(buffers);
+    if (this.aligned) return this.gather(buffers);
     if (this.backgroundSyncError) throw this.backgroundSyncError;
     let total = 0;
     for (const b of buffers) total += b.length;
     for (let done = 0; done < total;) {
       // A regular file takes all of it unless the disk fills; then write the rest, which fails with ENOSPC.
       const pending = done === 0 ? buffers : [Buffer.concat(buffers).subarray(done)];
-      done += (await this.handle!.writev(pending)).bytesWritten;
+      done += (await this.handle!.writev(pending, this.position + done)).bytesWritten;
     }
     this.onWritten(buffers);
     this.position += total;
@@ -149,28 +151,35 @@ export class DurableFileSink extends Writable {
   private async gather(buffers: Buffer[]): Promise<void> {
     for (const buffer of buffers) {
       for (let at = 0; at < buffer.length;) {
-        const direct = this.direct!;
-        const n = buffer.copy(direct, this.gathered, at);
+        const aligned = this.aligned!;
+        const n = buffer.copy(aligned, this.gathered, at);
         this.gathered += n;
         at += n;
-        if (this.gathered === direct.length) await this.writeGathered();
+        if (this.gathered === aligned.length) await this.writeGathered();
       }
     }
     this.onWritten(buffers);
   }
 
   /**
-   * Writes what is gathered at the file's end. Only the last piece of a file is shorter than the
-   * buffer: it is written padded to the alignment, and the file is cut back to its length.
+   * Writes what is gathered at the file's end. Only a file's last piece is shorter than the buffer:
+   * a direct write takes it padded to the alignment, and the file is then cut back to its length.
    */
   private async writeGathered(): Promise<void> {
-    const direct = this.direct!;
     const length = this.gathered;
     if (length === 0) return;
-    const padded = Math.ceil(length / DIRECT_IO_ALIGNMENT) * DIRECT_IO_ALIGNMENT;
-    direct.fill(0, length, padded);
-    for (let done = 0; done < padded;) {
-      done += (await this.handle!.write(direct, done, padded - done, this.position + done)).bytesWritten;
+    const aligned = this.aligned!;
+    const padded = this.directHandle ? Math.ceil(length / DIRECT_IO_ALIGNMENT) * DIRECT_IO_ALIGNMENT : length;
+    aligned.fill(0, length, padded);
+    try {
+      await writeFully(this.directHandle ?? this.handle!, aligned.subarray(0, padded), this.position);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EINVAL' || !this.directHandle) throw err;
+      // Refused for its alignment: this piece and the rest go through the page cache.
+      const direct = this.directHandle;
+      this.directHandle = null;
+      await direct.close();
+      return this.writeGathered();
     }
     this.position += length;
     this.gathered = 0;
@@ -181,4 +190,9 @@ export class DurableFileSink extends Writable {
     await this.backgroundSync;
     if (this.backgroundSyncError) throw this.backgroundSyncError;
   }
+}
+
+/** Writes all of `bytes` at `position`: a regular file takes it whole unless the disk fills, and then the rest fails with ENOSPC. */
+async function writeFully(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < bytes.length;) done += (await handle.write(bytes, done, bytes.length - done, position + done)).bytesWritten;
 }

@@ -4,28 +4,33 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ALIGNED_BUFFER_BYTES, MAX_ALIGNED_BUFFERS, giveBackAlignedBuffer, takeAlignedBuffer } from '../../src/storage/aligned-memory';
 import { DurableFileSink } from '../../src/storage/durable-file-sink';
-
-const O_DIRECT = 0o40000;
+import { descriptorsOf, opensDirect } from '../support/descriptors';
 
 /** Resolves once `sink` has closed (events.once would reject on the 'error' it emits first). */
 const closed = (sink: DurableFileSink): Promise<void> => new Promise((resolve) => (sink.closed ? resolve() : sink.once('close', () => resolve())));
 
 /** Descriptors of this process that point at `path`. */
-function openDescriptors(path: string): string[] {
-  return readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return readlinkSync(`/proc/self/fd/${fd}`).startsWith(path);
-    } catch {
-      return false;
-    }
-  });
+const openDescriptors = (path: string): string[] => descriptorsOf((target) => target.startsWith(path));
+
+/**
+ * Writes `bytes` into `sink` and, while the sink still waits for more, tells whether a descriptor
+ * of `path` was opened with O_DIRECT; then ends the stream and waits for the file to be complete.
+ */
+async function writesDirect(sink: DurableFileSink, path: string, bytes: Buffer): Promise<boolean> {
+  const source = new Readable({ read() {} });
+  const done = pipeline(source, sink);
+  source.push(bytes);
+  const direct = await opensDirect((target) => target.startsWith(path));
+  source.push(null);
+  await done;
+  return direct;
 }
 
 /** Whether every aligned buffer of the process can be taken, so none is held by a closed sink. */
@@ -62,16 +67,8 @@ describe('DurableFileSink', () => {
 
   it('bypasses the page cache, and gives its aligned buffer back once closed', async () => {
     const path = join(dir, 'direct.bin');
-    const sink = new DurableFileSink(path);
-    const source = new Readable({ read() {} });
-    const done = pipeline(source, sink);
-    source.push(randomBytes(3 << 20));
-    await new Promise((r) => setTimeout(r, 50));
-    const [fd] = openDescriptors(path);
-    const flags = Number.parseInt(/flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!, 8);
-    assert.equal(flags & O_DIRECT, O_DIRECT, 'opened with O_DIRECT');
-    source.push(null);
-    await done;
+    assert.equal(await writesDirect(new DurableFileSink(path), path, randomBytes(3 << 20)), true);
+    assert.deepEqual(openDescriptors(path), []);
     assert.ok(everyAlignedBufferFree());
   });
 
@@ -84,6 +81,8 @@ describe('DurableFileSink', () => {
     const taken = Array.from({ length: MAX_ALIGNED_BUFFERS }, () => takeAlignedBuffer());
     try {
       assert.equal(takeAlignedBuffer(), null);
+      const path = join(dir, 'cached.bin');
+      assert.equal(await writesDirect(new DurableFileSink(path), path, randomBytes(3 << 20)), false);
       await writesExactly(uneven());
     } finally {
       taken.forEach((b) => b && giveBackAlignedBuffer(b));
@@ -98,7 +97,9 @@ describe('DurableFileSink', () => {
   });
 
   it('fails with ENOSPC when the disk is full, without emitting finish, and closes the descriptor', async () => {
-    const sink = new DurableFileSink('/dev/full', { overwrite: true });
+    // /dev/full refuses O_DIRECT (EINVAL), so this also goes through the page cache on the descriptor
+    // that opened it; the sink sets its file's mode, here /dev/full's own.
+    const sink = new DurableFileSink('/dev/full', { overwrite: true, mode: 0o666 });
     let finished = false;
     sink.on('finish', () => (finished = true));
     await assert.rejects(pipeline(Readable.from([randomBytes(1 << 20)]), sink), { code: 'ENOSPC' });
@@ -119,6 +120,15 @@ describe('DurableFileSink', () => {
     await new Promise((r) => setTimeout(r, 20));
     source.destroy(new Error('cancelled'));
     assert.equal((await failed)?.message, 'cancelled');
+    await closed(sink);
+    assert.deepEqual(openDescriptors(path), []);
+    assert.ok(everyAlignedBufferFree());
+  });
+
+  it('closes everything when destroyed before its file is open', async () => {
+    const path = join(dir, 'never.bin');
+    const sink = new DurableFileSink(path);
+    sink.destroy();
     await closed(sink);
     assert.deepEqual(openDescriptors(path), []);
     assert.ok(everyAlignedBufferFree());

@@ -5,7 +5,7 @@
  * was made with direct I/O off or the built-in loader reads them back.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,6 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import { ErrorCode, errorCodeOf } from '../../src/errors';
 import { LocalStore } from '../../src/storage/local-store';
 import type { OutputSink } from '../../src/storage/output-sink';
+import { opensDirect } from '../support/descriptors';
 
 async function write(sink: OutputSink, text: string): Promise<void> {
   await pipeline(Readable.from([Buffer.from(text)]), sink.open());
@@ -59,20 +60,11 @@ describe('LocalStore sink batch', () => {
     const source = new Readable({ read() {} });
     const done = pipeline(source, sink.open());
     source.push(Buffer.alloc(3 << 20, 1));
-    const isTempFile = (fd: string): boolean => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`).includes('.tmp-');
-      } catch {
-        return false; // the descriptor readdir itself used
-      }
-    };
-    let fd: string | undefined;
-    while (!(fd = readdirSync('/proc/self/fd').find(isTempFile))) await new Promise((resolve) => setTimeout(resolve, 5));
-    const flags = Number.parseInt(/flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!, 8);
+    const direct = await opensDirect((target) => target.includes('.tmp-'));
     source.push(null);
     await done;
     await sink.commit({ bytes: 3 << 20, sha256: '' });
-    return (flags & 0o40000) !== 0;
+    return direct;
   }
 
   it('writes its files with O_DIRECT, or through the page cache when made with direct I/O off or the file is read back', async () => {

@@ -1,0 +1,28 @@
+/** This process's open descriptors, read from /proc: which point at a file, and which bypass the page cache. */
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+
+const O_DIRECT = 0o40000;
+
+/** Descriptors whose target (a path) `matches`. */
+export function descriptorsOf(matches: (target: string) => boolean): string[] {
+  return readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return matches(readlinkSync(`/proc/self/fd/${fd}`));
+    } catch {
+      return false; // the descriptor readdir itself used, closed since
+    }
+  });
+}
+
+/** Whether descriptor `fd` was opened with O_DIRECT. */
+export function isDirect(fd: string): boolean {
+  const flags = /flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!;
+  return (Number.parseInt(flags, 8) & O_DIRECT) !== 0;
+}
+
+/** Waits until some descriptor's target `matches`, then tells whether one of those is O_DIRECT. */
+export async function opensDirect(matches: (target: string) => boolean): Promise<boolean> {
+  let fds: string[];
+  while ((fds = descriptorsOf(matches)).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  return fds.some(isDirect);
+}
