@@ -96,13 +96,12 @@ export class DurableFileSink extends Writable {
     const aligned = this.aligned;
     this.handle = this.directHandle = this.aligned = null;
     // FileHandle.close waits for the operations still running on it (a write, a background
-    // fdatasync); only then may another file's writes reuse the aligned buffer.
-    Promise.all(handles.map((h) => h?.close()))
-      .finally(() => aligned && giveBackAlignedBuffer(aligned))
-      .then(
-        () => callback(error),
-        (closeError: Error) => callback(error ?? closeError),
-      );
+    // fdatasync); only once both are closed may another file's writes reuse the aligned buffer.
+    void Promise.allSettled(handles.map((h) => h?.close())).then((closes) => {
+      if (aligned) giveBackAlignedBuffer(aligned);
+      const failed = closes.find((c) => c.status === 'rejected');
+      callback(error ?? (failed ? (failed.reason as Error) : null));
+    });
   }
 
   /** Creates the file, and opens it for direct writes too when it can. */
