@@ -11,7 +11,7 @@
 import type { Client } from 'pg';
 import type { FileBounds } from '../contract/file-bounds';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
-import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
+import { type ResolvedTable, fromItem, selectSql, sourceColumns } from './catalog';
 import type { SplitKey } from '../contract/partition-range';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
@@ -158,9 +158,8 @@ class KeysetCursor implements BatchCursor {
     const key = quoteIdent(this.key.name);
     const from = this.#last !== null ? keyBound(this.key, '>', this.#last) : this.lower !== null ? keyBound(this.key, '>=', this.lower) : `${key} IS NOT NULL`;
     const rest = this.upper === null ? from : `${from} AND ${keyBound(this.key, '<', this.upper)}`;
-    const relation = quoteQualified(this.table.schema, this.table.table);
     const probe = await this.client.query<{ upper: string }>(
-      `SELECT ${key}::text AS upper FROM (SELECT ${key} FROM ${relation} WHERE ${rest} ORDER BY ${key} LIMIT ${Math.floor(size)}) s ORDER BY s.${key} DESC LIMIT 1`,
+      `SELECT ${key}::text AS upper FROM (SELECT ${key} FROM ${fromItem(this.table)} WHERE ${rest} ORDER BY ${key} LIMIT ${Math.floor(size)}) s ORDER BY s.${key} DESC LIMIT 1`,
     );
     this.#peeked = probe.rows[0]?.upper ?? null;
     // No key left: this batch is the terminal one, empty by the probe's own reading.

@@ -147,8 +147,19 @@ export function sourceColumns(table: ResolvedTable): SourceColumn[] {
   return table.columns.map(({ name, pgType, notNull, enumLabels }) => ({ name, pgType, notNull, enumLabels }));
 }
 
-/** `SELECT "a", "b" FROM "s"."t"` for a resolved table. */
+/**
+ * The table's rows as a FROM item: `ONLY "s"."t"` for a table or foreign table, so an inheritance
+ * parent gives its own rows, not its children's too (as COPY and pg_dump do: a schema's children are
+ * tables of the set in their own right, and were exported twice); a partitioned table, whose rows are
+ * all its partitions', and a view or materialized view as they are.
+ */
+export function fromItem(table: Pick<ResolvedTable, 'schema' | 'table' | 'relkind'>): string {
+  const relation = quoteQualified(table.schema, table.table);
+  return table.relkind === 'r' || table.relkind === 'f' ? `ONLY ${relation}` : relation;
+}
+
+/** `SELECT "a", "b" FROM ONLY "s"."t"` for a resolved table (see {@link fromItem}). */
 export function selectSql(table: ResolvedTable, where?: string): string {
   const list = table.columns.map((c) => quoteIdent(c.name)).join(', ');
-  return `SELECT ${list} FROM ${quoteQualified(table.schema, table.table)}${where ? ` WHERE ${where}` : ''}`;
+  return `SELECT ${list} FROM ${fromItem(table)}${where ? ` WHERE ${where}` : ''}`;
 }

@@ -9,7 +9,7 @@ import type { ClientBase } from 'pg';
 import { addNote } from '../errors';
 import { ClockAuthority, ExtractionLifecycleAuthority, type Evidence, type ExtractionLifecycleReceipt, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
-import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
+import { type ResolvedTable, type TableRequest, fromItem, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
 import { type KeyBounds, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
 import type { PartitionRange, SourceIdentity, SplitKey } from '../contract/partition-range';
@@ -186,6 +186,7 @@ export async function planRanges(
   planning: PlanningOptions,
 ): Promise<{ ranges: PartitionRange[]; rowCount: number | null }> {
   const relation = quoteQualified(table.schema, table.table);
+  const from = fromItem(table);
   const auto = planning.partitions === 'auto';
   const wanted = (rows: number | null): number =>
     planning.partitions === 'auto'
@@ -197,9 +198,9 @@ export async function planRanges(
     const key = quoteIdent(table.key.name);
     // MIN and MAX are index probes (ORDER BY … LIMIT 1 works for every key type; uuid has no min()),
     // ordered by the key's own collation, and "any NULL?" is a probe too.
-    const end = (direction: 'ASC' | 'DESC') => `(SELECT ${key} FROM ${relation} WHERE ${key} IS NOT NULL ORDER BY ${key} ${direction} LIMIT 1)::text`;
+    const end = (direction: 'ASC' | 'DESC') => `(SELECT ${key} FROM ${from} WHERE ${key} IS NOT NULL ORDER BY ${key} ${direction} LIMIT 1)::text`;
     const b = await client.query<{ min: string | null; max: string | null; has_nulls: boolean }>(
-      `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, EXISTS (SELECT 1 FROM ${relation} WHERE ${key} IS NULL) AS has_nulls`,
+      `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, EXISTS (SELECT 1 FROM ${from} WHERE ${key} IS NULL) AS has_nulls`,
     );
     const row = b.rows[0]!;
     const bounds: KeyBounds = { kind: table.key.kind, min: row.min, max: row.max, rowCount: rows, hasNulls: row.has_nulls };
@@ -207,7 +208,7 @@ export async function planRanges(
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
       bounds.quantiles =
         (await statisticsQuantiles(client, relation, table.key, n)) ??
-        (await sampleQuantiles(client, relation, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
+        (await sampleQuantiles(client, from, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
@@ -322,12 +323,13 @@ async function statisticsQuantiles(client: ClientBase, relation: string, key: Sp
 /**
  * n-1 quantiles of the key: exact for a table of at most sampleRows(n) rows, else from a page
  * sample of about that many (sorting a whole table of 970 k rows took most of a 5 M-row set's planning).
+ * `from` is the table's FROM item (catalog.ts `fromItem`).
  */
-async function sampleQuantiles(client: ClientBase, relation: string, key: string, n: number, rows: number): Promise<string[]> {
+async function sampleQuantiles(client: ClientBase, from: string, key: string, n: number, rows: number): Promise<string[]> {
   const fractions = Array.from({ length: n - 1 }, (_, i) => (i + 1) / n);
   const sample = rows > sampleRows(n) ? ` TABLESAMPLE SYSTEM (${Math.max(0.01, (100 * sampleRows(n)) / rows).toFixed(4)}) REPEATABLE (42)` : '';
   const q = await client.query<{ q: string[] | null }>(
-    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${key}))::text[] AS q FROM ${relation}${sample} WHERE ${key} IS NOT NULL`,
+    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${key}))::text[] AS q FROM ${from}${sample} WHERE ${key} IS NOT NULL`,
     [fractions],
   );
   return q.rows[0]?.q ?? [];

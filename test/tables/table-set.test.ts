@@ -118,6 +118,29 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     }
   });
 
+  it('an inheritance parent gives its own rows, its child its own, as COPY and pg_dump do (a schema, and the parent alone in key ranges)', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS tinh CASCADE; CREATE SCHEMA tinh;
+      CREATE TABLE tinh.parent (id int PRIMARY KEY, v text);
+      CREATE TABLE tinh.child (extra int) INHERITS (tinh.parent);
+      INSERT INTO tinh.parent SELECT g, 'p' || g FROM generate_series(1, 100) g;
+      INSERT INTO tinh.child SELECT g, 'c' || g, g FROM generate_series(101, 300) g;
+      ANALYZE tinh.parent; ANALYZE tinh.child`);
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const set = await waitForManifest(await startExtraction(live().temporal.client, { schema: 'tinh' }, { taskQueue }));
+        for (const table of ['tinh.parent', 'tinh.child']) {
+          assert.deepEqual(await tableFilesDigest(set, table), await tableDigest(`SELECT * FROM ONLY ${table}`), table);
+        }
+        assert.equal(set.totals.rows, 300, 'every row once: 100 in the parent, 200 in the child');
+        const alone = await waitForManifest(await startExtraction(live().temporal.client, { table: 'tinh.parent', partitions: 2 }, { taskQueue }));
+        assert.equal(alone.files.length, 2);
+        assert.deepEqual(await manifestDigest('tinh.parent', alone), await tableDigest('SELECT * FROM ONLY tinh.parent'));
+      });
+    } finally {
+      await admin().query('DROP SCHEMA IF EXISTS tinh CASCADE');
+    }
+  });
+
   it('thirty small tables: copied in one group per lane, one session and one import each, one exact file per table', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS tgroup CASCADE; CREATE SCHEMA tgroup;
       DO $$ BEGIN FOR i IN 1..30 LOOP
