@@ -20,7 +20,7 @@ import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
 import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
-import { moveIntoTarget } from '../target/table-fill';
+import { moveIntoTarget, ownRowsOf } from '../target/table-fill';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;
@@ -117,8 +117,8 @@ export async function streamIntoTarget(
           const evidence = await streamRanges(sessions, request, staging, { signal, onBytes });
           onStreamed?.(evidence);
           signal?.throwIfAborted();
-          if (request.mode === 'replace') await fence.query(`DELETE FROM ${target}`);
-          for (const name of staging) await moveIntoTarget(fence, name, target, 'append');
+          if (request.mode === 'replace') await fence.query(`DELETE FROM ${(await ownRowsOf(fence, [request]))[0]}`);
+          for (const name of staging) await moveIntoTarget(fence, name, request, 'append');
           return evidence.reduce((sum, e) => sum + e.rows, 0);
         },
         signal,

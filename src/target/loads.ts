@@ -119,7 +119,7 @@ export async function loadBySelect(
         async () => {
           const staged = await insertSelectIntoStaging(client, from, { schema: into.schema });
           receipt = staged.extractionReceipt;
-          await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), quoteQualified(into.schema, into.table), mode);
+          await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), into, mode);
           return staged.artifact.rows;
         },
         signal,

@@ -8,9 +8,8 @@
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
 import type { ExportFormat } from '../contract/formats';
-import { quoteQualified } from '../postgres/sql';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
-import { fillTable } from './table-fill';
+import { fillTable, ownRowsOf } from './table-fill';
 
 export interface SetLoadTable {
   /** The resolved target table. */
@@ -77,7 +76,7 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
     setIntentDigest(request),
     label,
     async () => {
-      if (request.mode === 'replace') await client.query(`TRUNCATE ${request.tables.map((t) => quoteQualified(t.schema, t.table)).join(', ')}`);
+      if (request.mode === 'replace') await client.query(`TRUNCATE ${(await ownRowsOf(client, request.tables)).join(', ')}`);
       let total = 0;
       let bytes = 0;
       for (const i of await parentsFirst(client, request.tables)) {

@@ -13,6 +13,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError } from '../errors';
 import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
+import { fromItem } from '../postgres/catalog';
 import { copyInSql } from '../postgres/export-format';
 import { quoteQualified } from '../postgres/sql';
 import { decompressStage } from '../storage/file-compression';
@@ -37,7 +38,7 @@ export interface TableFill {
 export async function fillTable(client: Client, fill: TableFill, signal: AbortSignal | undefined, onChunk: (bytes: number) => void): Promise<number> {
   const target = quoteQualified(fill.schema, fill.table);
   if (await copiesLikeInsert(client, fill.schema, fill.table)) {
-    if (fill.mode === 'replace') await client.query(`DELETE FROM ${target}`);
+    if (fill.mode === 'replace') await client.query(`DELETE FROM ${(await ownRowsOf(client, [fill]))[0]}`);
     return copyFiles(client, target, fill.files, fill.format, signal, onChunk);
   }
   const staging = stagingName(fill.schema, fill.operationId, fill.stagingSuffix);
@@ -51,7 +52,7 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
     materialize: async () => {
       const rows = await copyFiles(client, staging, fill.files, fill.format, signal, onChunk);
       signal?.throwIfAborted();
-      await moveIntoTarget(client, staging, target, fill.mode);
+      await moveIntoTarget(client, staging, fill, fill.mode);
       return rows;
     },
   });
@@ -81,10 +82,29 @@ export function stagingName(schema: string, operationId: string, suffix = ''): s
   return quoteQualified(schema, `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
 }
 
-/** Staging → target in the caller's transaction: `replace` empties the target first. */
-export async function moveIntoTarget(client: Client, staging: string, target: string, mode: 'append' | 'replace'): Promise<void> {
-  if (mode === 'replace') await client.query(`DELETE FROM ${target}`);
-  await client.query(`INSERT INTO ${target} SELECT * FROM ${staging}`);
+/**
+ * The target tables' own rows, as DELETE and TRUNCATE name them: `ONLY "s"."t"` for a table or
+ * foreign table, so a replace empties no inheritance child outside the load (the extract reads a
+ * parent's own rows: ../postgres/catalog.ts `fromItem`); a partitioned table whole (`ONLY` would
+ * empty nothing or be refused). A table that does not exist is named plainly, and the statement
+ * naming it fails as it would have.
+ */
+export async function ownRowsOf(client: Client, tables: readonly { schema: string; table: string }[]): Promise<string[]> {
+  const r = await client.query<{ relkind: string | null }>(
+    `SELECT c.relkind::text AS relkind
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, name, n)
+       LEFT JOIN pg_catalog.pg_namespace ns ON ns.nspname = t.schema
+       LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = ns.oid AND c.relname = t.name
+      ORDER BY t.n`,
+    [tables.map((t) => t.schema), tables.map((t) => t.table)],
+  );
+  return tables.map((t, i) => fromItem({ ...t, relkind: r.rows[i]?.relkind ?? '' }));
+}
+
+/** Staging → target in the caller's transaction: `replace` empties the target's own rows first (see {@link ownRowsOf}). */
+export async function moveIntoTarget(client: Client, staging: string, target: { schema: string; table: string }, mode: 'append' | 'replace'): Promise<void> {
+  if (mode === 'replace') await client.query(`DELETE FROM ${(await ownRowsOf(client, [target]))[0]}`);
+  await client.query(`INSERT INTO ${quoteQualified(target.schema, target.table)} SELECT * FROM ${staging}`);
   await client.query(`DROP TABLE ${staging}`);
 }
 

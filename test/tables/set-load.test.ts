@@ -55,6 +55,17 @@ describe('built-in loader over a set of tables (live)', function () {
       { targets: { warehouse: targetUrl() } },
     );
 
+  it("replace truncates each target table's own rows: an inheritance child outside the set keeps its rows", async () => {
+    await onTarget((c) => c.query(`CREATE TABLE dst.parent_archive () INHERITS (dst.parent); INSERT INTO dst.parent_archive VALUES (-1, 'archived')`));
+    const replaced = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
+    assert.equal(replaced.terminalReceipt.outcome, 'success', JSON.stringify(replaced.load));
+    const counts = await onTarget(
+      async (c) =>
+        (await c.query('SELECT (SELECT count(*) FROM ONLY dst.parent)::int AS parents, (SELECT count(*) FROM dst.parent_archive)::int AS archived')).rows[0],
+    );
+    assert.deepEqual(counts, { parents: source.parents, archived: 1 });
+  });
+
   it('--target-schema: parent and child load in one transaction, the key holds, rows and sums equal the source; replace empties the set at once', async () => {
     const appended = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst' } });
     assert.equal(appended.terminalReceipt.outcome, 'success', JSON.stringify(appended.load));

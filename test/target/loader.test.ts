@@ -20,7 +20,7 @@ import { admin, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { TARGET_DB, loadsMixedTable, onTarget, slowCommit, targetDigest, targetUrl, terminateTargetAtCommit } from './target-db';
+import { TARGET_DB, addArchiveChild, archiveRows, loadsMixedTable, onTarget, slowCommit, targetDigest, targetUrl, terminateTargetAtCommit } from './target-db';
 
 describe('built-in PostgreSQL target loader (live)', function () {
   this.timeout(120_000);
@@ -77,11 +77,13 @@ describe('built-in PostgreSQL target loader (live)', function () {
     }
   });
 
-  it('replace mode swaps the target contents in the same transaction', async () => {
+  it("replace mode swaps the target contents in the same transaction, and leaves an inheritance child's rows", async () => {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'stale')`));
+    await addArchiveChild();
     const { result } = await run({ target: { name: 'warehouse', table: 'dst.t', mode: 'replace' } });
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.deepEqual(await targetDigest(), source.expected);
+    assert.deepEqual(await archiveRows(), [{ id: -2, name: 'archived' }]);
   });
 
   it('the target backend terminated at the moment of COMMIT → reconciled as not committed → abort', async () => {

@@ -11,7 +11,18 @@ import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { TARGET_DB, loadsMixedTable, onTarget, slowCommit, targetDigest, targetStatement, targetUrl, terminateTargetAtCommit } from './target-db';
+import {
+  TARGET_DB,
+  addArchiveChild,
+  archiveRows,
+  loadsMixedTable,
+  onTarget,
+  slowCommit,
+  targetDigest,
+  targetStatement,
+  targetUrl,
+  terminateTargetAtCommit,
+} from './target-db';
 
 describe('streaming PG → PG without files (live)', function () {
   this.timeout(120_000);
@@ -72,11 +83,13 @@ describe('streaming PG → PG without files (live)', function () {
     assert.deepEqual(await targetDigest(), source.expected);
   });
 
-  it('replace empties the target in the same transaction', async () => {
+  it("replace empties the target in the same transaction, and leaves an inheritance child's rows", async () => {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'old')`));
+    await addArchiveChild();
     const result = await stream(undefined, { target: { name: 'warehouse', table: 'dst.t', via: 'stream', mode: 'replace' } });
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.deepEqual(await targetDigest(), source.expected);
+    assert.deepEqual(await archiveRows(), [{ id: -2, name: 'archived' }]);
   });
 
   it('an ambiguous COMMIT with the target unreachable → retain_commit_unknown; the source rolled back, nothing left', async () => {

@@ -35,9 +35,19 @@ export async function recreateTarget(ddl: string): Promise<void> {
 export const MIXED_TARGET_DDL =
   'CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint PRIMARY KEY, name text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)';
 
-/** dst.t's rows as one digest, comparable with the source's `tableDigest`. */
+/** dst.t's own rows (not an inheritance child's) as one digest, comparable with the source's `tableDigest`. */
 export async function targetDigest(): Promise<RowsDigest> {
-  return onTarget(async (c) => (await c.query(digestSql('dst.t x'))).rows[0]);
+  return onTarget(async (c) => (await c.query(digestSql('ONLY dst.t x'))).rows[0]);
+}
+
+/** Gives dst.t an inheritance child holding one row, which no load of dst.t may touch. */
+export async function addArchiveChild(): Promise<void> {
+  await onTarget((c) => c.query(`CREATE TABLE dst.t_archive () INHERITS (dst.t); INSERT INTO dst.t_archive (id, name) VALUES (-2, 'archived')`));
+}
+
+/** The rows of the child {@link addArchiveChild} made. */
+export async function archiveRows(): Promise<unknown[]> {
+  return onTarget(async (c) => (await c.query('SELECT id::int, name FROM dst.t_archive')).rows);
 }
 
 /**
