@@ -251,7 +251,8 @@ async function plannedRows(client: ClientBase, relation: string, relkind: string
   let total = 0;
   for (const leaf of stats.rows) {
     const pages = Number(leaf.pages);
-    const from = quoteQualified(leaf.schema, leaf.name);
+    // ONLY: a leaf's own rows, as the copy reads them (catalog.ts fromItem); a partition has no children.
+    const from = `ONLY ${quoteQualified(leaf.schema, leaf.name)}`;
     if (pages <= COUNT_UP_TO_PAGES) {
       total += Number((await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${from}`)).rows[0]!.n);
     } else if (leaf.reltuples >= 0 && leaf.relpages > 0) {
@@ -278,8 +279,8 @@ const INSUFFICIENT_PRIVILEGE = '42501';
  * - a text key: its histogram was sorted under the collation as it was at ANALYZE, and only cuts in
  *   the server's order now keep the ranges disjoint (other kinds are ordered by the planner itself);
  * - no histogram: never analyzed, a partitioned table, or no SELECT on the column (pg_stats hides it);
- * - not a plain table or materialized view, or one with inheritance children (its statistics
- *   describe its own rows, the COPY reads the children's too);
+ * - not a plain table or materialized view (a table with inheritance children is read ONLY, its
+ *   own rows, which the statistics without `inherited` describe);
  * - most-common values: the histogram leaves them out, so its buckets are not equal shares;
  * - fewer buckets than partitions;
  * - more than a tenth of the table changed since, as far as PostgreSQL tells: its pages now against
@@ -301,7 +302,7 @@ async function statisticsQuantiles(client: ClientBase, relation: string, key: Sp
          JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
          JOIN pg_catalog.pg_stats s ON s.schemaname = ns.nspname AND s.tablename = c.relname AND s.attname = $2 AND NOT s.inherited
          LEFT JOIN pg_catalog.pg_stat_all_tables st ON st.relid = c.oid
-        WHERE c.oid = $1::regclass AND c.relkind IN ('r', 'm') AND NOT c.relhassubclass
+        WHERE c.oid = $1::regclass AND c.relkind IN ('r', 'm')
           AND s.histogram_bounds IS NOT NULL AND s.most_common_vals IS NULL
           AND c.relpages > 0 AND c.reltuples > 0
           AND pg_catalog.pg_relation_size(c.oid) / current_setting('block_size')::int <= c.relpages * (1 + $3::float8)

@@ -9,6 +9,7 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { fromItem } from './catalog';
 import { quoteQualified } from './sql';
 
 /** lock_timeout for the rest of the current transaction. */
@@ -21,9 +22,12 @@ export async function setLockTimeout(client: ClientBase, ms: number): Promise<vo
 /** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
 const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
 
-/** ACCESS SHARE on the relation (and its partitions, or a view's tables) until the transaction ends. */
+/**
+ * ACCESS SHARE on the relation (and its partitions, or a view's tables) until the transaction ends;
+ * a table's inheritance children are not read (catalog.ts fromItem), so not locked either.
+ */
 export async function lockAccessShare(client: ClientBase, table: { schema: string; table: string; relkind: string }): Promise<void> {
-  const relation = quoteQualified(table.schema, table.table);
+  const relation = fromItem(table);
   await client.query(LOCK_TABLE_KINDS.has(table.relkind) ? `LOCK TABLE ${relation} IN ACCESS SHARE MODE` : `SELECT FROM ${relation} LIMIT 0`);
 }
 

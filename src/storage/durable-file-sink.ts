@@ -12,13 +12,14 @@
  *
  * The file is created by an ordinary open (O_EXCL: never someone else's file) and written through a
  * second descriptor opened with O_DIRECT. Where that open is refused (EINVAL: a file system without
- * O_DIRECT, such as tmpfs before Linux 6.6, which would also have created the file), or a direct
- * write is (an alignment beyond 4 KiB), the rest goes through the first descriptor. So it does where
- * the process has no aligned buffer left or the caller turned direct I/O off (PG_EXTRACT_DIRECT_IO=off,
- * files the built-in loader reads back): then writeback starts while the COPY runs, an fdatasync in
- * the background every `syncEveryBytes` (at most one in flight; writes go on meanwhile), because a
- * single fsync at the end would find gigabytes of dirty pages the kernel had not begun to write
- * (about 0.25 s per 600 MB here, up to 1.5 s on a slower disk).
+ * O_DIRECT, such as tmpfs before Linux 6.6, which would also have created the file), the process has
+ * no aligned buffer left or the caller turned direct I/O off (PG_EXTRACT_DIRECT_IO=off, files the
+ * built-in loader reads back), the file goes through the page cache on the first descriptor; where a
+ * direct write is refused (an alignment beyond 4 KiB), the rest of the file does, still gathered a
+ * buffer at a time and synced only at the end. Through the page cache from the start, writeback
+ * starts while the COPY runs, an fdatasync in the background every `syncEveryBytes` (at most one in
+ * flight; writes go on meanwhile), because a single fsync at the end would find gigabytes of dirty
+ * pages the kernel had not begun to write (about 0.25 s per 600 MB here, up to 1.5 s on a slower disk).
  */
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
