@@ -56,7 +56,11 @@ describe('built-in loader over a set of tables (live)', function () {
     );
 
   it("replace truncates each target table's own rows: an inheritance child outside the set keeps its rows", async () => {
-    await onTarget((c) => c.query(`CREATE TABLE dst.parent_archive () INHERITS (dst.parent); INSERT INTO dst.parent_archive VALUES (-1, 'archived')`));
+    await onTarget((c) =>
+      c.query(
+        `INSERT INTO dst.parent VALUES (-5, 'stale'); CREATE TABLE dst.parent_archive () INHERITS (dst.parent); INSERT INTO dst.parent_archive VALUES (-1, 'archived')`,
+      ),
+    );
     const replaced = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
     assert.equal(replaced.terminalReceipt.outcome, 'success', JSON.stringify(replaced.load));
     const counts = await onTarget(

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
+import { Client } from 'pg';
 import { extractionStatus, startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
@@ -132,7 +133,18 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
           assert.deepEqual(await tableFilesDigest(set, table), await tableDigest(`SELECT * FROM ONLY ${table}`), table);
         }
         assert.equal(set.totals.rows, 300, 'every row once: 100 in the parent, 200 in the child');
-        const alone = await waitForManifest(await startExtraction(live().temporal.client, { table: 'tinh.parent', partitions: 2 }, { taskQueue }));
+        // A child locked exclusively does not hold up the parent: its own rows need no lock on the child.
+        const locker = new Client({ connectionString: live().pg.url });
+        await locker.connect();
+        await locker.query('BEGIN; LOCK TABLE tinh.child IN ACCESS EXCLUSIVE MODE');
+        let alone: Manifest;
+        try {
+          alone = await waitForManifest(
+            await startExtraction(live().temporal.client, { table: 'tinh.parent', partitions: 2, timeouts: { lockTimeoutMs: 2000 } }, { taskQueue }),
+          );
+        } finally {
+          await locker.end();
+        }
         // Bounds and statistics of the parent's own ids (1–100), not the children's too (1–300): two halves, not 100 and 0.
         assert.deepEqual(
           alone.files.map((f) => f.rows >= 40 && f.rows <= 60),

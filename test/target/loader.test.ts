@@ -177,6 +177,22 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.audit'))).rows[0].n, 4);
     });
 
+    it("replace through staging empties the target's own rows, not an inheritance child's", async () => {
+      await onTarget((c) =>
+        c.query(`CREATE RULE keep AS ON INSERT TO dst.u WHERE false DO ALSO NOTHING;
+                 INSERT INTO dst.u VALUES (-1, 'stale'); CREATE TABLE dst.u_archive () INHERITS (dst.u); INSERT INTO dst.u_archive VALUES (-2, 'archived')`),
+      );
+      const report: LoadReport = await env.run(
+        activity(),
+        request({ operationId: 'op-replace-staged', target: { name: 'warehouse', table: 'dst.u', mode: 'replace' } }),
+      );
+      assert.deepEqual([report.outcome, report.rows], ['committed', 4]);
+      const left = await onTarget(
+        async (c) => (await c.query('SELECT (SELECT count(*) FROM ONLY dst.u)::int AS own, (SELECT count(*) FROM dst.u_archive)::int AS archived')).rows[0],
+      );
+      assert.deepEqual(left, { own: 4, archived: 1 });
+    });
+
     it('a load whose files are outside the output root is refused: failed, OUTPUT_PATH_ESCAPES_ROOT', async () => {
       const report: LoadReport = await env.run(activity(), request({ files: [{ path: '/etc/hostname', rows: 1, sha256: 'a'.repeat(64) }] }));
       assert.deepEqual([report.outcome, report.reason], ['failed', 'OUTPUT_PATH_ESCAPES_ROOT']);
