@@ -15,12 +15,13 @@ import { FailureDisposition, type RowEvidence, ownedStagingHandle } from '../lif
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { digestSourceToken } from './source-token';
 import type { ExportFormat } from '../contract/formats';
+import { fromItem } from './catalog';
 import { copyInSql } from './export-format';
 import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
 import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
-import { moveIntoTarget, ownRowsOf } from '../target/table-fill';
+import { moveIntoTarget, withRelkinds } from '../target/table-fill';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;
@@ -117,8 +118,9 @@ export async function streamIntoTarget(
           const evidence = await streamRanges(sessions, request, staging, { signal, onBytes });
           onStreamed?.(evidence);
           signal?.throwIfAborted();
-          if (request.mode === 'replace') await fence.query(`DELETE FROM ${(await ownRowsOf(fence, [request]))[0]}`);
-          for (const name of staging) await moveIntoTarget(fence, name, request, 'append');
+          const into = (await withRelkinds(fence, [request]))[0]!;
+          if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);
+          for (const name of staging) await moveIntoTarget(fence, name, into, 'append');
           return evidence.reduce((sum, e) => sum + e.rows, 0);
         },
         signal,

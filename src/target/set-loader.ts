@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
 import type { ExportFormat } from '../contract/formats';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
-import { fillTable, ownRowsOf } from './table-fill';
+import { fromItem } from '../postgres/catalog';
+import { fillTable, withRelkinds } from './table-fill';
 
 export interface SetLoadTable {
   /** The resolved target table. */
@@ -76,7 +77,7 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
     setIntentDigest(request),
     label,
     async () => {
-      if (request.mode === 'replace') await client.query(`TRUNCATE ${(await ownRowsOf(client, request.tables)).join(', ')}`);
+      if (request.mode === 'replace') await client.query(`TRUNCATE ${(await withRelkinds(client, request.tables)).map(fromItem).join(', ')}`);
       let total = 0;
       let bytes = 0;
       for (const i of await parentsFirst(client, request.tables)) {

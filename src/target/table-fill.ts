@@ -37,8 +37,9 @@ export interface TableFill {
  */
 export async function fillTable(client: Client, fill: TableFill, signal: AbortSignal | undefined, onChunk: (bytes: number) => void): Promise<number> {
   const target = quoteQualified(fill.schema, fill.table);
-  if (await copiesLikeInsert(client, fill.schema, fill.table)) {
-    if (fill.mode === 'replace') await client.query(`DELETE FROM ${(await ownRowsOf(client, [fill]))[0]}`);
+  const { direct, relkind } = await targetShape(client, fill.schema, fill.table);
+  if (direct) {
+    if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
     return copyFiles(client, target, fill.files, fill.format, signal, onChunk);
   }
   const staging = stagingName(fill.schema, fill.operationId, fill.stagingSuffix);
@@ -52,7 +53,7 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
     materialize: async () => {
       const rows = await copyFiles(client, staging, fill.files, fill.format, signal, onChunk);
       signal?.throwIfAborted();
-      await moveIntoTarget(client, staging, fill, fill.mode);
+      await moveIntoTarget(client, staging, { ...fill, relkind }, fill.mode);
       return rows;
     },
   });
@@ -60,21 +61,23 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
 }
 
 /**
- * Whether COPY into `schema.table` does what INSERT would: a plain or partitioned table without
- * row security (COPY FROM refuses it), rules (COPY ignores them), a GENERATED ALWAYS identity column
- * (COPY writes the file's value where INSERT refuses it) or a generated column (COPY expects one
- * column fewer). Such targets are filled through staging, so they load or fail as with INSERT.
+ * `direct`: whether COPY into `schema.table` does what INSERT would: a plain or partitioned table
+ * without row security (COPY FROM refuses it), rules (COPY ignores them), a GENERATED ALWAYS
+ * identity column (COPY writes the file's value where INSERT refuses it) or a generated column (COPY
+ * expects one column fewer). Such targets are filled through staging, so they load or fail as with
+ * INSERT. `relkind`: what a replace empties (see {@link withRelkinds}).
  */
-async function copiesLikeInsert(client: Client, schema: string, table: string): Promise<boolean> {
-  const r = await client.query<{ direct: boolean }>(
+async function targetShape(client: Client, schema: string, table: string): Promise<{ direct: boolean; relkind: string }> {
+  const r = await client.query<{ direct: boolean; relkind: string }>(
     `SELECT c.relkind IN ('r', 'p') AND NOT c.relrowsecurity AND NOT c.relhasrules
             AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
-                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND (a.attidentity = 'a' OR a.attgenerated <> '')) AS direct
+                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND (a.attidentity = 'a' OR a.attgenerated <> '')) AS direct,
+            c.relkind::text AS relkind
        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,
     [schema, table],
   );
-  return r.rows[0]?.direct === true;
+  return { direct: r.rows[0]?.direct === true, relkind: r.rows[0]?.relkind ?? '' };
 }
 
 /** A load's staging table in `schema`, named after its operation (and its place in a set's load). */
@@ -83,13 +86,13 @@ export function stagingName(schema: string, operationId: string, suffix = ''): s
 }
 
 /**
- * The target tables' own rows, as DELETE and TRUNCATE name them: `ONLY "s"."t"` for a table or
- * foreign table, so a replace empties no inheritance child outside the load (the extract reads a
- * parent's own rows: ../postgres/catalog.ts `fromItem`); a partitioned table whole (`ONLY` would
- * empty nothing or be refused). A table that does not exist is named plainly, and the statement
- * naming it fails as it would have.
+ * The target tables with their relkinds, for DELETE and TRUNCATE to name their own rows through
+ * ../postgres/catalog.ts `fromItem`: `ONLY "s"."t"` for a table or foreign table, so a replace
+ * empties no inheritance child outside the load (the extract reads a parent's own rows too); a
+ * partitioned table whole (`ONLY` would empty nothing or be refused). A table that does not exist
+ * gets relkind '' and is named plainly, and the statement naming it fails as it would have.
  */
-export async function ownRowsOf(client: Client, tables: readonly { schema: string; table: string }[]): Promise<string[]> {
+export async function withRelkinds<T extends { schema: string; table: string }>(client: Client, tables: readonly T[]): Promise<(T & { relkind: string })[]> {
   const r = await client.query<{ relkind: string | null }>(
     `SELECT c.relkind::text AS relkind
        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, name, n)
@@ -98,12 +101,17 @@ export async function ownRowsOf(client: Client, tables: readonly { schema: strin
       ORDER BY t.n`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return tables.map((t, i) => fromItem({ ...t, relkind: r.rows[i]?.relkind ?? '' }));
+  return tables.map((t, i) => ({ ...t, relkind: r.rows[i]?.relkind ?? '' }));
 }
 
-/** Staging → target in the caller's transaction: `replace` empties the target's own rows first (see {@link ownRowsOf}). */
-export async function moveIntoTarget(client: Client, staging: string, target: { schema: string; table: string }, mode: 'append' | 'replace'): Promise<void> {
-  if (mode === 'replace') await client.query(`DELETE FROM ${(await ownRowsOf(client, [target]))[0]}`);
+/** Staging → target in the caller's transaction: `replace` empties the target's own rows first (see {@link withRelkinds}). */
+export async function moveIntoTarget(
+  client: Client,
+  staging: string,
+  target: { schema: string; table: string; relkind: string },
+  mode: 'append' | 'replace',
+): Promise<void> {
+  if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
   await client.query(`INSERT INTO ${quoteQualified(target.schema, target.table)} SELECT * FROM ${staging}`);
   await client.query(`DROP TABLE ${staging}`);
 }
