@@ -127,11 +127,8 @@ export class DurableFileSink extends Writable {
     if (this.backgroundSyncError) throw this.backgroundSyncError;
     let total = 0;
     for (const b of buffers) total += b.length;
-    for (let done = 0; done < total;) {
-      // A regular file takes all of it unless the disk fills; then write the rest, which fails with ENOSPC.
-      const pending = done === 0 ? buffers : [Buffer.concat(buffers).subarray(done)];
-      done += (await this.handle!.writev(pending, this.position + done)).bytesWritten;
-    }
+    const written = (await this.handle!.writev(buffers, this.position)).bytesWritten;
+    if (written < total) await writeFully(this.handle!, Buffer.concat(buffers).subarray(written), this.position + written);
     this.onWritten(buffers);
     this.position += total;
     this.unsynced += total;
