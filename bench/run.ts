@@ -50,9 +50,21 @@ const SET_SCHEMA = 'bench_set';
 interface Method {
   name: string;
   kind: 'baseline' | 'ours';
-  /** Runs once; returns the output bytes and, for ours, the worker's peak RSS and how long it planned. */
-  once(): Promise<{ bytes: number; peakRssMb?: number; planning?: Planning }>;
+  /** Runs once: the clock stops when it resolves. */
+  once(): Promise<RunOutput>;
 }
+
+/** What one run left to measure. Sizing a folder or reading a history is not the method's work: both are read after the clock stops. */
+interface RunOutput {
+  bytes(): Promise<number>;
+  /** Ours: the worker's peak RSS in this run. */
+  peakRssMb?: number;
+  /** Ours: how long it planned, from the run's history. */
+  planning?(): Promise<Planning>;
+}
+
+/** A run that wrote no files (server COPY to /dev/null, a PG → PG copy). */
+const NO_FILES: RunOutput = { bytes: async () => 0 };
 
 interface Result {
   name: string;
@@ -233,7 +245,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
           }
         }),
       );
-      return { bytes: await dirBytes(dir) };
+      return { bytes: () => dirBytes(dir) };
     },
   });
 
@@ -248,7 +260,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       // With a target the built-in loader is the target owner; otherwise we answer for one.
       if (!request.target) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
-      return { bytes: manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!), planning: await planningOf(handle) };
+      return { bytes: async () => manifest.totals.bytes, peakRssMb: peakRssMb(worker.pid!), planning: () => planningOf(handle) };
     },
   });
 
@@ -259,7 +271,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     async once() {
       const dir = join(out(`dump-${jobs}`), 'd');
       await run('pg_dump', ['-d', pg.url, '-Fd', `-j${jobs}`, '-a', ...what, '-Z0', '-f', dir]);
-      return { bytes: await dirBytes(dir) };
+      return { bytes: () => dirBytes(dir) };
     },
   });
 
@@ -267,7 +279,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     {
       name: "server COPY TO '/dev/null'",
       kind: 'baseline',
-      once: async () => (await psql(`COPY (SELECT * FROM bench.t) TO '/dev/null' (FORMAT csv)`), { bytes: 0 }),
+      once: async () => (await psql(`COPY (SELECT * FROM bench.t) TO '/dev/null' (FORMAT csv)`), NO_FILES),
     },
     // What the server alone spends formatting the rows on two sessions: the floor under any two-session client, per format.
     ...(['csv', 'binary'] as const).map((format): Method => ({
@@ -275,7 +287,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       kind: 'baseline',
       async once() {
         await Promise.all([0, 1].map((i) => psql(`COPY (SELECT * FROM bench.t WHERE ${keyRange(i, 2)}) TO '/dev/null' (FORMAT ${format})`)));
-        return { bytes: 0 };
+        return NO_FILES;
       },
     })),
     {
@@ -284,7 +296,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       async once() {
         const dir = out('psql1');
         await psql(`\\copy (SELECT * FROM bench.t) TO '${dir}/all.csv' (FORMAT csv, HEADER)`);
-        return { bytes: await dirBytes(dir) };
+        return { bytes: () => dirBytes(dir) };
       },
     },
     handSplit(2),
@@ -367,7 +379,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
           ],
           { maxBuffer: 64 << 20 },
         );
-        return { bytes: 0 };
+        return NO_FILES;
       },
     });
   } else {
@@ -387,7 +399,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       async once() {
         const dir = out('duckdb-scanner');
         await run(python, [join(projectRoot(), 'bench', 'duckdb-postgres-scanner.py'), pg.url, 'bench.t', join(dir, 't.parquet'), '2']);
-        return { bytes: await dirBytes(dir) };
+        return { bytes: () => dirBytes(dir) };
       },
     });
   } else {
@@ -421,9 +433,10 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     for (const m of methods) {
       const cpu0 = cpuNow(m);
       const t0 = process.hrtime.bigint();
-      const { bytes, peakRssMb: rss } = await m.once();
+      const output = await m.once();
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       const cpu1 = cpuNow(m);
+      const [bytes, rss] = [await output.bytes(), output.peakRssMb];
       for (const dir of written) rmSync(dir, { recursive: true, force: true });
       written.clear();
       const entry = times.get(m.name) ?? { seconds: [], bytes, rss: [], cpu: { server: [], client: [], temporal: [] } };
@@ -444,7 +457,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       const t0 = process.hrtime.bigint();
       const { peakRssMb: rss, planning } = await method.once();
       xs.push(Number(process.hrtime.bigint() - t0) / 1e9);
-      plans.push(planning ?? { toFirstCopy: Number.NaN, inHolder: Number.NaN });
+      plans.push((await planning?.()) ?? { toFirstCopy: Number.NaN, inHolder: Number.NaN });
       peak = Math.max(peak, rss ?? 0);
     }
     const planning = { toFirstCopy: median(plans.map((p) => p.toFirstCopy)), inHolder: median(plans.map((p) => p.inHolder)) };
