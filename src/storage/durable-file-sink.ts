@@ -7,7 +7,7 @@
  * length. Why: the file is written once and read, if at all, by someone else later, and copying it
  * into the page cache was most of a writer's kernel time. On this VM 600 MB in 1 MiB writes cost
  * 0.16–1.12 CPU-s through the cache (the most when the host has taken back the memory the cache
- * needs: README "Why one method's time moves") and 0.08–0.11 CPU-s direct, the copy into the buffer
+ * needs: docs/performance.md "Why one method's time moves") and 0.08–0.11 CPU-s direct, the copy into the buffer
  * included; nor does a large extraction push everything else on the machine out of the cache.
  *
  * The file is created by an ordinary open (O_EXCL: never someone else's file) and written through a

@@ -9,12 +9,12 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { compress, decompress } from '@mongodb-js/zstd';
 
-/** 1 MiB of input per frame: larger frames compressed no better and cost no less (README "Performance"). */
+/** 1 MiB of input per frame: larger frames compressed no better and cost no less (docs/performance.md "Compression"). */
 export const ZSTD_CHUNK_BYTES = 1 << 20;
 
 /**
  * zstd's level 1: on the bench table's CSV it compresses 1.9× faster than the default level 3 for the
- * same ratio (3.78 against 3.76; level 2: 3.89 at 1.4× the time of level 1; -1: 2.47). Measured in README "Performance".
+ * same ratio (3.78 against 3.76; level 2: 3.89 at 1.4× the time of level 1; -1: 2.47). Measured in docs/performance.md "Compression".
  * The binding is pinned at 1.2.0: 1.2.2 ignores the level and always compresses at 3.
  */
 export const ZSTD_LEVEL = 1;
