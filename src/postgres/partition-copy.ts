@@ -139,6 +139,6 @@ export async function readInSnapshot<T>(
     return { result, backendPid: row.pid, snapshotText: row.snapshot, startedAt: row.started, completedAt };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
-    throw reading ? await lockTimeoutError(client, err, reading, lockTimeoutMs) : err;
+    throw reading ? await lockTimeoutError(client, err, [reading], lockTimeoutMs) : err;
   }
 }

@@ -84,9 +84,9 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     planning: PlanningOptions,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator> {
-    return SnapshotCoordinator.exporting(client, locking, request, async (snapshot) => {
+    return SnapshotCoordinator.exporting(client, locking, [request], async (snapshot) => {
       const table = await resolveTable(client, request);
-      await lockAccessShare(client, table);
+      await lockAccessShare(client, [table]);
       const { ranges, rowCount } = await planRanges(client, table, planning);
       return { ...snapshot, table, ranges, rowCount };
     });
@@ -103,17 +103,15 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     planning: Pick<PlanningOptions, 'partitions'>,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator<SnapshotSetPlan>> {
-    let locked: { schema: string; table: string } = 'tables' in selection ? selection.tables[0]! : { schema: selection.schema, table: '*' };
+    let lockedSet: readonly { schema: string; table: string }[] = [];
     return SnapshotCoordinator.exporting(
       client,
       locking,
-      () => locked,
+      () => lockedSet,
       async (snapshot) => {
         const tables = await resolveTableSet(client, selection);
-        for (const table of tables) {
-          locked = table;
-          await lockAccessShare(client, table);
-        }
+        lockedSet = tables;
+        await lockAccessShare(client, tables);
         const sizes = await tableSizes(client, tables);
         const max = planning.partitions === 'auto' ? 16 : planning.partitions;
         const plans: TablePlan[] = [];
@@ -132,7 +130,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   private static async exporting<P extends ExportedSnapshot>(
     client: ClientBase,
     locking: LockingOptions,
-    lockTarget: { schema: string; table: string } | (() => { schema: string; table: string }),
+    lockTargets: readonly { schema: string; table: string }[] | (() => readonly { schema: string; table: string }[]),
     prepare: (snapshot: ExportedSnapshot) => Promise<P>,
   ): Promise<SnapshotCoordinator<P>> {
     const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
@@ -154,7 +152,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
       return new SnapshotCoordinator(client, authority, plan);
     } catch (err) {
       await client.query('ROLLBACK').catch(() => addNote(err, 'coordinator rollback failed'));
-      throw await lockTimeoutError(client, err, typeof lockTarget === 'function' ? lockTarget() : lockTarget, locking.lockTimeoutMs);
+      throw await lockTimeoutError(client, err, typeof lockTargets === 'function' ? lockTargets() : lockTargets, locking.lockTimeoutMs);
     }
   }
 

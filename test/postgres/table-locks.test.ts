@@ -94,6 +94,54 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
     }
   });
 
+  it("a set: the coordinator holds ACCESS SHARE on every table, a view's tables and a materialized view once planned", async () => {
+    await admin().query(`CREATE OR REPLACE VIEW lk.keyed_view AS SELECT * FROM lk.keyed;
+      DROP MATERIALIZED VIEW IF EXISTS lk.summary; CREATE MATERIALIZED VIEW lk.summary AS SELECT count(*) AS n FROM lk.pages`);
+    const client = await openSession(live().pg.url, 'coordinator');
+    try {
+      const names = ['pages', 'keyed_view', 'summary'];
+      const c = await SnapshotCoordinator.exportSet(client, { tables: names.map((table) => ({ schema: 'lk', table })) }, { partitions: 'auto' });
+      const held = await admin().query<{ relation: string; mode: string }>(
+        `SELECT relation::regclass::text AS relation, mode FROM pg_locks
+          WHERE pid = $1 AND locktype = 'relation' AND granted AND relation::regclass::text LIKE 'lk.%' ORDER BY 1`,
+        [c.plan.coordinatorPid],
+      );
+      assert.deepEqual(
+        held.rows.map((r) => `${r.relation} ${r.mode}`),
+        ['lk.keyed AccessShareLock', 'lk.keyed_view AccessShareLock', 'lk.pages AccessShareLock', 'lk.summary AccessShareLock'],
+      );
+      await c.abort();
+    } finally {
+      await closeSession(client);
+      await admin().query('DROP VIEW lk.keyed_view; DROP MATERIALIZED VIEW lk.summary');
+    }
+  });
+
+  it('a set with one table held ACCESS EXCLUSIVE fails with LOCK_TIMEOUT naming that table and its holder, and keeps no lock', async () => {
+    const holder = await admin().connect();
+    const client = await openSession(live().pg.url, 'coordinator');
+    try {
+      const pid = await pidOf(holder);
+      await holder.query(`BEGIN; LOCK TABLE lk.keyed IN ACCESS EXCLUSIVE MODE`);
+      const exporting = SnapshotCoordinator.exportSet(client, { schema: 'lk' }, { partitions: 'auto' }, { lockTimeoutMs: 500 });
+      await assert.rejects(within(10_000, exporting), (err: Error & { code?: string }) => {
+        assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
+        assert.match(err.message, /lk\.keyed/);
+        assert.doesNotMatch(err.message, /lk\.pages: /, 'only the table held names a blocker');
+        assert.match(err.message, new RegExp(`pid ${pid}\\b`));
+        assert.match(err.message, /LOCK TABLE lk\.keyed IN ACCESS EXCLUSIVE MODE/);
+        return true;
+      });
+      const coordinatorPid = (client as unknown as { processID: number }).processID;
+      const locks = await admin().query(`SELECT count(*)::int AS n FROM pg_locks WHERE pid = $1 AND locktype = 'relation'`, [coordinatorPid]);
+      assert.equal(locks.rows[0].n, 0, 'the coordinator rolled back: no table stays locked');
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+      await closeSession(client);
+    }
+  });
+
   it('a partition queued behind a TRUNCATE that waits for the coordinator fails with LOCK_TIMEOUT naming the TRUNCATE', async () => {
     const coordinatorClient = await openSession(live().pg.url, 'coordinator');
     const reader = await openSession(live().pg.url, 'partition');
