@@ -1,7 +1,7 @@
 /**
  * The coordinator of a partitioned export: one session whose REPEATABLE READ READ ONLY
- * transaction exports a snapshot (pg_export_snapshot()), takes ACCESS SHARE on the table and
- * resolves the split key's bounds inside it. The snapshot lives only while this transaction is
+ * transaction exports a snapshot (pg_export_snapshot()), takes ACCESS SHARE on the table (or on
+ * every table of a set) and resolves the split key's bounds inside it. The snapshot lives only while this transaction is
  * open, so it stays open (its holder probes it; 30 s idle ends it) until every partition has
  * finished; then complete() commits.
  */

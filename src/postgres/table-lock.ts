@@ -22,23 +22,25 @@ export async function setLockTimeout(client: ClientBase, ms: number): Promise<vo
 /** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
 const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
 
-/** The statement that takes ACCESS SHARE on `table` until the transaction ends. */
-function accessShareStatement(table: { schema: string; table: string; relkind: string }): string {
-  const relation = fromItem(table);
-  return LOCK_TABLE_KINDS.has(table.relkind) ? `LOCK TABLE ${relation} IN ACCESS SHARE MODE` : `SELECT FROM ${relation} LIMIT 0`;
-}
-
 /**
  * ACCESS SHARE on each relation (and its partitions, or a view's tables) until the transaction
- * ends, in the order given; a table's inheritance children are not read (catalog.ts fromItem), so
- * not locked either. One round trip for all of them (a simple-query message of one statement per
- * table): a set of 2,000 tables on a server 1 ms away waits 1 ms here, not 2 s. The first lock not
- * granted within lock_timeout ends the message, and the transaction's failure releases the others.
+ * ends; a table's inheritance children are not read (catalog.ts fromItem), so not locked either.
+ * One round trip for all of them, where pg_dump takes one per table: a set of 2,000 tables on a
+ * server 1 ms away waits one round trip, not 2,000 (about 2 s). Tables and views take one
+ * `LOCK TABLE a, b, … IN ACCESS SHARE MODE`, each other relation a `SELECT … LIMIT 0`, all in one
+ * simple-query message. The first lock not granted within lock_timeout fails it; the caller's
+ * ROLLBACK releases the locks already taken.
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly { schema: string; table: string; relkind: string }[]): Promise<void> {
-  if (tables.length > 0) await client.query(tables.map(accessShareStatement).join(';\n'));
+  const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
+  const statements = [
+    ...(lockable.length ? [`LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE`] : []),
+    ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
+  ];
+  if (statements.length) await client.query(statements.join(';\n'));
 }
 
+/** A backend holding or queued for a conflicting lock, and the relations it is on. */
 interface Blocker {
   pid: number | null;
   mode: string;
@@ -46,12 +48,17 @@ interface Blocker {
   application_name: string | null;
   state: string | null;
   query: string | null;
+  relations: string[];
 }
+
+/** Blockers named in a message, and relations named per blocker. */
+const SHOWN = 5;
 
 /**
  * `err` unchanged, or LOCK_TIMEOUT when it is a lock timeout (SQLSTATE 55P03), naming who holds or
- * waits for a conflicting lock on any of `tables` (the ones the failed statement was locking). Call
- * it after the failed transaction was rolled back: it reads pg_locks on `client`.
+ * waits for a conflicting lock on `tables` (the ones the failed statement was locking), their
+ * partitions or a view's tables. Call it after the failed transaction was rolled back: it reads
+ * pg_locks on `client`, without taking a lock on any of them.
  */
 export async function lockTimeoutError(
   client: ClientBase,
@@ -61,41 +68,77 @@ export async function lockTimeoutError(
 ): Promise<unknown> {
   if ((err as { code?: unknown })?.code !== '55P03') return err;
   const relations = tables.map((t) => quoteQualified(t.schema, t.table));
-  const many = relations.length > 1;
   let blockers: string;
   try {
     const found = await conflictingLocks(client, relations);
-    blockers = found.length ? found.map((b) => (many ? `${b.relation}: ` : '') + describe(b)).join('; ') : 'no conflicting lock is left (its holder let go)';
+    // One table's blocker on that very table reads as before; anything else says where.
+    const where = (b: Blocker) => (relations.length === 1 && b.relations.length === 1 && b.relations[0] === relations[0] ? '' : ` on ${listed(b.relations)}`);
+    blockers = found.length
+      ? found
+          .slice(0, SHOWN)
+          .map((b) => describe(b, where(b)))
+          .join('; ')
+      : 'no conflicting lock is left (its holder let go)';
   } catch (readErr) {
     blockers = 'the blocker could not be read';
     addNote(err, `reading pg_locks failed: ${(readErr as Error).message}`);
   }
-  const what = many ? `one of ${relations.length} tables (${relations.slice(0, 3).join(', ')}${relations.length > 3 ? ', …' : ''})` : relations[0];
+  const what = relations.length === 1 ? relations[0] : relations.length ? `one of ${relations.length} tables (${listed(relations)})` : 'a table';
   return new PgExtractError(ErrorCode.LOCK_TIMEOUT, `could not get ACCESS SHARE on ${what} within ${timeoutMs} ms: ${blockers}`, { cause: err });
 }
 
-/** Other backends' ACCESS EXCLUSIVE (the one mode that conflicts with ACCESS SHARE) on the relations or their partitions, held or queued. */
-async function conflictingLocks(client: ClientBase, relations: readonly string[]): Promise<(Blocker & { relation: string })[]> {
-  const r = await client.query<Blocker & { relation: string }>(
-    `SELECT l.relation::regclass::text AS relation, l.pid, l.mode, l.granted, a.application_name, a.state, left(a.query, 1000) AS query
+function listed(names: readonly string[]): string {
+  return names.length > SHOWN ? `${names.slice(0, SHOWN).join(', ')}, … ${names.length - SHOWN} more` : names.join(', ');
+}
+
+/**
+ * Other backends' ACCESS EXCLUSIVE (the one mode that conflicts with ACCESS SHARE), held or queued,
+ * on the relations, their partitions or the relations a view reads (what LOCK TABLE locks with
+ * them), one entry per backend. Read from the catalogs alone: pg_partition_tree() would take
+ * ACCESS SHARE on the partitions, and wait, without a lock_timeout now, behind the blocker itself.
+ * A name that no longer resolves (dropped or renamed since) is left out.
+ */
+async function conflictingLocks(client: ClientBase, relations: readonly string[]): Promise<Blocker[]> {
+  const r = await client.query<Omit<Blocker, 'relations'> & { schema: string; name: string }>(
+    `WITH RECURSIVE locked(oid) AS (
+       SELECT to_regclass(t.name)::oid FROM unnest($1::text[]) AS t(name) WHERE to_regclass(t.name) IS NOT NULL
+       UNION
+       SELECT e.child FROM locked JOIN (
+           SELECT i.inhparent AS parent, i.inhrelid AS child
+             FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
+            WHERE p.relkind = 'p'
+           UNION ALL
+           SELECT w.ev_class, d.refobjid
+             FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_depend d
+               ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
+            WHERE d.refobjid <> w.ev_class) e ON e.parent = locked.oid)
+     SELECT n.nspname AS schema, c.relname AS name, l.pid, l.mode, l.granted, a.application_name, a.state, left(a.query, 1000) AS query
        FROM pg_catalog.pg_locks l
+       JOIN pg_catalog.pg_class c ON c.oid = l.relation
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
        LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid()
         AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
-        AND l.relation IN (SELECT t.name::regclass FROM unnest($1::text[]) AS t(name)
-                           UNION SELECT p.relid FROM unnest($1::text[]) AS t(name), pg_catalog.pg_partition_tree(t.name::regclass) p)
-      ORDER BY l.granted DESC, l.pid
-      LIMIT 5`,
+        AND l.relation IN (SELECT oid FROM locked)
+      ORDER BY l.granted DESC, l.pid, n.nspname, c.relname
+      LIMIT 1000`,
     [relations],
   );
-  return r.rows;
+  const byBackend = new Map<string, Blocker>();
+  for (const { schema, name, ...lock } of r.rows) {
+    const key = `${lock.pid}/${lock.granted}`;
+    const blocker = byBackend.get(key) ?? { ...lock, relations: [] };
+    blocker.relations.push(quoteQualified(schema, name));
+    byBackend.set(key, blocker);
+  }
+  return [...byBackend.values()];
 }
 
-function describe(b: Blocker): string {
+function describe(b: Blocker, where: string): string {
   const who =
     b.pid === null ? 'a prepared transaction' : `pid ${b.pid} (application_name ${JSON.stringify(b.application_name ?? '')}, ${b.state ?? 'state unknown'})`;
   const query = b.query === null ? '' : `, query ${JSON.stringify(maskQuery(b.query))}`;
-  return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${query}`;
+  return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${where}${query}`;
 }
 
 /** A query text fit for an error message: string literals masked (they may hold secrets), whitespace folded, at most 120 characters. */
