@@ -50,6 +50,8 @@ const SET_SCHEMA = 'bench_set';
 interface Method {
   name: string;
   kind: 'baseline' | 'ours';
+  /** Runs before each run, outside its time and CPU (a fresh target database). */
+  prepare?(): Promise<void>;
   /** Runs once: the clock stops when it resolves. */
   once(): Promise<RunOutput>;
 }
@@ -336,14 +338,14 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       format,
       target: { name: 'bench', table: 'bench.t', mode: 'append' },
     });
-    methods.push({ ...loaderRun, once: async () => (await freshTarget(), loaderRun.once()) });
+    methods.push({ ...loaderRun, prepare: freshTarget });
     // The same PG → PG load with no files: each partition's COPY TO piped into a COPY FROM.
     const streamRun = ours(`2 partitions ${format} → PG (--via stream)`, {
       partitions: 2,
       format,
       target: { name: 'bench', table: 'bench.t', mode: 'append', via: 'stream' },
     });
-    methods.push({ ...streamRun, once: async () => (await freshTarget(), streamRun.once()) });
+    methods.push({ ...streamRun, prepare: freshTarget });
   }
   const pgcopydb = await run('pgcopydb', ['--version']).then(
     () => true,
@@ -353,8 +355,8 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     methods.push({
       name: 'pgcopydb copy table-data ×2 (PG → PG)',
       kind: 'baseline',
+      prepare: freshTarget,
       async once() {
-        await freshTarget();
         const dir = out('pgcopydb');
         const filters = join(scratch, 'pgcopydb-filters.ini');
         writeFileSync(filters, '[include-only-table]\nbench.t\n');
@@ -431,18 +433,19 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   const times = new Map<string, { seconds: number[]; bytes: number; rss: number[]; cpu: { server: number[]; client: number[]; temporal: number[] } }>();
   for (let r = 0; r < RUNS; r++) {
     for (const m of methods) {
+      await m.prepare?.();
       const cpu0 = cpuNow(m);
       const t0 = process.hrtime.bigint();
       const output = await m.once();
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
       const cpu1 = cpuNow(m);
-      const [bytes, rss] = [await output.bytes(), output.peakRssMb];
+      // Every run of a method writes the same bytes: the first run's are sized.
+      const entry = times.get(m.name) ?? { seconds: [], bytes: await output.bytes(), rss: [], cpu: { server: [], client: [], temporal: [] } };
       for (const dir of written) rmSync(dir, { recursive: true, force: true });
       written.clear();
-      const entry = times.get(m.name) ?? { seconds: [], bytes, rss: [], cpu: { server: [], client: [], temporal: [] } };
       entry.seconds.push(seconds);
       for (const k of ['server', 'client', 'temporal'] as const) entry.cpu[k].push(cpu1[k] - cpu0[k]);
-      if (rss !== undefined) entry.rss.push(rss);
+      if (output.peakRssMb !== undefined) entry.rss.push(output.peakRssMb);
       times.set(m.name, entry);
       console.error(`run ${r + 1}/${RUNS}  ${m.name.padEnd(40)} ${seconds.toFixed(2)} s`);
     }
