@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { PoolClient } from 'pg';
+import type { Client, PoolClient } from 'pg';
 import { ErrorCode } from '../../src/errors';
 import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
@@ -27,6 +27,25 @@ function within<T>(ms: number, work: Promise<T>): Promise<T> {
 
 async function pidOf(client: PoolClient): Promise<number> {
   return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+}
+
+/**
+ * Runs `work` with a fresh coordinator session while another session (pid `holderPid`) holds
+ * ACCESS EXCLUSIVE on `tables`; the holder rolls back and both sessions close however it ends.
+ */
+async function whileHeldExclusive(tables: string[], work: (holderPid: number, client: Client) => Promise<void>): Promise<void> {
+  const holder = await admin().connect();
+  const client = await openSession(live().pg.url, 'coordinator');
+  try {
+    const pid = await pidOf(holder);
+    // The holder's last query, which a LOCK_TIMEOUT names.
+    await holder.query(`BEGIN; ${tables.map((t) => `LOCK TABLE ${t} IN ACCESS EXCLUSIVE MODE`).join('; ')}`);
+    await work(pid, client);
+  } finally {
+    await holder.query('ROLLBACK');
+    holder.release();
+    await closeSession(client);
+  }
 }
 
 describe('table locks of a partitioned export (live PostgreSQL)', () => {
@@ -67,11 +86,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
   }
 
   it('a session holding ACCESS EXCLUSIVE makes the coordinator fail with LOCK_TIMEOUT naming it, within the timeout', async () => {
-    const holder = await admin().connect();
-    const client = await openSession(live().pg.url, 'coordinator');
-    try {
-      const pid = await pidOf(holder);
-      await holder.query(`BEGIN; LOCK TABLE lk.pages IN ACCESS EXCLUSIVE MODE`);
+    await whileHeldExclusive(['lk.pages'], async (pid, client) => {
       const started = Date.now();
       const exporting = SnapshotCoordinator.export(client, { schema: 'lk', table: 'pages' }, { partitions: 2 }, { lockTimeoutMs: 500 });
       await assert.rejects(within(10_000, exporting), (err: Error & { code?: string }) => {
@@ -87,11 +102,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       const coordinatorPid = (client as unknown as { processID: number }).processID;
       const coordinator = await admin().query(`SELECT xact_start IS NOT NULL AS in_tx FROM pg_stat_activity WHERE pid = $1`, [coordinatorPid]);
       assert.equal(coordinator.rows[0].in_tx, false, 'the coordinator rolled back');
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-      await closeSession(client);
-    }
+    });
   });
 
   it("a set: the coordinator holds ACCESS SHARE on every table, a view's tables and a materialized view once planned", async () => {
@@ -118,11 +129,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
   });
 
   it('a set with one table held ACCESS EXCLUSIVE fails with LOCK_TIMEOUT naming that table and its holder, and keeps no lock', async () => {
-    const holder = await admin().connect();
-    const client = await openSession(live().pg.url, 'coordinator');
-    try {
-      const pid = await pidOf(holder);
-      await holder.query(`BEGIN; LOCK TABLE lk.keyed IN ACCESS EXCLUSIVE MODE`);
+    await whileHeldExclusive(['lk.keyed'], async (pid, client) => {
       const exporting = SnapshotCoordinator.exportSet(client, { schema: 'lk' }, { partitions: 'auto' }, { lockTimeoutMs: 500 });
       await assert.rejects(within(10_000, exporting), (err: Error & { code?: string }) => {
         assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
@@ -137,50 +144,41 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
       const coordinatorPid = (client as unknown as { processID: number }).processID;
       const locks = await admin().query(`SELECT count(*)::int AS n FROM pg_locks WHERE pid = $1 AND locktype = 'relation'`, [coordinatorPid]);
       assert.equal(locks.rows[0].n, 0, 'the coordinator rolled back: no table stays locked');
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-      await closeSession(client);
-    }
+    });
   });
 
   it("LOCK_TIMEOUT names a blocker on a partition or on a view's table, without waiting behind it, and past a name gone since", async () => {
     await admin().query(`CREATE TABLE lk.parted (id int, v text) PARTITION BY RANGE (id);
       CREATE TABLE lk.parted_1 PARTITION OF lk.parted FOR VALUES FROM (0) TO (1000000);
       CREATE VIEW lk.keyed_view AS SELECT * FROM lk.keyed`);
-    const holder = await admin().connect();
-    const client = await openSession(live().pg.url, 'coordinator');
     try {
-      const pid = await pidOf(holder);
-      await holder.query(`BEGIN; LOCK TABLE lk.parted_1 IN ACCESS EXCLUSIVE MODE; LOCK TABLE lk.keyed IN ACCESS EXCLUSIVE MODE`);
-      // Reading the partitions' locks must not wait for the partition's own lock (pg_partition_tree() would).
-      for (const [table, blocked] of [
-        ['parted', '"lk"."parted_1"'],
-        ['keyed_view', '"lk"."keyed"'],
-      ] as const) {
-        const exporting = SnapshotCoordinator.export(client, { schema: 'lk', table }, { partitions: 1 }, { lockTimeoutMs: 300 });
-        await assert.rejects(within(10_000, exporting), (err: Error & { code?: string }) => {
-          assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
-          assert.ok(err.message.includes(`pid ${pid} `) && err.message.includes(`holds AccessExclusiveLock on ${blocked}`), err.message);
-          return true;
-        });
-      }
-      // A table of the list dropped or renamed since the timeout: the others' blockers are still read.
-      const named = (await lockTimeoutError(
-        client,
-        Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }),
-        [
-          { schema: 'lk', table: 'gone_since' },
-          { schema: 'lk', table: 'keyed' },
-        ],
-        300,
-      )) as Error & { code?: string };
-      assert.equal(named.code, ErrorCode.LOCK_TIMEOUT);
-      assert.ok(named.message.includes(`holds AccessExclusiveLock on "lk"."keyed"`), named.message);
+      await whileHeldExclusive(['lk.parted_1', 'lk.keyed'], async (pid, client) => {
+        // Reading the partitions' locks must not wait for the partition's own lock (pg_partition_tree() would).
+        for (const [table, blocked] of [
+          ['parted', '"lk"."parted_1"'],
+          ['keyed_view', '"lk"."keyed"'],
+        ] as const) {
+          const exporting = SnapshotCoordinator.export(client, { schema: 'lk', table }, { partitions: 1 }, { lockTimeoutMs: 300 });
+          await assert.rejects(within(10_000, exporting), (err: Error & { code?: string }) => {
+            assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
+            assert.ok(err.message.includes(`pid ${pid} `) && err.message.includes(`holds AccessExclusiveLock on ${blocked}`), err.message);
+            return true;
+          });
+        }
+        // A table of the list dropped or renamed since the timeout: the others' blockers are still read.
+        const named = (await lockTimeoutError(
+          client,
+          Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' }),
+          [
+            { schema: 'lk', table: 'gone_since' },
+            { schema: 'lk', table: 'keyed' },
+          ],
+          300,
+        )) as Error & { code?: string };
+        assert.equal(named.code, ErrorCode.LOCK_TIMEOUT);
+        assert.ok(named.message.includes(`holds AccessExclusiveLock on "lk"."keyed"`), named.message);
+      });
     } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-      await closeSession(client);
       await admin().query('DROP VIEW lk.keyed_view; DROP TABLE lk.parted');
     }
   });
