@@ -19,6 +19,7 @@ import type { OutputStores } from '../storage/output-stores';
 import { tableRequestOf, tableSelectionOf } from './table-request';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { requireParquetColumns } from '../parquet/column-mapping';
 import {
   type CompleteSnapshotRequest,
   type HoldSnapshotRequest,
@@ -164,6 +165,10 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         try {
           const opened = await openAndPlan(url, attemptKey, input);
           held.read = opened.read;
+          if (input.format === 'parquet') {
+            const tables = 'tables' in opened.view ? opened.view.tables.map((t) => t.table) : [opened.view.table];
+            for (const t of tables) requireParquetColumns(`${t.schema}.${t.table}`, t.columns);
+          }
           held.plan.resolve(opened.view);
           for (let done = false; !done;) {
             done = await Promise.race([

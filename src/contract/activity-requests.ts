@@ -34,7 +34,7 @@ const baseNameSchema = z
 const inputSchema = z.unknown().transform((raw) => parseExtractionInput(raw));
 
 /** A table as the plan names it: schema, table and the exported columns in file order. */
-const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63).min(1) });
+const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63) });
 
 const snapshotIdSchema = z.string().refine(isSnapshotId, { message: 'not a pg_export_snapshot() id', params: { code: ErrorCode.SNAPSHOT_ID_INVALID } });
 const snapshotDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest');
@@ -129,7 +129,7 @@ export const dataPackageRequestSchema = z.strictObject({
   name: relativeNameSchema,
   /** The files' names (relative to the output root, or `s3://` URLs), in partition order. */
   files: z.array(path).min(1).max(10_000),
-  columns: z.array(sourceColumnSchema).min(1),
+  columns: z.array(sourceColumnSchema),
   primaryKey: z.array(name63),
 });
 export type DataPackageRequest = z.output<typeof dataPackageRequestSchema>;

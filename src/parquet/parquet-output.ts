@@ -21,6 +21,7 @@ import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { type CsvToParquetRequest, ROW_BYTES_LIMITS, csvToParquet } from './csv-to-parquet';
 import { type FifoSink, makeFifo, openFifoWhenRead } from './fifo-sink';
+import { requireParquetColumns } from './column-mapping';
 import { makeScratch } from './scratch';
 
 export interface ParquetOutputOptions {
@@ -37,6 +38,7 @@ export async function writeParquet(
   sink: OutputSink,
   options: ParquetOutputOptions,
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
+  requireParquetColumns(null, columns);
   const scratch = await makeScratch();
   try {
     for (const [attempt, maxRowBytes] of ROW_BYTES_LIMITS.entries()) {

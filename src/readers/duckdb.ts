@@ -116,6 +116,12 @@ export function duckdbSelect(resource: DataPackageResource, locations: string[],
   if (resource.format !== 'csv' || !dialect) {
     throw new PgExtractError(ErrorCode.READER_FORMAT_UNSUPPORTED, `${resource.pgTable} was written as ${resource.format}: DuckDB reads the CSV runs only`);
   }
+  if (resource.schema.fields.length === 0) {
+    throw new PgExtractError(
+      ErrorCode.READER_FORMAT_UNSUPPORTED,
+      `${resource.pgTable} has no columns: its files hold an empty line per row, which DuckDB cannot read (its rows are counted in the manifest)`,
+    );
+  }
   const columns = resource.schema.fields.map((f) => `${literal(f.name)}: ${literal(reading.readType(f))}`).join(', ');
   const options = [
     `header = ${dialect.header}`,

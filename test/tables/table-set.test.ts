@@ -4,7 +4,7 @@
  * table, the CLI's JSON, and bad sets refused with a code before any file exists.
  */
 import assert from 'node:assert/strict';
-import { readdir } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { Client } from 'pg';
@@ -277,6 +277,38 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file or folder');
     });
   }
+
+  it('a table with no columns: csv and binary hold a row per row, as COPY writes them; DuckDB reads none; Parquet refuses it before any file', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS tnocols CASCADE; CREATE SCHEMA tnocols;
+      CREATE TABLE tnocols.marks (); INSERT INTO tnocols.marks SELECT FROM generate_series(1, 3);
+      CREATE TABLE tnocols.named (id int PRIMARY KEY); INSERT INTO tnocols.named VALUES (1)`);
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const marks = async (request: ExtractionRequest) => {
+          const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+          const file = (await waitForManifest(handle)).files.find((f) => f.table === 'tnocols.marks')!;
+          return { handle, rows: file.rows, bytes: await readFile(file.path) };
+        };
+        const csv = await marks({ schema: 'tnocols' });
+        assert.deepEqual([csv.rows, csv.bytes.toString()], [3, '\n\n\n\n'], 'the header line and an empty line per row');
+        const refused = await cli(['reader', csv.handle.workflowId, '--engine', 'duckdb', '--table', 'tnocols.marks'], liveCliEnv(taskQueue));
+        assert.match(refused.stderr, /^error READER_FORMAT_UNSUPPORTED: "?tnocols"?\.?"?marks"? has no columns/);
+        const binary = await marks({ schema: 'tnocols', format: 'binary' });
+        // The 19-byte PGCOPY header, three tuples of no fields (an int16 0 each), the trailer (int16 -1).
+        assert.deepEqual([binary.rows, binary.bytes.length, binary.bytes.subarray(19).toString('hex')], [3, 27, '000000000000ffff']);
+        for (const { handle } of [csv, binary]) await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        const outDir = `tnocols-${Math.random().toString(36).slice(2)}`;
+        const parquet = await startExtraction(live().temporal.client, { schema: 'tnocols', format: 'parquet', outDir }, { taskQueue });
+        await assert.rejects(parquet.result(), (err: unknown) => {
+          const cause = JSON.stringify((err as WorkflowFailedError).cause);
+          return err instanceof WorkflowFailedError && /FORMAT_OPTIONS_INVALID/.test(cause) && /tnocols\.marks has no columns/.test(cause);
+        });
+        assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file or folder');
+      });
+    } finally {
+      await admin().query('DROP SCHEMA tnocols CASCADE');
+    }
+  });
 
   it('the CLI refuses a table named twice, and table with schema, before connecting anywhere', async () => {
     const env = { TEMPORAL_ADDRESS: '127.0.0.1:1', PG_EXTRACT_OUT_DIR: live().outRoot };
