@@ -93,6 +93,20 @@ describe('built-in loader over a set of tables (live)', function () {
     );
   });
 
+  it('a table with no columns loads its row count into a target with none, in csv and binary', async () => {
+    await admin().query('CREATE TABLE sload.marks (); INSERT INTO sload.marks SELECT FROM generate_series(1, 4)');
+    await onTarget((c) => c.query('CREATE TABLE dst.marks ()'));
+    try {
+      for (const format of ['csv', 'binary'] as const) {
+        const loaded = await run({ tables: ['sload.marks'], format, target: { name: 'warehouse', schema: 'dst' } });
+        assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+      }
+    } finally {
+      await admin().query('DROP TABLE sload.marks');
+    }
+    assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.marks')).rows[0].n), 8, 'four rows, twice');
+  });
+
   it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
     await onTarget((c) =>
       c.query(
