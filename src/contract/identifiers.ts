@@ -47,6 +47,19 @@ export function parseTableName(input: string, field = 'table'): { schema: string
   return names;
 }
 
+/** An unquoted part that parses back to itself: PostgreSQL's plain identifiers, already in lower case. */
+const PLAIN_PART = /^[a-z_][a-z0-9_$]*$/;
+
+/**
+ * `schema.table` as a user would type it, each part double-quoted where it has to be (upper case,
+ * spaces, quotes, non-ASCII…): the inverse of {@link parseTableName}, for passing catalog names on
+ * to where an input is parsed.
+ */
+export function formatTableName({ schema, table }: { schema: string; table: string }): string {
+  const part = (name: string) => (PLAIN_PART.test(name) ? name : `"${name.replace(/"/g, '""')}"`);
+  return `${part(schema)}.${part(table)}`;
+}
+
 /**
  * Splits a comma-separated list of names as a user types it (`--tables`, `--columns`): commas
  * inside double quotes belong to the name (`"a,b".t`), as in PostgreSQL. The parts are returned as

@@ -10,6 +10,7 @@ import { setHandler } from '@temporalio/workflow';
 import { batchStatusQuery } from '../contract/definitions';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { BatchStatus, ManifestFile } from '../contract/extraction-types';
+import { formatTableName } from '../contract/identifiers';
 import { tableInput } from '../contract/table-selection';
 import type { SplitKey } from '../contract/partition-range';
 import type { PartitionRange } from '../contract/partition-range';
@@ -67,7 +68,10 @@ export async function inFlight<T, R>(items: readonly T[], limit: number, work: (
   return results;
 }
 
+/** The table as the manifest names it: catalog names joined by a dot. */
 const tableName = (item: BatchItem) => `${item.table.schema}.${item.table.table}`;
+/** The table as an activity's input names it: quoted where a name needs it, so it parses back to the same table. */
+const inputName = (item: BatchItem) => formatTableName(item.table);
 
 /** The batch's progress in Web UI, as its parent shows the run's. */
 function showBatch(progress: BatchStatus): void {
@@ -93,12 +97,11 @@ export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<Manifest
   const copied = await inFlight(batch.items, batch.input.maxInFlight, async (unit) => {
     let files: ManifestFile[];
     if ('group' in unit) {
-      const input = { ...batch.input, tables: [...new Set(unit.group.map(tableName))] };
+      const input = { ...batch.input, tables: [...new Set(unit.group.map(inputName))] };
       const copiedFiles = await extract.copyTables({ input, ...snapshot, ranges: unit.group });
       files = copiedFiles.map((file, i) => ({ ...file, table: tableName(unit.group[i]!) }));
     } else {
-      const table = tableName(unit);
-      files = [{ ...(await extract.copyPartition({ input: tableInput(batch.input, table), ...snapshot, ...unit })), table }];
+      files = [{ ...(await extract.copyPartition({ input: tableInput(batch.input, inputName(unit)), ...snapshot, ...unit })), table: tableName(unit) }];
     }
     progress.partitionsDone += files.length;
     for (const file of files) {

@@ -1,7 +1,8 @@
 /** SQL safety: one quoting helper, literal composition, snapshot id format, user-given names. */
 import assert from 'node:assert/strict';
 import { ErrorCode } from '../../src/errors';
-import { isSnapshotId, parseColumnName, parseTableName, splitNameList } from '../../src/contract/identifiers';
+import fc from 'fast-check';
+import { formatTableName, isSnapshotId, parseColumnName, parseTableName, splitNameList } from '../../src/contract/identifiers';
 import { quoteIdent, quoteLiteral, snapshotIdLiteral } from '../../src/postgres/sql';
 
 describe('SQL safety', () => {
@@ -38,6 +39,17 @@ describe('SQL safety', () => {
     assert.deepEqual(parseTableName('"Sales"."Order ""X"""'), { schema: 'Sales', table: 'Order "X"' });
     assert.deepEqual(parseTableName('orders'), { schema: 'public', table: 'orders' });
     assert.equal(parseColumnName('"Mixed Case"', 'key'), 'Mixed Case');
+  });
+
+  it('formats catalog names as a user would type them, quoted only where needed: they parse back to the same names', () => {
+    assert.equal(formatTableName({ schema: 'sales', table: 'orders' }), 'sales.orders');
+    assert.equal(formatTableName({ schema: 'Sales', table: 'Order "X"' }), '"Sales"."Order ""X"""');
+    assert.equal(formatTableName({ schema: 's', table: 'café' }), 's."café"');
+    // Any name PostgreSQL allows (no NUL, under 64 bytes), with the characters that need quoting among them.
+    const part = fc
+      .string({ unit: fc.constantFrom('a', 'Z', '_', '1', '$', ' ', '"', '.', ',', '-', 'é', '表'), minLength: 1, maxLength: 20 })
+      .filter((n) => Buffer.byteLength(n) < 64);
+    fc.assert(fc.property(part, part, (schema, table) => assert.deepEqual(parseTableName(formatTableName({ schema, table })), { schema, table })));
   });
 
   it('splits a typed list of names on the commas outside double quotes', () => {

@@ -158,6 +158,36 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     }
   });
 
+  it('tables whose names need quoting (case, spaces, quotes, dashes, non-ASCII) are copied as themselves', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS "tName s" CASCADE; CREATE SCHEMA "tName s";
+      CREATE TABLE "tName s"."Users" (id int PRIMARY KEY); INSERT INTO "tName s"."Users" SELECT generate_series(1, 3);
+      CREATE TABLE "tName s".users (id int PRIMARY KEY); INSERT INTO "tName s".users SELECT generate_series(1, 5);
+      CREATE TABLE "tName s"."order-items ""x""" (id int); INSERT INTO "tName s"."order-items ""x""" SELECT generate_series(1, 7);
+      CREATE TABLE "tName s"."café" (id int); INSERT INTO "tName s"."café" SELECT generate_series(1, 11)`);
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { schema: '"tName s"' }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        const rows: Record<string, number> = {};
+        for (const f of manifest.files) rows[f.table!] = (rows[f.table!] ?? 0) + f.rows;
+        assert.deepEqual(rows, { 'tName s.Users': 3, 'tName s.users': 5, 'tName s.order-items "x"': 7, 'tName s.café': 11 });
+        const quoted: [string, string][] = [
+          ['tName s.Users', '"tName s"."Users"'],
+          ['tName s.users', '"tName s".users'],
+          ['tName s.order-items "x"', '"tName s"."order-items ""x"""'],
+          ['tName s.café', '"tName s"."café"'],
+        ];
+        for (const [name, relation] of quoted) {
+          const files = manifest.files.filter((f) => f.table === name);
+          assert.deepEqual(await manifestDigest(relation, { files }), await tableDigest(`SELECT * FROM ${relation}`), name);
+        }
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      });
+    } finally {
+      await admin().query('DROP SCHEMA "tName s" CASCADE');
+    }
+  });
+
   it('thirty small tables: copied in one group per lane, one session and one import each, one exact file per table', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS tgroup CASCADE; CREATE SCHEMA tgroup;
       DO $$ BEGIN FOR i IN 1..30 LOOP
