@@ -24,13 +24,17 @@ function safePart(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 60);
 }
 
-/** `<folder>/<schema>.<table>.part-NNNN.csv`, names made safe and told apart by the table's place in the plan when they collide. */
+/**
+ * `<folder>/<schema>.<table>.part-NNNN.csv`, names made safe and told apart by the table's place in
+ * the plan when they collide, in any case too (`Users` and `users` are one file name on a
+ * case-insensitive file system).
+ */
 function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema: string; table: string }[]): (table: number, partition: number) => string {
   const seen = new Set<string>();
   const stems = tables.map(({ schema, table }, i) => {
     let stem = `${safePart(schema)}.${safePart(table)}`;
-    if (seen.has(stem)) stem = `${stem}~${i}`;
-    seen.add(stem);
+    if (seen.has(stem.toLowerCase())) stem = `${stem}~${i}`;
+    seen.add(stem.toLowerCase());
     return stem;
   });
   return (table, partition) => `${scope.folder}/${stems[table]}.part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;

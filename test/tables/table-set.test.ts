@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFile, readdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { Client } from 'pg';
 import { extractionStatus, startExtraction, waitForManifest } from '../../src/client';
@@ -171,6 +171,8 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         const rows: Record<string, number> = {};
         for (const f of manifest.files) rows[f.table!] = (rows[f.table!] ?? 0) + f.rows;
         assert.deepEqual(rows, { 'tName s.Users': 3, 'tName s.users': 5, 'tName s.order-items "x"': 7, 'tName s.café': 11 });
+        const names = manifest.files.map((f) => basename(f.path).toLowerCase());
+        assert.equal(new Set(names).size, names.length, `file names differ in any case: ${names.join(' ')}`);
         const quoted: [string, string][] = [
           ['tName s.Users', '"tName s"."Users"'],
           ['tName s.users', '"tName s".users'],
