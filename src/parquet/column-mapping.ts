@@ -96,10 +96,9 @@ export function parquetColumn(column: SourceColumn): ParquetColumn {
  */
 export function requireParquetColumns(table: string | null, columns: readonly unknown[]): void {
   if (columns.length > 0) return;
-  const which = table ? `${table} has no columns` : 'a table with no columns cannot be written as Parquet';
-  throw new PgExtractError(
-    ErrorCode.FORMAT_OPTIONS_INVALID,
-    `${which}${table ? ', and a Parquet file needs one' : ''}: export it as csv or binary, or leave it out (--exclude)`,
-    { field: 'format' },
-  );
+  // A table of a set is named (the run has others); a one-table run's is the run's own.
+  const message = table
+    ? `${table} has no columns, and a Parquet file needs one: export the run as csv or binary, or leave ${table} out of it`
+    : 'the table has no columns, and a Parquet file needs one: export it as csv or binary';
+  throw new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, message, { field: 'format' });
 }

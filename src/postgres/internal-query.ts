@@ -9,7 +9,7 @@ import type { ClientBase } from 'pg';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, ownedStagingHandle } from '../lifecycle';
 import { type ResolvedTable, selectSql } from './catalog';
 import { serverNow } from './server-clock';
-import { quoteIdent, quoteQualified } from './sql';
+import { quoteQualified } from './sql';
 
 /** The staging table the caller owns once {@link insertSelectIntoStaging} resolves. */
 export interface StagingTable {
@@ -36,7 +36,6 @@ export async function insertSelectIntoStaging(
   const schema = options.schema ?? source.schema;
   const name = `pg_extract_stg_${randomBytes(6).toString('hex')}`;
   const staging = quoteQualified(schema, name);
-  const columns = source.columns.map((c) => quoteIdent(c.name)).join(', ');
   const { result } = await ownedStagingHandle({
     signal: options.signal,
     create: async () => {
@@ -46,7 +45,8 @@ export async function insertSelectIntoStaging(
     drop: async () => void (await target.query(`DROP TABLE IF EXISTS ${staging}`)),
     materialize: async () => {
       authority.acquire(await serverNow(target));
-      const inserted = await target.query(`INSERT INTO ${staging} (${columns}) ${selectSql(source)}`);
+      // The staging table was made from the same select: its columns are the select's, in order (none for a table without any).
+      const inserted = await target.query(`INSERT INTO ${staging} ${selectSql(source)}`);
       const completedAt = await serverNow(target);
       const table: StagingTable = { schema, name, rows: inserted.rowCount ?? 0 };
       await options.validate?.(table);

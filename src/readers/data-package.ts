@@ -47,7 +47,8 @@ export interface DataPackageResource {
   compression?: 'gz' | 'zst';
   description?: string;
   dialect?: { delimiter: ','; quoteChar: '"'; doubleQuote: true; lineTerminator: '\n'; header: boolean; nullSequence: string };
-  schema: { fields: TableSchemaField[]; missingValues: string[]; primaryKey?: string[] };
+  /** Absent for a table with no columns: a Table Schema needs a field. */
+  schema?: { fields: TableSchemaField[]; missingValues: string[]; primaryKey?: string[] };
 }
 
 export interface DataPackage {
@@ -99,6 +100,7 @@ const ZSTD_NOTE =
   "zstd-compressed CSV (concatenated frames): Frictionless names no zstd compression and its tools may not read it; `zstd -d` and DuckDB's read_csv (compression 'zstd') do";
 
 export function dataPackageResource(source: ResourceSource, format: ExportFormat): DataPackageResource {
+  if (source.columns.length === 0) return columnlessResource(source, format);
   const names = new Set(source.columns.map((c) => c.name));
   const common = {
     name: resourceName(source.schema, source.table),
@@ -140,6 +142,25 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
     mediatype: 'text/csv',
     ...(fileCompression(format) === 'zstd' ? { description: ZSTD_NOTE } : {}),
     dialect: { delimiter: ',', quoteChar: '"', doubleQuote: true, lineTerminator: '\n', header: format.header, nullSequence: NULL_SEQUENCE },
+  };
+}
+
+/**
+ * A table with no columns: its files hold only its rows' count (an empty CSV line or an empty binary
+ * tuple per row), which a Table Schema, needing a field, cannot describe; a plain data resource says so.
+ */
+function columnlessResource(source: ResourceSource, format: ExportFormat): DataPackageResource {
+  const binary = format.format === 'binary';
+  return {
+    name: resourceName(source.schema, source.table),
+    pgTable: `${source.schema}.${source.table}`,
+    path: source.paths,
+    encoding: 'utf-8',
+    ...(RESOURCE_COMPRESSIONS[fileCompression(format)] ?? {}),
+    profile: 'data-resource',
+    format: binary ? 'pgcopy' : 'csv',
+    mediatype: binary ? 'application/vnd.postgresql.copy-binary' : 'text/csv',
+    description: `a table with no columns: one ${binary ? 'tuple of no fields' : 'empty line'} per row; the manifest counts the rows`,
   };
 }
 

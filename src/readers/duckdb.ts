@@ -112,17 +112,18 @@ const AS_TEXT: FieldReading = { readType: () => 'VARCHAR', expression: duckdbExp
 
 /** The same select without its `;`, reading the fields as `reading` says (the Parquet writer's differ). */
 export function duckdbSelect(resource: DataPackageResource, locations: string[], reading: FieldReading, readOptions: string[] = []): string {
+  const fields = resource.schema?.fields ?? [];
+  if (fields.length === 0) {
+    throw new PgExtractError(
+      ErrorCode.READER_FORMAT_UNSUPPORTED,
+      `${resource.pgTable} has no columns: its files hold an empty row per row, which DuckDB cannot read (its rows are counted in the manifest)`,
+    );
+  }
   const dialect = resource.dialect;
   if (resource.format !== 'csv' || !dialect) {
     throw new PgExtractError(ErrorCode.READER_FORMAT_UNSUPPORTED, `${resource.pgTable} was written as ${resource.format}: DuckDB reads the CSV runs only`);
   }
-  if (resource.schema.fields.length === 0) {
-    throw new PgExtractError(
-      ErrorCode.READER_FORMAT_UNSUPPORTED,
-      `${resource.pgTable} has no columns: its files hold an empty line per row, which DuckDB cannot read (its rows are counted in the manifest)`,
-    );
-  }
-  const columns = resource.schema.fields.map((f) => `${literal(f.name)}: ${literal(reading.readType(f))}`).join(', ');
+  const columns = fields.map((f) => `${literal(f.name)}: ${literal(reading.readType(f))}`).join(', ');
   const options = [
     `header = ${dialect.header}`,
     `delim = ${literal(dialect.delimiter)}`,
@@ -135,6 +136,6 @@ export function duckdbSelect(resource: DataPackageResource, locations: string[],
     `columns = {${columns}}`,
     ...readOptions,
   ];
-  const select = resource.schema.fields.map((f) => reading.expression(f)).join(',\n       ');
+  const select = fields.map((f) => reading.expression(f)).join(',\n       ');
   return `SELECT ${select}\n  FROM read_csv([${locations.map(literal).join(', ')}],\n       ${options.join(',\n       ')})`;
 }

@@ -27,14 +27,16 @@ function safePart(name: string): string {
 /**
  * `<folder>/<schema>.<table>.part-NNNN.csv`, names made safe and told apart by the table's place in
  * the plan when they collide, in any case too (`Users` and `users` are one file name on a
- * case-insensitive file system).
+ * case-insensitive file system) since FILE_NAMES_ANY_CASE.
  */
 function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema: string; table: string }[]): (table: number, partition: number) => string {
   const seen = new Set<string>();
+  // A run started before keeps its names: its data package already lists them.
+  const fold = patched(FILE_NAMES_ANY_CASE) ? (stem: string) => stem.toLowerCase() : (stem: string) => stem;
   const stems = tables.map(({ schema, table }, i) => {
     let stem = `${safePart(schema)}.${safePart(table)}`;
-    if (seen.has(stem.toLowerCase())) stem = `${stem}~${i}`;
-    seen.add(stem.toLowerCase());
+    if (seen.has(fold(stem))) stem = `${stem}~${i}`;
+    seen.add(fold(stem));
     return stem;
   });
   return (table, partition) => `${scope.folder}/${stems[table]}.part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
@@ -49,6 +51,8 @@ function baseName(name: string): string {
 export const BATCH_ITEMS = 500;
 
 export const TABLE_GROUPS = 'table-groups';
+/** File names told apart in any case; runs started before tell them apart as written, and replay so. */
+export const FILE_NAMES_ANY_CASE = 'file-names-any-case';
 /** A set's data package, written while the snapshot is held; runs started before it replay without. */
 export const SET_DATA_PACKAGE = 'set-data-package';
 /**

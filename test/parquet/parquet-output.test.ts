@@ -275,7 +275,7 @@ describe('Parquet output (live, read back by pyarrow)', function () {
         [resource!.format, resource!.mediatype, resource!.path],
         ['parquet', 'application/vnd.apache.parquet', ['part-0000.parquet', 'part-0001.parquet']],
       );
-      const field = (name: string) => resource!.schema.fields.find((f) => f.name === name)!;
+      const field = (name: string) => resource!.schema!.fields.find((f) => f.name === name)!;
       assert.deepEqual(
         ['u', 'n10', 'n', 'ia', 'da', 'tz'].map((n) => [field(n).pgType, field(n).parquetType]),
         [

@@ -188,17 +188,17 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       assert.equal(resource!.pgTable, 'dp.t');
       assert.deepEqual(resource!.path, ['part-0000.csv', 'part-0001.csv']);
       assert.deepEqual(resource!.dialect, { delimiter: ',', quoteChar: '"', doubleQuote: true, lineTerminator: '\n', header: true, nullSequence: '' });
-      assert.deepEqual(resource!.schema.primaryKey, ['id']);
-      assert.deepEqual(resource!.schema.missingValues, ['']);
+      assert.deepEqual(resource!.schema!.primaryKey, ['id']);
+      assert.deepEqual(resource!.schema!.missingValues, ['']);
       const types = await admin().query<{ name: string; type: string }>(
         `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'dp.t'::regclass AND attnum > 0 ORDER BY attnum`,
       );
       assert.deepEqual(
-        resource!.schema.fields.map((f) => [f.name, f.pgType]),
+        resource!.schema!.fields.map((f) => [f.name, f.pgType]),
         types.rows.map((r) => [r.name, r.type]),
         'the exact PostgreSQL types, in column order',
       );
-      const field = (name: string) => resource!.schema.fields.find((f) => f.name === name)!;
+      const field = (name: string) => resource!.schema!.fields.find((f) => f.name === name)!;
       assert.deepEqual([field('id').type, field('id').constraints], ['integer', { required: true }]);
       assert.deepEqual([field('Mixed Case').constraints, field('Mixed Case').missingValues], [{ required: true }, []], "NOT NULL: an empty field is ''");
       assert.deepEqual(
@@ -274,11 +274,11 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
           resource.pgTable.split('.'),
         );
         assert.deepEqual(
-          resource.schema.fields.map((f) => [f.name, f.pgType]),
+          resource.schema!.fields.map((f) => [f.name, f.pgType]),
           types.rows.map((r) => [r.name, r.type]),
           resource.pgTable,
         );
-        assert.deepEqual(resource.schema.primaryKey, ['id']);
+        assert.deepEqual(resource.schema!.primaryKey, ['id']);
       }
       const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', receipt.path]).catch(
         (err: { stdout: string }) => err,

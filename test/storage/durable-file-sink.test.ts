@@ -8,10 +8,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { ALIGNED_BUFFER_BYTES, MAX_ALIGNED_BUFFERS, giveBackAlignedBuffer, takeAlignedBuffer } from '../../src/storage/aligned-memory';
 import { DurableFileSink } from '../../src/storage/durable-file-sink';
-import { descriptorsOf, opensDirect } from '../support/descriptors';
+import { descriptorsOf, isDirect } from '../support/descriptors';
 
 /** Resolves once `sink` has closed (events.once would reject on the 'error' it emits first). */
 const closed = (sink: DurableFileSink): Promise<void> => new Promise((resolve) => (sink.closed ? resolve() : sink.once('close', () => resolve())));
@@ -21,15 +21,14 @@ const openDescriptors = (path: string): string[] => descriptorsOf((target) => ta
 
 /**
  * Writes `bytes` into `sink` and, while the sink still waits for more, tells whether a descriptor
- * of `path` was opened with O_DIRECT; then ends the stream and waits for the file to be complete.
+ * of `path` was opened with O_DIRECT; then ends the stream and waits for it to close.
  */
 async function writesDirect(sink: DurableFileSink, path: string, bytes: Buffer): Promise<boolean> {
-  const source = new Readable({ read() {} });
-  const done = pipeline(source, sink);
-  source.push(bytes);
-  const direct = await opensDirect((target) => target.startsWith(path));
-  source.push(null);
-  await done;
+  // The write's callback runs once the sink has opened the file (both its descriptors) and taken the bytes.
+  await new Promise<void>((resolve, reject) => sink.write(bytes, (err) => (err ? reject(err) : resolve())));
+  const direct = openDescriptors(path).some(isDirect);
+  sink.end();
+  await finished(sink);
   return direct;
 }
 

@@ -9,11 +9,11 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { ErrorCode, errorCodeOf } from '../../src/errors';
 import { LocalStore } from '../../src/storage/local-store';
 import type { OutputSink } from '../../src/storage/output-sink';
-import { opensDirect } from '../support/descriptors';
+import { descriptorsOf, isDirect } from '../support/descriptors';
 
 async function write(sink: OutputSink, text: string): Promise<void> {
   await pipeline(Readable.from([Buffer.from(text)]), sink.open());
@@ -57,12 +57,12 @@ describe('LocalStore sink batch', () => {
 
   /** Whether the file `sink` is writing is open with O_DIRECT, seen while it writes. */
   async function writesDirect(sink: OutputSink): Promise<boolean> {
-    const source = new Readable({ read() {} });
-    const done = pipeline(source, sink.open());
-    source.push(Buffer.alloc(3 << 20, 1));
-    const direct = await opensDirect((target) => target.includes('.tmp-'));
-    source.push(null);
-    await done;
+    const stream = sink.open();
+    // The write's callback runs once the file is open (every descriptor the sink makes) and holds the bytes.
+    await new Promise<void>((resolve, reject) => stream.write(Buffer.alloc(3 << 20, 1), (err) => (err ? reject(err) : resolve())));
+    const direct = descriptorsOf((target) => target.includes('.tmp-')).some(isDirect);
+    stream.end();
+    await finished(stream);
     await sink.commit({ bytes: 3 << 20, sha256: '' });
     return direct;
   }

@@ -19,10 +19,3 @@ export function isDirect(fd: string): boolean {
   const flags = /flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!;
   return (Number.parseInt(flags, 8) & O_DIRECT) !== 0;
 }
-
-/** Waits until some descriptor's target `matches`, then tells whether one of those is O_DIRECT. */
-export async function opensDirect(matches: (target: string) => boolean): Promise<boolean> {
-  let fds: string[];
-  while ((fds = descriptorsOf(matches)).length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-  return fds.some(isDirect);
-}

@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { readFile, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { WorkflowFailedError } from '@temporalio/client';
 import { Client } from 'pg';
 import { extractionStatus, startExtraction, waitForManifest } from '../../src/client';
@@ -17,6 +19,9 @@ import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } f
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { projectRoot } from '../../devenv/project-root';
+
+const run = promisify(execFile);
 
 /** Files of `table` in the manifest, digested the way tableDigest digests the table. */
 async function tableFilesDigest(manifest: Manifest, table: string): Promise<RowsDigest> {
@@ -323,6 +328,15 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
         };
         const csv = await marks({ schema: 'tnocols' });
         assert.deepEqual([csv.rows, csv.bytes.toString()], [3, '\n\n\n\n'], 'the header line and an empty line per row');
+        const pkg = (await waitForManifest(csv.handle)).dataPackage!.path;
+        const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', pkg]).catch((err: { stdout: string }) => err);
+        // Frictionless reads any CSV as a table: the package is sound, and its one complaint is the rows with no values.
+        const report = JSON.parse(validated.stdout) as { tasks: { errors: { type: string }[] }[] };
+        assert.deepEqual(
+          report.tasks.flatMap((t) => t.errors.map((e) => e.type)),
+          ['blank-row', 'blank-row', 'blank-row'],
+          validated.stdout,
+        );
         const refused = await cli(['reader', csv.handle.workflowId, '--engine', 'duckdb', '--table', 'tnocols.marks'], liveCliEnv(taskQueue));
         assert.match(refused.stderr, /^error READER_FORMAT_UNSUPPORTED: "?tnocols"?\.?"?marks"? has no columns/);
         const binary = await marks({ schema: 'tnocols', format: 'binary' });

@@ -243,6 +243,23 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal(staging.rows[0].n, 0);
     });
 
+    it('a table with no columns moves its rows too', async () => {
+      await admin().query('CREATE TABLE dsti.marks_src (); INSERT INTO dsti.marks_src SELECT FROM generate_series(1, 6); CREATE TABLE dsti.marks ()');
+      const result = await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table: 'dsti.marks_src', target: { name: 'same', table: 'dsti.marks', via: 'internal' } },
+            { taskQueue },
+          );
+          return (await handle.result()) as ExtractionResult;
+        },
+        { targets: { same: live().pg.url } },
+      );
+      assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+      assert.equal((await admin().query('SELECT count(*)::int AS n FROM dsti.marks')).rows[0].n, 6);
+    });
+
     it('refuses a target in another database: abort with TARGET_NOT_SAME_DATABASE', async () => {
       await withWorker(
         async ({ taskQueue }) => {
