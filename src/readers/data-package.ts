@@ -100,14 +100,17 @@ const ZSTD_NOTE =
   "zstd-compressed CSV (concatenated frames): Frictionless names no zstd compression and its tools may not read it; `zstd -d` and DuckDB's read_csv (compression 'zstd') do";
 
 export function dataPackageResource(source: ResourceSource, format: ExportFormat): DataPackageResource {
-  if (source.columns.length === 0) return columnlessResource(source, format);
-  const names = new Set(source.columns.map((c) => c.name));
-  const common = {
+  const files = {
     name: resourceName(source.schema, source.table),
     pgTable: `${source.schema}.${source.table}`,
     path: source.paths,
     encoding: 'utf-8' as const,
     ...(RESOURCE_COMPRESSIONS[fileCompression(format)] ?? {}),
+  };
+  if (source.columns.length === 0) return { ...files, ...columnless(format) };
+  const names = new Set(source.columns.map((c) => c.name));
+  const common = {
+    ...files,
     schema: {
       fields: source.columns.map(tableSchemaField),
       missingValues: [NULL_SEQUENCE],
@@ -149,14 +152,9 @@ export function dataPackageResource(source: ResourceSource, format: ExportFormat
  * A table with no columns: its files hold only its rows' count (an empty CSV line or an empty binary
  * tuple per row), which a Table Schema, needing a field, cannot describe; a plain data resource says so.
  */
-function columnlessResource(source: ResourceSource, format: ExportFormat): DataPackageResource {
+function columnless(format: ExportFormat): Pick<DataPackageResource, 'profile' | 'format' | 'mediatype' | 'description'> {
   const binary = format.format === 'binary';
   return {
-    name: resourceName(source.schema, source.table),
-    pgTable: `${source.schema}.${source.table}`,
-    path: source.paths,
-    encoding: 'utf-8',
-    ...(RESOURCE_COMPRESSIONS[fileCompression(format)] ?? {}),
     profile: 'data-resource',
     format: binary ? 'pgcopy' : 'csv',
     mediatype: binary ? 'application/vnd.postgresql.copy-binary' : 'text/csv',
