@@ -10,8 +10,7 @@ import { failureTypeOf } from './failures';
 /**
  * SQLSTATE classes that are the load's own data or definition: 0A feature not supported (0A000
  * TRUNCATE of a table another table references, a set's `replace`), 22 data exception (22P02 a
- * value the column rejects), 23 integrity constraint, 42 syntax or access rule (42501 permission,
- * 428C9 a GENERATED ALWAYS column).
+ * value the column rejects), 23 integrity constraint, 42 syntax or access rule (42501 permission).
  */
 const DEFINITE_SQLSTATE = /^SQLSTATE_(0A|22|23|42)[0-9A-Z]{3}$/;
 

@@ -15,7 +15,7 @@ import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { fromItem } from '../postgres/catalog';
 import { copyInSql } from '../postgres/export-format';
-import { quoteQualified } from '../postgres/sql';
+import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { decompressStage } from '../storage/file-compression';
 import type { LoadFile } from './loader';
 
@@ -62,16 +62,17 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
 
 /**
  * `direct`: whether COPY into `schema.table` does what INSERT would: a plain or partitioned table
- * without row security (COPY FROM refuses it), rules (COPY ignores them), a GENERATED ALWAYS
- * identity column (COPY writes the file's value where INSERT refuses it) or a generated column (COPY
- * expects one column fewer). Such targets are filled through staging, so they load or fail as with
- * INSERT. `relkind`: what a replace empties (see {@link withRelkinds}).
+ * without row security (COPY FROM refuses it), rules (COPY ignores them) or a generated column (COPY
+ * expects one column fewer than the file holds). Such targets are filled through staging, so they
+ * load or fail as with INSERT (see {@link moveIntoTarget}). A GENERATED ALWAYS identity column
+ * loads directly: COPY keeps the file's values, as the move does. `relkind`: what a replace empties
+ * (see {@link withRelkinds}).
  */
 async function targetShape(client: Client, schema: string, table: string): Promise<{ direct: boolean; relkind: string }> {
   const r = await client.query<{ direct: boolean; relkind: string }>(
     `SELECT c.relkind IN ('r', 'p') AND NOT c.relrowsecurity AND NOT c.relhasrules
             AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
-                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND (a.attidentity = 'a' OR a.attgenerated <> '')) AS direct,
+                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> '') AS direct,
             c.relkind::text AS relkind
        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,
@@ -104,7 +105,14 @@ export async function withRelkinds<T extends { schema: string; table: string }>(
   return tables.map((t, i) => ({ ...t, relkind: r.rows[i]?.relkind ?? '' }));
 }
 
-/** Staging → target in the caller's transaction: `replace` empties the target's own rows first (see {@link withRelkinds}). */
+/**
+ * Staging → target in the caller's transaction: `replace` empties the target's own rows first (see
+ * {@link withRelkinds}). Columns pair by position, as `INSERT … SELECT *` pairs them, and the
+ * target's own rules apply, but for what a copy of a table needs: a GENERATED ALWAYS identity
+ * keeps the copied values (`OVERRIDING SYSTEM VALUE`, as COPY, pg_dump and pgcopydb keep them; the
+ * rows of other tables refer to them), and a generated column is left to the target to compute from
+ * the row (INSERT refuses a value for it, and pg_dump does not dump one).
+ */
 export async function moveIntoTarget(
   client: Client,
   staging: string,
@@ -112,8 +120,25 @@ export async function moveIntoTarget(
   mode: 'append' | 'replace',
 ): Promise<void> {
   if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
-  await client.query(`INSERT INTO ${quoteQualified(target.schema, target.table)} SELECT * FROM ${staging}`);
+  await client.query(await moveSql(client, staging, quoteQualified(target.schema, target.table)));
   await client.query(`DROP TABLE ${staging}`);
+}
+
+/** The move's INSERT: `SELECT *` unless the target has a generated column or a GENERATED ALWAYS identity. */
+async function moveSql(client: Client, staging: string, target: string): Promise<string> {
+  const columns = (relation: string) =>
+    client.query<{ name: string; generated: boolean; always: boolean }>(
+      `SELECT attname AS name, attgenerated <> '' AS generated, attidentity = 'a' AS always
+         FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+      [relation],
+    );
+  const [into, from] = [(await columns(target)).rows, (await columns(staging)).rows];
+  // A staging column beyond the target's stays in the SELECT, so the INSERT fails as `SELECT *` would.
+  const kept = from.map((c, i) => ({ from: c.name, into: into[i] })).filter((c) => !c.into?.generated);
+  if (kept.length === 0 || !into.some((c) => c.generated || c.always)) return `INSERT INTO ${target} SELECT * FROM ${staging}`;
+  const names = kept.flatMap((c) => (c.into ? [quoteIdent(c.into.name)] : []));
+  const overriding = into.some((c) => c.always) ? ' OVERRIDING SYSTEM VALUE' : '';
+  return `INSERT INTO ${target} (${names.join(', ')})${overriding} SELECT ${kept.map((c) => quoteIdent(c.from)).join(', ')} FROM ${staging}`;
 }
 
 /** COPYs `files` into `table`, each verified against its manifest entry (rows and sha256) before the next; returns the rows. */

@@ -107,6 +107,29 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.marks')).rows[0].n), 8, 'four rows, twice');
   });
 
+  it('identity and generated columns: a GENERATED ALWAYS identity keeps the copied ids and a generated column is computed by the target, loaded through files (csv, binary) and streamed', async () => {
+    const ddl = (schema: string) =>
+      `CREATE TABLE ${schema}.tagged (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, parent_id int NOT NULL, qty int, twice int GENERATED ALWAYS AS (qty * 2) STORED)`;
+    await admin().query(
+      `${ddl('sload')}; INSERT INTO sload.tagged (id, parent_id, qty) OVERRIDING SYSTEM VALUE SELECT 1000 + g * 7, 1 + g % 200, g FROM generate_series(1, 500) g`,
+    );
+    const rows = 'SELECT id, parent_id, qty, twice FROM %s.tagged ORDER BY id';
+    const expected = (await admin().query(rows.replace('%s', 'sload'))).rows;
+    await onTarget((c) => c.query(ddl('dst')));
+    try {
+      for (const format of ['csv', 'binary'] as const) {
+        const loaded = await run({ tables: ['sload.tagged'], format, target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
+        assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+        assert.deepEqual(await onTarget(async (c) => (await c.query(rows.replace('%s', 'dst'))).rows), expected, format);
+      }
+      const streamed = await run({ table: 'sload.tagged', partitions: 2, target: { name: 'warehouse', table: 'dst.tagged', mode: 'replace', via: 'stream' } });
+      assert.equal(streamed.terminalReceipt.outcome, 'success', JSON.stringify(streamed.load));
+      assert.deepEqual(await onTarget(async (c) => (await c.query(rows.replace('%s', 'dst'))).rows), expected, 'streamed');
+    } finally {
+      await admin().query('DROP TABLE sload.tagged');
+    }
+  });
+
   it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
     await onTarget((c) =>
       c.query(

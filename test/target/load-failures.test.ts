@@ -1,6 +1,6 @@
 /**
  * Every loaded run ends with one terminal receipt. Definite load failures (a value the target
- * column rejects, a GENERATED ALWAYS column, an unconfigured target) abort with a coded reason on
+ * column rejects, a row a CHECK refuses, an unconfigured target) abort with a coded reason on
  * the first attempt; a loader worker killed mid-load is noticed within its heartbeat timeout and
  * the load is retried on another worker; a run cancelled mid-load cancels the target statement,
  * leaves the target untouched and aborts once that transaction has ended.
@@ -66,10 +66,10 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
       'SQLSTATE_22P02',
     ],
     [
-      'a GENERATED ALWAYS column',
-      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint GENERATED ALWAYS AS IDENTITY, name text, ${COLUMNS})`,
+      'a row the target refuses (CHECK)',
+      `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint CHECK (id < 0), name text, ${COLUMNS})`,
       { name: 'warehouse', table: 'dst.t' },
-      'SQLSTATE_428C9',
+      'SQLSTATE_23514',
     ],
     [
       'an unconfigured target name',

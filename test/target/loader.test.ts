@@ -260,6 +260,27 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await admin().query('SELECT count(*)::int AS n FROM dsti.marks')).rows[0].n, 6);
     });
 
+    it('a GENERATED ALWAYS identity keeps the source ids and a generated column is computed by the target', async () => {
+      const ddl = (name: string) => `CREATE TABLE dsti.${name} (id int GENERATED ALWAYS AS IDENTITY, qty int, twice int GENERATED ALWAYS AS (qty * 2) STORED)`;
+      await admin().query(
+        `${ddl('g_src')}; ${ddl('g')}; INSERT INTO dsti.g_src (id, qty) OVERRIDING SYSTEM VALUE SELECT 50 + g, g FROM generate_series(1, 5) g`,
+      );
+      const result = await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table: 'dsti.g_src', target: { name: 'same', table: 'dsti.g', via: 'internal' } },
+            { taskQueue },
+          );
+          return (await handle.result()) as ExtractionResult;
+        },
+        { targets: { same: live().pg.url } },
+      );
+      assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+      const rows = (name: string) => admin().query(`SELECT id, qty, twice FROM dsti.${name} ORDER BY id`);
+      assert.deepEqual((await rows('g')).rows, (await rows('g_src')).rows);
+    });
+
     it('refuses a target in another database: abort with TARGET_NOT_SAME_DATABASE', async () => {
       await withWorker(
         async ({ taskQueue }) => {
