@@ -3,7 +3,7 @@
  * (PostgreSQL: the exported snapshot in this process's coordinator session) lives here:
  * `holdSnapshot` opens the source's read (src/sources), plans and keeps it open (heartbeating,
  * probing it); `awaitSnapshotPlan` hands the plan to the workflow; `completeSnapshot` completes
- * the receipt and closes the read with success.
+ * the receipt and closes the read with success; `releaseSnapshot` ends it for an attempt that failed.
  */
 import { Context } from '@temporalio/activity';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
@@ -55,7 +55,10 @@ function deferred<T>(): Deferred<T> {
 
 interface HeldSnapshot {
   plan: Deferred<SnapshotPlanView | SnapshotSetPlanView>;
+  /** Ends the hold: its read is completed or is to be rolled back. */
   finished: Deferred<void>;
+  /** Resolves once the hold has ended and its read is closed. */
+  closed: Deferred<void>;
   read?: HeldRead;
 }
 
@@ -66,7 +69,7 @@ export class SnapshotHolderRegistry {
   entry(key: string): HeldSnapshot {
     let held = this.#held.get(key);
     if (!held) {
-      held = { plan: deferred(), finished: deferred() };
+      held = { plan: deferred(), finished: deferred(), closed: deferred() };
       this.#held.set(key, held);
     }
     return held;
@@ -186,7 +189,11 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
           stopBeats();
           registry.delete(attemptKey);
           // Ends what is still open (a completed read has nothing left): rollback and close.
-          await held.read?.close('abort');
+          try {
+            await held.read?.close('abort');
+          } finally {
+            held.closed.resolve();
+          }
         }
       });
     },
@@ -198,6 +205,19 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
     /** The plan of a set of tables (a run of `tables` or `schema`). */
     async awaitSnapshotSetPlan(attemptKey: string): Promise<SnapshotSetPlanView> {
       return (await awaitPlan(registry, attemptKey)) as SnapshotSetPlanView;
+    },
+
+    /**
+     * Ends the hold of an attempt that will not complete (a copy failed, the run was cancelled) now,
+     * where a cancellation reaches the hold only with its next heartbeat: its read rolls back, so the
+     * snapshot's transaction and its table locks end with the attempt. Resolves once the read is
+     * closed; a hold that has already ended (or never started here) has nothing to release.
+     */
+    async releaseSnapshot(attemptKey: string): Promise<void> {
+      const held = registry.get(attemptKey);
+      if (!held) return;
+      held.finished.resolve();
+      await held.closed.promise;
     },
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {

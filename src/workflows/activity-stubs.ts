@@ -57,6 +57,9 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),
+    // Asked only while the hold is running, so its worker is polling: a queue nobody serves within
+    // seconds means that worker is gone, and with it the read to release.
+    release: proxyActivities<HolderActivities>({ ...common, scheduleToStartTimeout: '5 seconds', startToCloseTimeout: '1 minute' }),
   };
 }
 

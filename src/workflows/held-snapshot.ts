@@ -5,18 +5,19 @@
  * hold ends before completion the attempt fails as the holder's failure (SNAPSHOT_LOST), and every
  * reader of the snapshot is stopped before the caller discards the attempt's files.
  */
-import { CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
 import type { AttemptScope } from './attempts';
-import { asHolderFailure } from './failure-kind';
+import { asHolderFailure, isSnapshotLost } from './failure-kind';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
 
 export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
+export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
 
 /** The copy under way: its files, and a promise that settles once every reader has stopped. */
 export interface Copying {
@@ -60,11 +61,15 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));
   // Rejects whenever the hold ends, normally or not; only consulted until completion.
   let planReceived = false;
+  let holdOver = false;
   const holdEnded = held.then(
     () => {
+      holdOver = true;
       throw asHolderFailure(new Error('the snapshot holder ended before completion'), true);
     },
     (err: unknown) => {
+      // A cancelled hold (TRY_CANCEL) rejects at once, while the activity runs on until it learns of it.
+      holdOver = !isCancellation(err);
       throw asHolderFailure(err, planReceived);
     },
   );
@@ -110,8 +115,13 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     // Stop every reader of this snapshot before anyone discards its files.
     await CancellationScope.nonCancellable(async () => {
       copyScope.cancel();
+      // The hold learns of its cancellation only with its next heartbeat (up to 0.8 × holderHeartbeatMs
+      // later), holding the snapshot's transaction and table locks until then: a holder still there
+      // is asked to end now. Runs started before replay without it.
+      const release =
+        !holdOver && !isSnapshotLost(err) && patched(RELEASE_HOLD_ON_FAILURE) ? holder.release.releaseSnapshot(attemptKey).catch(() => undefined) : null;
       holdScope.cancel();
-      await settled;
+      await Promise.all([settled, release]);
     });
     throw err;
   }

@@ -114,6 +114,24 @@ describe('record workflow histories', function () {
     );
   });
 
+  it('cancelled while copying: the holder asked to release its snapshot at once', async () => {
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, 'cancelled-while-copying', { partitions: 6 });
+        for (let s = await handle.query(statusQuery); s.partitionsDone < 1; s = await handle.query(statusQuery)) await new Promise((r) => setTimeout(r, 10));
+        await handle.cancel();
+        await handle.result().catch(() => undefined);
+        const events = (await handle.fetchHistory()).events ?? [];
+        assert.ok(
+          events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseSnapshot'),
+          'the holder was asked to release',
+        );
+        await save('cancelled-while-copying', handle);
+      },
+      { maxConcurrentActivities: 1 },
+    );
+  });
+
   it('loaded by the built-in loader', async () => {
     await admin().query(`CREATE TABLE hist.loaded (LIKE ${table})`);
     await withWorker(

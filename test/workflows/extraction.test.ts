@@ -205,12 +205,14 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
-  it('cancelling during extraction closes every session and leaves no file', async () => {
+  it("cancelling during extraction closes every session (the holder's with the run, not at its next heartbeat) and leaves no file", async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 4, outDir: 'cancel-early' });
       await eventually(async () => (await handle.query(statusQuery)).partitionsTotal > 0, 'the plan was handed out', { intervalMs: 20 });
       await handle.cancel();
       await assert.rejects(handle.result(), WorkflowFailedError);
+      // The hold's heartbeats reach the server every 16 s (0.8 × holderHeartbeatMs); the run asks its holder to end instead.
+      assert.deepEqual(await settleSessions(2000), [], 'the snapshot holder ended with the run');
       const folder = join(live().outRoot, 'cancel-early');
       const left = await readdir(folder, { recursive: true }).catch(() => []);
       assert.deepEqual(left, [], `left behind: ${left.join(', ')}`);

@@ -25,7 +25,7 @@ function recorded(): { name: string; workflowId: string; history: temporal.api.h
 describe('recorded histories replay on the current workflow code', function () {
   this.timeout(60_000);
 
-  it('covers whole, partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled, retained and streamed runs, a data package and a table set (loaded too, in groups, and with its data package after or beside the copy)', () => {
+  it('covers whole, partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too), retained and streamed runs, a data package and a table set (loaded too, in groups, and with its data package after or beside the copy)', () => {
     const names = recorded().map((h) => h.name);
     for (const name of [
       'batched-committed',
@@ -36,6 +36,7 @@ describe('recorded histories replay on the current workflow code', function () {
       'snapshot-lost',
       'loaded',
       'cancelled',
+      'cancelled-while-copying',
       'deadline-retained',
       'streamed',
       'table-set-committed',
