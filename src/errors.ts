@@ -83,6 +83,11 @@ const CODES = {
   PATTERN_UNMATCHED: CALLERS_FAULT,
   /** The schema has no ordinary or partitioned table (or does not exist), or include/exclude leave none. */
   SCHEMA_EMPTY: CALLERS_FAULT,
+  /** Row security would show the source role only some of a table's rows: a copy of it would pass for the whole. */
+  SOURCE_ROW_SECURITY: {
+    ...CALLERS_FAULT,
+    hint: "give the source role BYPASSRLS, or extract as the table's owner (unless the table forces row security)",
+  },
   // Target loading.
   /** The files do not match their manifest entries: loading them again cannot cure that. */
   TARGET_CHECKSUM_MISMATCH: DEFINITE,

@@ -135,7 +135,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
           return await replacingBatches(store, name, async () => {
             const client = await openSession(url, 'whole-copy');
             try {
-              const table = await resolveTable(client, tableRequestOf(input));
+              const table = await resolveTable(client, tableRequestOf(input), { readRows: true });
               const copy = new BatchedCopy(client, table, {
                 format: input,
                 bounds,

@@ -6,6 +6,7 @@
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { SourceColumn } from '../contract/source-column';
+import { formatTableName } from '../contract/identifiers';
 import type { KeyCollation, SplitKey } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from './sql';
 
@@ -51,14 +52,27 @@ export interface TableRequest {
   key?: string;
 }
 
-export async function resolveTable(client: ClientBase, request: TableRequest): Promise<ResolvedTable> {
-  return (await resolveTables(client, [request]))[0]!;
+/** What the tables are resolved for. */
+export interface ResolveOptions {
+  /**
+   * Their rows are read as a source's: a table whose row security applies to this role (its
+   * policies would hide rows) is refused with SOURCE_ROW_SECURITY, where a target's is not.
+   * Source sessions also read with row_security off (./session.ts), which fails such a read.
+   * @default false
+   */
+  readRows?: boolean;
+}
+
+export async function resolveTable(client: ClientBase, request: TableRequest, options: ResolveOptions = {}): Promise<ResolvedTable> {
+  return (await resolveTables(client, [request], options))[0]!;
 }
 
 /** What one catalog query returns per requested table (null oid: no such readable relation). */
 interface CatalogRow {
   oid: string | null;
   relkind: string;
+  /** Whether row security applies to this role on the table (`row_security_active`). */
+  rowSecurity: boolean | null;
   columns: (ResolvedColumn & { collation: KeyCollation | null })[] | null;
   primaryKey: string[] | null;
   uniqueKey: string | null;
@@ -68,9 +82,9 @@ interface CatalogRow {
  * Resolves every request in one catalog query (one round trip however many tables: a group of
  * small tables pays per table a COPY, not a catalog conversation), in the order given.
  */
-export async function resolveTables(client: ClientBase, requests: readonly TableRequest[]): Promise<ResolvedTable[]> {
+export async function resolveTables(client: ClientBase, requests: readonly TableRequest[], options: ResolveOptions = {}): Promise<ResolvedTable[]> {
   const r = await client.query<CatalogRow>(
-    `SELECT c.oid::text AS oid, c.relkind::text AS relkind,
+    `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
             (SELECT json_agg(json_build_object(
                       'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(a.atttypid, a.atttypmod),
                       'notNull', a.attnotnull,
@@ -97,7 +111,17 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
       ORDER BY r.n`,
     [requests.map((q) => q.schema), requests.map((q) => q.table)],
   );
-  return requests.map((request, i) => tableOf(request, r.rows[i]!));
+  const tables = requests.map((request, i) => tableOf(request, r.rows[i]!));
+  const filtered = tables.filter((_, i) => r.rows[i]!.rowSecurity);
+  if (options.readRows && filtered.length > 0) {
+    const names = filtered.map(formatTableName).join(', ');
+    throw new PgExtractError(
+      ErrorCode.SOURCE_ROW_SECURITY,
+      `row security applies to the source role on ${names}: its policies would show only some rows, and a copy of them would pass for the whole`,
+      { field: 'source' },
+    );
+  }
+  return tables;
 }
 
 function tableOf(request: TableRequest, found: CatalogRow): ResolvedTable {

@@ -105,6 +105,7 @@ export async function readInSnapshot<T>(
       const tables = await resolveTables(
         client,
         planned.map((p) => ({ ...p.table, key: p.key?.name })),
+        { readRows: true },
       );
       for (const [i, table] of tables.entries()) {
         const key = planned[i]!.key;

@@ -45,6 +45,16 @@ const SESSION_SETTINGS: Record<string, string> = {
   client_connection_check_interval: '5s',
 };
 
+/**
+ * Set on the sessions that read a source table's rows. With row security on, a role subject to a
+ * policy reads only the rows the policy shows it, and a copy of part of a table would pass for the
+ * whole; off, such a read fails (SQLSTATE 42501, naming the table) and a role that bypasses row
+ * security or owns the table reads every row, as pg_dump reads. Target sessions keep the server's
+ * value: a load into a table with row security does what an INSERT would.
+ */
+const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
+const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
+
 export async function openSession(url: string, role: SessionRole): Promise<Client> {
   const client = new Client({
     connectionString: url,
@@ -56,10 +66,11 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
   // An unhandled 'error' on an idle client (backend terminated) would crash the worker process.
   client.on('error', () => undefined);
   await client.connect();
+  const settings = READS_SOURCE_ROWS.has(role) ? { ...SESSION_SETTINGS, ...SOURCE_READ_SETTINGS } : SESSION_SETTINGS;
   try {
     await client.query(
       'SELECT set_config(name, value, false) FROM unnest($1::text[], $2::text[]) AS s(name, value) WHERE current_setting(name, true) IS NOT NULL',
-      [Object.keys(SESSION_SETTINGS), Object.values(SESSION_SETTINGS)],
+      [Object.keys(settings), Object.values(settings)],
     );
   } catch (err) {
     await closeSession(client);

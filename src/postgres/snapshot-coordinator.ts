@@ -85,7 +85,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator> {
     return SnapshotCoordinator.exporting(client, locking, [request], async (snapshot) => {
-      const table = await resolveTable(client, request);
+      const table = await resolveTable(client, request, { readRows: true });
       await lockAccessShare(client, [table]);
       const { ranges, rowCount } = await planRanges(client, table, planning);
       return { ...snapshot, table, ranges, rowCount };
@@ -109,7 +109,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
       locking,
       () => lockedSet,
       async (snapshot) => {
-        const tables = await resolveTableSet(client, selection);
+        const tables = await resolveTableSet(client, selection, { readRows: true });
         lockedSet = tables;
         await lockAccessShare(client, tables);
         const sizes = await tableSizes(client, tables);

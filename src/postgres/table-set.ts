@@ -8,7 +8,7 @@ import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
 import { MAX_TABLES } from '../contract/extraction-input';
 import { globMatcher } from '../contract/table-selection';
-import { type ResolvedTable, resolveTables } from './catalog';
+import { type ResolveOptions, type ResolvedTable, resolveTables } from './catalog';
 import type { PartitionRange } from '../contract/partition-range';
 import { quoteQualified } from './sql';
 
@@ -27,8 +27,8 @@ export interface TablePlan {
 export const SPLIT_BYTES = 64 * 1024 * 1024;
 
 /** Resolves every named table (views and materialized views too), or a schema's ordinary and partitioned tables. */
-export async function resolveTableSet(client: ClientBase, selection: TableSelection): Promise<ResolvedTable[]> {
-  return resolveTables(client, 'tables' in selection ? selection.tables : await schemaTables(client, selection));
+export async function resolveTableSet(client: ClientBase, selection: TableSelection, options: ResolveOptions = {}): Promise<ResolvedTable[]> {
+  return resolveTables(client, 'tables' in selection ? selection.tables : await schemaTables(client, selection), options);
 }
 
 async function schemaTables(

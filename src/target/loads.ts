@@ -106,7 +106,7 @@ export async function loadBySelect(
 ): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
   return onTargetSession(url, signal, async (client) => {
     await assertSameDatabase(sourceUrl, client);
-    const from = await resolveTable(client, source);
+    const from = await resolveTable(client, source, { readRows: true });
     const into = await resolveTable(client, destination);
     const digest = `sha256:${createHash('sha256').update(`internal:${from.schema}.${from.table}->${into.schema}.${into.table}:${mode}`).digest('hex')}`;
     let receipt: ExtractionLifecycleReceipt | null = null;
