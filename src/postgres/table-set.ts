@@ -35,17 +35,25 @@ async function schemaTables(
   client: ClientBase,
   selection: { schema: string; include?: string[]; exclude?: string[] },
 ): Promise<{ schema: string; table: string }[]> {
-  // Leaf partitions are read through their parent; relispartition keeps them from being read twice.
-  const r = await client.query<{ name: string }>(
-    `SELECT c.relname AS name
+  // Partitions are read through their parent; relispartition keeps them from being read twice.
+  const r = await client.query<{ name: string; partition: boolean }>(
+    `SELECT c.relname AS name, c.relispartition AS partition
        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')
       ORDER BY c.relname`,
     [selection.schema],
   );
-  const all = r.rows.map((row) => row.name);
-  if (all.length === 0)
-    throw new PgExtractError(ErrorCode.SCHEMA_EMPTY, `schema ${selection.schema} has no tables (or does not exist, or is not readable)`, { field: 'schema' });
+  const all = r.rows.filter((row) => !row.partition).map((row) => row.name);
+  if (all.length === 0) {
+    const partitions = r.rows.length;
+    throw new PgExtractError(
+      ErrorCode.SCHEMA_EMPTY,
+      partitions > 0
+        ? `schema ${selection.schema} holds only partitions (${partitions}) of tables in other schemas: export those tables, which read their partitions`
+        : `schema ${selection.schema} has no tables (or does not exist, or is not readable)`,
+      { field: 'schema' },
+    );
+  }
   const matchers = (field: 'include' | 'exclude') =>
     (selection[field] ?? []).map((pattern) => {
       const matches = globMatcher(pattern);
