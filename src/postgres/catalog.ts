@@ -86,14 +86,24 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
   const r = await client.query<CatalogRow>(
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
             (SELECT json_agg(json_build_object(
-                      'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(a.atttypid, a.atttypmod),
+                      'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,
-                      'enumLabels', (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e WHERE e.enumtypid = a.atttypid),
+                      'enumLabels', (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e WHERE e.enumtypid = base.oid),
                       'collation', (SELECT json_build_object('schema', cn.nspname, 'name', co.collname)
                                       FROM pg_catalog.pg_collation co JOIN pg_catalog.pg_namespace cn ON cn.oid = co.collnamespace
                                      WHERE co.oid = a.attcollation))
                     ORDER BY a.attnum)
                FROM pg_catalog.pg_attribute a
+               -- A domain's values are its base type's in every format COPY writes, so readers are told that type,
+               -- with the typmod the domain declares (a domain over numeric(12,2) is numeric(12,2), and so is one over it).
+               CROSS JOIN LATERAL (
+                 WITH RECURSIVE chain(oid, typmod, depth) AS (
+                   SELECT a.atttypid, a.atttypmod, 0
+                   UNION ALL
+                   SELECT t.typbasetype, GREATEST(chain.typmod, t.typtypmod), chain.depth + 1
+                     FROM chain JOIN pg_catalog.pg_type t ON t.oid = chain.oid
+                    WHERE t.typtype = 'd')
+                 SELECT oid, typmod FROM chain ORDER BY depth DESC LIMIT 1) AS base
               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
             (SELECT json_agg(a.attname ORDER BY k.n)
                FROM pg_catalog.pg_index i

@@ -144,6 +144,8 @@ const COLUMNS: [string, string, string[], (c: string) => string][] = [
   ['inet', 'inet', [`'10.0.0.1/8'`, 'NULL', `'::1'`, 'NULL', 'NULL', 'NULL', 'NULL', 'NULL'], (c) => `CASE WHEN ${c} IS NOT NULL THEN format('%s', ${c}) END`],
   ['r', 'int4range', [`'[1,5)'`, `'empty'`, 'NULL', `'(,3]'`, 'NULL', 'NULL', 'NULL', 'NULL'], (c) => `${c}::text`],
   ['dom', 'pq.posint', ['1', 'NULL', '2', '3', '4', '5', '6', '7'], (c) => `${c}::text`],
+  // A domain over a domain over numeric(12,2): its values are numeric(12,2)'s.
+  ['damt', 'pq.refund', [`'12.50'`, 'NULL', `'0'`, `'1.25'`, `'9999999999.99'`, `'3'`, `'4'`, `'5'`], (c) => `${c}::text`],
 ];
 const ROWS = 8;
 const BIG_ROWS = 300_000;
@@ -206,7 +208,8 @@ describe('Parquet output (live, read back by pyarrow)', function () {
 
   before(async () => {
     await admin().query(
-      `DROP SCHEMA IF EXISTS pq CASCADE; CREATE SCHEMA pq; CREATE TYPE pq.mood AS ENUM ('sad', 'ok', 'happy'); CREATE DOMAIN pq.posint AS int CHECK (VALUE > 0)`,
+      `DROP SCHEMA IF EXISTS pq CASCADE; CREATE SCHEMA pq; CREATE TYPE pq.mood AS ENUM ('sad', 'ok', 'happy'); CREATE DOMAIN pq.posint AS int CHECK (VALUE > 0);
+       CREATE DOMAIN pq.amount AS numeric(12,2); CREATE DOMAIN pq.refund AS pq.amount CHECK (VALUE >= 0)`,
     );
     await admin().query(`CREATE TABLE pq.t (id bigint PRIMARY KEY, ${COLUMNS.map(([name, type]) => `"${name}" ${type}`).join(', ')})`);
     for (let row = 0; row < ROWS; row++) {
@@ -244,7 +247,9 @@ describe('Parquet output (live, read back by pyarrow)', function () {
       assert.deepEqual(first!.names, ['id', ...COLUMNS.map(([name]) => name)]);
       assert.equal(first!.codec, 'ZSTD', 'zstd by default');
       const types = await admin().query<{ name: string; type: string }>(
-        `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'pq.t'::regclass AND attnum > 0 ORDER BY attnum`,
+        // A domain column is described by its base type (pq.refund's base is a domain too, pq.amount's is numeric(12,2)).
+        `SELECT attname AS name, CASE typname WHEN 'posint' THEN 'integer' WHEN 'refund' THEN 'numeric(12,2)' ELSE format_type(atttypid, atttypmod) END AS type
+           FROM pg_attribute JOIN pg_type ON pg_type.oid = atttypid WHERE attrelid = 'pq.t'::regclass AND attnum > 0 ORDER BY attnum`,
       );
       assert.deepEqual(
         JSON.parse(first!.kv['pg_extract.columns']!),
@@ -267,7 +272,9 @@ describe('Parquet output (live, read back by pyarrow)', function () {
         ['INT32', 'DOUBLE', 'String'],
       );
       assert.match(column('na.list.element').logical, /^Decimal\(precision=10, scale=2\)$/);
-      assert.deepEqual([column('e').logical, column('da').logical, column('inet').logical, column('dom').logical], ['String', 'String', 'String', 'String']);
+      assert.deepEqual([column('e').logical, column('da').logical, column('inet').logical], ['String', 'String', 'String']);
+      assert.deepEqual([column('dom').physical, column('dom').logical], ['INT32', 'Int(bitWidth=32, isSigned=true)'], 'a domain as its base type');
+      assert.match(column('damt').logical, /^Decimal\(precision=12, scale=2\)$/);
 
       const pkg = JSON.parse(await readFile(manifest.dataPackage!.path, 'utf8')) as DataPackage;
       const [resource] = pkg.resources;

@@ -125,9 +125,29 @@ const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
     ['00000000-0000-0000-0000-000000000001', null, 'ffffffff-ffff-ffff-ffff-ffffffffffff', null, null, null],
   ],
   ['e', 'dp.mood', "ENUM('sad', 'ok', 'happy')", [`'ok'`, `'happy'`, `NULL`, `'sad'`, `'ok'`, `'ok'`], ['ok', 'happy', null, 'sad', 'ok', 'ok']],
+  // Domains read as their base types, with the typmod the domain declares.
+  [
+    'dn',
+    'dp.amount',
+    'DECIMAL(12,2)',
+    [`'12.50'`, `NULL`, `'0'`, `'-1.25'`, `'9999999999.99'`, `'3'`],
+    ['12.50', null, '0.00', '-1.25', '9999999999.99', '3.00'],
+  ],
+  ['de', 'dp.mood_d', "ENUM('sad', 'ok', 'happy')", [`'sad'`, `'ok'`, `NULL`, `'happy'`, `'ok'`, `'ok'`], ['sad', 'ok', null, 'happy', 'ok', 'ok']],
   ['other', 'inet', 'VARCHAR', [`'10.0.0.1/8'`, `NULL`, `'::1'`, `NULL`, `NULL`, `NULL`], ['10.0.0.1/8', null, '::1', null, null, null]],
 ];
 const ROWS = 6;
+
+/** Each column's name and type as the catalog has it, a domain's as its base type (one level: the domains here are over base types). */
+async function columnTypes(schema: string, table: string): Promise<[string, string][]> {
+  const r = await admin().query<{ name: string; type: string }>(
+    `SELECT attname AS name, CASE WHEN typtype = 'd' THEN format_type(typbasetype, typtypmod) ELSE format_type(atttypid, atttypmod) END AS type
+       FROM pg_attribute JOIN pg_type ON pg_type.oid = atttypid
+      WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+    [schema, table],
+  );
+  return r.rows.map((c) => [c.name, c.type]);
+}
 
 /** Runs `statement` in a fresh DuckDB: its column types, and each row's values as DuckDB's text, by id. */
 async function duckdbRead(statement: string): Promise<{ types: Record<string, string>; rows: (string | null)[][] }> {
@@ -163,7 +183,8 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
   before(async () => {
-    await admin().query(`DROP SCHEMA IF EXISTS dp CASCADE; CREATE SCHEMA dp; CREATE TYPE dp.mood AS ENUM ('sad', 'ok', 'happy')`);
+    await admin().query(`DROP SCHEMA IF EXISTS dp CASCADE; CREATE SCHEMA dp; CREATE TYPE dp.mood AS ENUM ('sad', 'ok', 'happy');
+      CREATE DOMAIN dp.amount AS numeric(12,2); CREATE DOMAIN dp.mood_d AS dp.mood`);
     await admin().query(`CREATE TABLE dp.t (id bigint PRIMARY KEY, ${COLUMNS.map(([name, type]) => `"${name}" ${type}`).join(', ')})`);
     for (let row = 0; row < ROWS; row++) {
       await admin().query(`INSERT INTO dp.t VALUES (${row + 1}, ${COLUMNS.map(([, , , values]) => values[row]).join(', ')})`);
@@ -190,13 +211,10 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       assert.deepEqual(resource!.dialect, { delimiter: ',', quoteChar: '"', doubleQuote: true, lineTerminator: '\n', header: true, nullSequence: '' });
       assert.deepEqual(resource!.schema!.primaryKey, ['id']);
       assert.deepEqual(resource!.schema!.missingValues, ['']);
-      const types = await admin().query<{ name: string; type: string }>(
-        `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'dp.t'::regclass AND attnum > 0 ORDER BY attnum`,
-      );
       assert.deepEqual(
         resource!.schema!.fields.map((f) => [f.name, f.pgType]),
-        types.rows.map((r) => [r.name, r.type]),
-        'the exact PostgreSQL types, in column order',
+        await columnTypes('dp', 't'),
+        "the exact PostgreSQL types (a domain's base type), in column order",
       );
       const field = (name: string) => resource!.schema!.fields.find((f) => f.name === name)!;
       assert.deepEqual([field('id').type, field('id').constraints], ['integer', { required: true }]);
@@ -206,6 +224,7 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
         ['string', 'number', 'string', 'string', 'string', 'boolean', 'string'],
       );
       assert.deepEqual(field('e').constraints, { enum: ['sad', 'ok', 'happy'] });
+      assert.deepEqual([field('dn').type, field('de').constraints], ['number', { enum: ['sad', 'ok', 'happy'] }], 'domains as their base types');
 
       const validated = await run(join(projectRoot(), '.venv', 'bin', 'frictionless'), ['validate', '--json', receipt.path]).catch(
         (err: { stdout: string }) => err,
@@ -269,13 +288,10 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
       for (const resource of pkg.resources) {
         const files = manifest.files.filter((f) => f.table === resource.pgTable).map((f) => basename(f.path));
         assert.deepEqual(resource.path, files, `${resource.pgTable}: its own files, in partition order`);
-        const types = await admin().query<{ name: string; type: string }>(
-          `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = format('%I.%I', $1::text, $2::text)::regclass AND attnum > 0 ORDER BY attnum`,
-          resource.pgTable.split('.'),
-        );
+        const [schema, table] = resource.pgTable.split('.');
         assert.deepEqual(
           resource.schema!.fields.map((f) => [f.name, f.pgType]),
-          types.rows.map((r) => [r.name, r.type]),
+          await columnTypes(schema!, table!),
           resource.pgTable,
         );
         assert.deepEqual(resource.schema!.primaryKey, ['id']);
