@@ -81,10 +81,15 @@ export function splitNameList(list: string): string[] {
   return parts;
 }
 
-/** A column name as given by a user: a plain identifier (folded) or a double-quoted one. */
+/** A column or schema name as given by a user: a plain identifier (folded) or a double-quoted one. */
 export function parseColumnName(input: string, field: string): string {
   if (typeof input !== 'string' || !new RegExp(`^${NAME_PART}$`).test(input)) {
-    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} is not a column name: ${JSON.stringify(String(input).slice(0, 80))}`, { field });
+    const what = field.endsWith('schema') ? 'a schema name' : 'a column name';
+    throw new PgExtractError(
+      ErrorCode.IDENTIFIER_INVALID,
+      `${field} is not ${what} (quote one with special characters, as "${what === 'a schema name' ? 'My Schema' : 'My Column'}"): ${JSON.stringify(String(input).slice(0, 80))}`,
+      { field },
+    );
   }
   const name = unquote(input);
   checkIdentifier(name);

@@ -53,6 +53,7 @@ describe('bad input (live)', function () {
       ['2000 columns', { table: 'a.b', columns: Array.from({ length: 2000 }, (_, i) => `c${i}`) }, ErrorCode.INPUT_INVALID, 'columns'],
       ['a 100 kB payload', { table: 'a.b', outDir: 'x'.repeat(100_000) }, ErrorCode.INPUT_INVALID, 'input'],
       ['an empty column name', { table: 'a.b', columns: [''] }, ErrorCode.IDENTIFIER_INVALID, 'columns.0'],
+      ['a schema name with a slash, unquoted', { schema: 'a/../b' }, ErrorCode.IDENTIFIER_INVALID, 'schema'],
       ['a commit deadline of zero', { table: 'a.b', commitDeadlineMs: 0 }, ErrorCode.INPUT_INVALID, 'commitDeadlineMs'],
       ['eleven snapshot attempts', { table: 'a.b', maxSnapshotAttempts: 11 }, ErrorCode.INPUT_INVALID, 'maxSnapshotAttempts'],
       ['an output folder escaping with ..', { table: 'a.b', outDir: 'a/../../b' }, ErrorCode.OUTPUT_PATH_ESCAPES_ROOT, 'outDir'],
@@ -70,6 +71,7 @@ describe('bad input (live)', function () {
           assert.ok(err instanceof PgExtractError, String(err));
           assert.equal(err.code, code);
           if (field !== 'input') assert.equal(err.field, field);
+          if (field === 'schema') assert.match(err.message, /is not a schema name \(quote one with special characters, as "My Schema"\)/);
           return true;
         });
         await assert.rejects(live().temporal.client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
