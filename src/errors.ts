@@ -126,6 +126,11 @@ const CODES = {
   PARQUET_VALUE_UNREPRESENTABLE: { ...CALLERS_FAULT, hint: 'export other columns (--columns) or cast them in a view' },
   /** A row's CSV text is longer than a Parquet conversion reads (8 MiB): retrying cannot help. */
   PARQUET_ROW_TOO_LONG: { ...CALLERS_FAULT, hint: 'leave the widest columns out (--columns), or export this table as csv or binary' },
+  /** A source value its column's described type cannot hold (a MySQL zero date): nothing is written as NULL. */
+  SOURCE_VALUE_UNREPRESENTABLE: {
+    ...CALLERS_FAULT,
+    hint: "export other columns (--columns), or a view that casts the column (e.g. NULLIF(d, '0000-00-00'))",
+  },
   /** The source refused the configured credentials. */
   SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
   /** The exported snapshot is gone: the step cannot be retried, but the run retries with a fresh snapshot. */

@@ -4,8 +4,11 @@
  * `\n` line ends, NULL as an empty unquoted field, an empty string as `""`, a field quoted only
  * when it holds a comma, quote, CR or LF (or is a lone `\.` in a one-column file), quotes doubled.
  * Binary strings (BINARY, VARBINARY, BLOB, BIT) are written as PostgreSQL writes bytea: `\x` and hex.
+ * A zero date (`0000-00-00`, or a zero year, month or day), which MySQL keeps where its sql_mode
+ * allows, fails the copy: the column is described as a date, and no PostgreSQL reader reads one.
  */
 import { Transform, type TransformCallback } from 'node:stream';
+import { ErrorCode, PgExtractError } from '../errors';
 
 const COMMA = 0x2c;
 const QUOTE = 0x22;
@@ -19,6 +22,9 @@ const END_OF_DATA = Buffer.from('\\.');
 /** MySQL protocol column types that carry bytes, and the binary character set's number. */
 const BYTE_TYPES = new Set([15, 16, 249, 250, 251, 252, 253, 254]);
 const BINARY_CHARSET = 63;
+/** MySQL protocol column types whose text starts with a `YYYY-MM-DD` date: TIMESTAMP, DATE, DATETIME, NEWDATE. */
+const DATE_TYPES = new Set([7, 10, 12, 14]);
+const ZERO = 0x30;
 
 /** A column definition as mysql2 reports it in the 'fields' event. */
 export interface MysqlField {
@@ -28,6 +34,12 @@ export interface MysqlField {
 
 export function isBinaryField(field: MysqlField): boolean {
   return field.characterSet === BINARY_CHARSET && BYTE_TYPES.has(field.columnType);
+}
+
+/** Whether a date's text has a zero year, month or day (`0000-00-00`, `2026-00-10`): MySQL's zero dates. */
+export function isZeroDate(value: Buffer): boolean {
+  const zeros = (from: number, to: number): boolean => value.subarray(from, to).every((b) => b === ZERO);
+  return value.length >= 10 && (zeros(0, 4) || zeros(5, 7) || zeros(8, 10));
 }
 
 function needsQuotes(value: Buffer, singleColumn: boolean): boolean {
@@ -53,6 +65,7 @@ export function csvField(value: Buffer, singleColumn: boolean): Buffer[] {
 export class CsvRows extends Transform {
   rows = 0;
   #binary: boolean[] | null = null;
+  #dates: boolean[] | null = null;
 
   constructor(
     private readonly columns: readonly string[],
@@ -76,7 +89,20 @@ export class CsvRows extends Transform {
 
   override _transform(row: (Buffer | null)[], _enc: BufferEncoding, done: TransformCallback): void {
     this.#binary ??= this.fields().map(isBinaryField);
+    this.#dates ??= this.fields().map((f) => DATE_TYPES.has(f.columnType));
     const binary = this.#binary;
+    const zero = this.#dates.findIndex((date, i) => date && row[i] != null && isZeroDate(row[i]!));
+    if (zero !== -1) {
+      const column = this.columns[zero]!;
+      done(
+        new PgExtractError(
+          ErrorCode.SOURCE_VALUE_UNREPRESENTABLE,
+          `column ${column} holds a MySQL zero date (${row[zero]!.toString('latin1')}), which no PostgreSQL date or timestamp can hold`,
+          { field: 'columns' },
+        ),
+      );
+      return;
+    }
     this.rows++;
     done(null, this.line(row.map((v, i) => (v !== null && binary[i] ? Buffer.from(`\\x${v.toString('hex')}`) : v))));
   }

@@ -2,7 +2,8 @@
  * The MySQL/MariaDB source end to end: a real worker process whose configured source URL is
  * `mysql://…`, the CLI starting and committing the run, CSV files in PostgreSQL's CSV dialect
  * with the same receipts, and a receipt that claims no snapshot. Bad input (an unsupported URL
- * scheme, no usable key for partitions > 1, refused credentials) fails with its code before any file exists.
+ * scheme, no usable key for partitions > 1, refused credentials) fails with its code before any file exists;
+ * a zero date fails the run with its code and leaves no file.
  */
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
@@ -13,6 +14,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
+import { causes } from '../../src/errors';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { cli, liveCliEnv } from '../support/cli';
 import { mysqlAdmin, mysqlService, settleReader } from '../support/mysql';
@@ -32,10 +34,15 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
     const root = await mysqlAdmin();
     try {
       await root.query(`
-        DROP TABLE IF EXISTS orders, nokey;
+        DROP VIEW IF EXISTS legacy_clean;
+        DROP TABLE IF EXISTS orders, nokey, legacy;
         CREATE TABLE orders (id int PRIMARY KEY, name varchar(64), amount decimal(12,2), created datetime(3), raw varbinary(8));
         CREATE TABLE nokey (v varchar(10));
-        INSERT INTO nokey VALUES ('a'), ('b');`);
+        INSERT INTO nokey VALUES ('a'), ('b');
+        SET SESSION sql_mode = '';
+        CREATE TABLE legacy (id int PRIMARY KEY, d date, at datetime);
+        INSERT INTO legacy VALUES (1, '2026-01-02', '2026-01-02 03:04:05'), (2, '0000-00-00', '2026-02-00 10:00:00');
+        CREATE VIEW legacy_clean AS SELECT id, NULLIF(d, '0000-00-00') AS d FROM legacy;`);
       await root.query(
         `INSERT INTO orders WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
            SELECT n, CASE n WHEN 1 THEN 'say "hi", then' WHEN 2 THEN CONCAT('two', CHAR(10), 'lines') WHEN 3 THEN '' WHEN 4 THEN NULL ELSE CONCAT('order ', n) END,
@@ -168,6 +175,26 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
       assert.ok(!activityTypes.includes('copyPartition'), `no partition was scheduled: ${activityTypes.join(', ')}`);
     });
   }
+
+  it('a zero date (MySQL keeps them where its sql_mode allows) fails the run with SOURCE_VALUE_UNREPRESENTABLE naming its column and leaves no file; a view that casts it exports', async () => {
+    const db = (await mysqlService()).database;
+    const outDir = `mysql-zero-${randomUUID()}`;
+    const handle = await startExtraction(live().temporal.client, { source: 'shop', table: `${db}.legacy`, partitions: 2, outDir } as never, { taskQueue });
+    await assert.rejects(handle.result(), (err: unknown) => {
+      assert.ok(err instanceof WorkflowFailedError, String(err));
+      assert.match(JSON.stringify(err.cause), /"type":"SOURCE_VALUE_UNREPRESENTABLE"/);
+      assert.ok(
+        [...causes(err)].some((e) => /column d holds a MySQL zero date \(0000-00-00\)/.test((e as Error).message)),
+        'the message names the column and the value',
+      );
+      return true;
+    });
+    assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file was written');
+    const view = await startExtraction(live().temporal.client, { source: 'shop', table: `${db}.legacy_clean`, partitions: 1 } as never, { taskQueue });
+    const manifest = await waitForManifest(view);
+    assert.equal(await readFile(manifest.files[0]!.path, 'utf8'), 'id,d\n1,2026-01-02\n2,\n');
+    await view.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+  });
 
   it('an internal load (target.via internal) from a MySQL source is refused: abort with TARGET_NOT_SAME_DATABASE', async () => {
     const request = { source: 'shop', table: 'app.orders', target: { name: 'warehouse', table: 'public.mysql_orders', via: 'internal' } };
