@@ -32,15 +32,20 @@ import {
 } from '../contract/load-requests';
 import { tableRequestOf } from './table-request';
 
-/** The request's files per source table (in the manifest's order), each table with its target. */
-function setTables(req: LoadTargetSetRequest): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files'] }[] {
+/** `{ columns }` when the request names them, else nothing (a run started before loads by position). */
+const columnsOf = (columns: string[] | undefined): { columns?: string[] } => (columns ? { columns } : {});
+
+/** The request's files per source table (in the manifest's order), each table with its target and columns. */
+function setTables(
+  req: LoadTargetSetRequest,
+): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files']; columns?: string[] }[] {
   const bySource = new Map<string, LoadTargetSetRequest['files']>();
   for (const f of req.files) {
     const files = bySource.get(f.table) ?? [];
     files.push(f);
     bySource.set(f.table, files);
   }
-  return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files }));
+  return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files, ...columnsOf(req.columns?.[source]) }));
 }
 
 /** A load without files (internal query, stream): its request parsed, the run's target checked to load `via` this way. */
@@ -161,7 +166,14 @@ export function createLoadActivities({
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {
       return loadingFiles(loadTargetRequestSchema, raw, (req, url, onBytes) => {
         const destination = parseTableName(req.target.table, 'target.table');
-        const load = { files: readable(req.files), format: req.format, destination, mode: req.target.mode, operationId: req.operationId };
+        const load = {
+          files: readable(req.files),
+          format: req.format,
+          destination,
+          mode: req.target.mode,
+          operationId: req.operationId,
+          ...columnsOf(req.columns),
+        };
         return loadFiles(url, load, Context.current().cancellationSignal, onBytes);
       });
     },

@@ -12,6 +12,11 @@ const targetName = z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/);
 const tableName = z.string().min(1).max(300);
 const mode = z.enum(['append', 'replace']);
 const operationId = z.string().min(1).max(300);
+/**
+ * The files' columns in file order: each field loads into the target column of its name, as
+ * pg_dump's COPY lists them. Absent from requests of runs started before (then by position).
+ */
+const columnNames = z.array(z.string().min(1).max(63)).max(1600);
 
 /** A file the manifest lists: where it is (a path or an `s3://` URL) and what its receipt says it holds. */
 const loadFile = { path: z.string().min(1).max(4096), rows: fileReceiptSchema.shape.rows, sha256: fileReceiptSchema.shape.sha256 };
@@ -30,6 +35,7 @@ export const loadTargetRequestSchema = z.strictObject({
   files: z.array(z.strictObject(loadFile)).max(10_000),
   format: loadFormatSchema,
   operationId,
+  columns: columnNames.optional(),
 });
 export type LoadTargetRequest = z.output<typeof loadTargetRequestSchema>;
 
@@ -41,6 +47,8 @@ export const loadTargetSetRequestSchema = z.strictObject({
   files: z.array(z.strictObject({ ...loadFile, table: tableName })).max(100_000),
   format: loadFormatSchema,
   operationId,
+  /** Each source table's columns (see columnNames), by the table's name as the files give it. */
+  columns: z.record(tableName, columnNames).optional(),
 });
 export type LoadTargetSetRequest = z.output<typeof loadTargetSetRequestSchema>;
 

@@ -120,7 +120,8 @@ export async function streamIntoTarget(
           signal?.throwIfAborted();
           const into = (await withRelkinds(fence, [request]))[0]!;
           if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);
-          for (const name of staging) await moveIntoTarget(fence, name, into, 'append');
+          const columns = request.plan.table.columns.map((c) => c.name);
+          for (const name of staging) await moveIntoTarget(fence, name, into, 'append', columns);
           return evidence.reduce((sum, e) => sum + e.rows, 0);
         },
         signal,
@@ -191,7 +192,15 @@ async function streamRange(
   const name = `${plan.table.schema}.${plan.table.table}/part-${String(i).padStart(4, '0')}`;
   const [source, target] = await Promise.all([sessions.source(), sessions.target()]);
   try {
-    const sink = new StagingSink(target, copyInSql(staging, format), name);
+    const sink = new StagingSink(
+      target,
+      copyInSql(
+        staging,
+        format,
+        plan.table.columns.map((c) => c.name),
+      ),
+      name,
+    );
     const copied = await copyPartition(
       source,
       {

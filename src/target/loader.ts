@@ -34,6 +34,8 @@ export interface LoadRequest {
   format: ExportFormat;
   schema: string;
   table: string;
+  /** The files' columns in file order, loaded by name; absent: by position (runs started before). */
+  columns?: readonly string[];
   mode: 'append' | 'replace';
   /** Stable per extraction attempt: the same load retried has the same id. */
   operationId: string;

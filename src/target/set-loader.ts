@@ -17,6 +17,8 @@ export interface SetLoadTable {
   schema: string;
   table: string;
   files: LoadFile[];
+  /** The files' columns in file order, loaded by name; absent: by position (runs started before). */
+  columns?: readonly string[];
 }
 
 export interface SetLoadRequest {

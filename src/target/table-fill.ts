@@ -26,6 +26,11 @@ export interface TableFill {
   files: LoadFile[];
   format: ExportFormat;
   mode: 'append' | 'replace';
+  /**
+   * The files' columns in file order: each field loads into the target column of its name (the
+   * target's order, and its other columns, may differ). Absent (runs started before): by position.
+   */
+  columns?: readonly string[];
   /** Names the staging table, if one is needed: the load's operation id and the table's place in the load. */
   operationId: string;
   stagingSuffix?: string;
@@ -40,7 +45,7 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
   const { direct, relkind } = await targetShape(client, fill.schema, fill.table);
   if (direct) {
     if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
-    return copyFiles(client, target, fill.files, fill.format, signal, onChunk);
+    return copyFiles(client, copyInSql(target, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
   }
   const staging = stagingName(fill.schema, fill.operationId, fill.stagingSuffix);
   await client.query('SAVEPOINT pg_extract_staging');
@@ -51,9 +56,9 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
     create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
     drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
     materialize: async () => {
-      const rows = await copyFiles(client, staging, fill.files, fill.format, signal, onChunk);
+      const rows = await copyFiles(client, copyInSql(staging, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
       signal?.throwIfAborted();
-      await moveIntoTarget(client, staging, { ...fill, relkind }, fill.mode);
+      await moveIntoTarget(client, staging, { ...fill, relkind }, fill.mode, fill.columns);
       return rows;
     },
   });
@@ -107,44 +112,53 @@ export async function withRelkinds<T extends { schema: string; table: string }>(
 
 /**
  * Staging → target in the caller's transaction: `replace` empties the target's own rows first (see
- * {@link withRelkinds}). Columns pair by position, as `INSERT … SELECT *` pairs them, and the
- * target's own rules apply, but for what a copy of a table needs: a GENERATED ALWAYS identity
- * keeps the copied values (`OVERRIDING SYSTEM VALUE`, as COPY, pg_dump and pgcopydb keep them; the
- * rows of other tables refer to them), and a generated column is left to the target to compute from
- * the row (INSERT refuses a value for it, and pg_dump does not dump one).
+ * {@link withRelkinds}). `columns` (the loaded columns, named alike in staging and target) move by
+ * name; without them, columns pair by position, as `INSERT … SELECT *` pairs them (runs started
+ * before). The target's own rules apply, but for what a copy of a table needs: a GENERATED ALWAYS
+ * identity keeps the copied values (`OVERRIDING SYSTEM VALUE`, as COPY, pg_dump and pgcopydb keep
+ * them; the rows of other tables refer to them), and a generated column is left to the target to
+ * compute from the row (INSERT refuses a value for it, and pg_dump does not dump one).
  */
 export async function moveIntoTarget(
   client: Client,
   staging: string,
   target: { schema: string; table: string; relkind: string },
   mode: 'append' | 'replace',
+  columns?: readonly string[],
 ): Promise<void> {
   if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
-  await client.query(await moveSql(client, staging, quoteQualified(target.schema, target.table)));
+  await client.query(await moveSql(client, staging, quoteQualified(target.schema, target.table), columns));
   await client.query(`DROP TABLE ${staging}`);
 }
 
-/** The move's INSERT: `SELECT *` unless the target has a generated column or a GENERATED ALWAYS identity. */
-async function moveSql(client: Client, staging: string, target: string): Promise<string> {
-  const columns = (relation: string) =>
+/** The move's INSERT: by name when `columns` are given, else by position (`SELECT *` unless the target has a generated column or a GENERATED ALWAYS identity). */
+async function moveSql(client: Client, staging: string, target: string, columns?: readonly string[]): Promise<string> {
+  const columnsOf = (relation: string) =>
     client.query<{ name: string; generated: boolean; always: boolean }>(
       `SELECT attname AS name, attgenerated <> '' AS generated, attidentity = 'a' AS always
          FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
       [relation],
     );
-  const [into, from] = [(await columns(target)).rows, (await columns(staging)).rows];
+  const [into, from] = [(await columnsOf(target)).rows, (await columnsOf(staging)).rows];
+  const overriding = into.some((c) => c.always) ? ' OVERRIDING SYSTEM VALUE' : '';
+  if (columns) {
+    // A name the target lacks stays in the list, so the INSERT fails naming it.
+    const generated = new Set(into.filter((c) => c.generated).map((c) => c.name));
+    const moved = columns.filter((c) => !generated.has(c)).map(quoteIdent);
+    if (moved.length === 0) return `INSERT INTO ${target} SELECT FROM ${staging}`;
+    return `INSERT INTO ${target} (${moved.join(', ')})${overriding} SELECT ${moved.join(', ')} FROM ${staging}`;
+  }
   // A staging column beyond the target's stays in the SELECT, so the INSERT fails as `SELECT *` would.
   const kept = from.map((c, i) => ({ from: c.name, into: into[i] })).filter((c) => !c.into?.generated);
   if (kept.length === 0 || !into.some((c) => c.generated || c.always)) return `INSERT INTO ${target} SELECT * FROM ${staging}`;
   const names = kept.flatMap((c) => (c.into ? [quoteIdent(c.into.name)] : []));
-  const overriding = into.some((c) => c.always) ? ' OVERRIDING SYSTEM VALUE' : '';
   return `INSERT INTO ${target} (${names.join(', ')})${overriding} SELECT ${kept.map((c) => quoteIdent(c.from)).join(', ')} FROM ${staging}`;
 }
 
-/** COPYs `files` into `table`, each verified against its manifest entry (rows and sha256) before the next; returns the rows. */
+/** Runs `copy` (a COPY … FROM STDIN) once per file, each verified against its manifest entry (rows and sha256) before the next; returns the rows. */
 async function copyFiles(
   client: Client,
-  table: string,
+  copy: string,
   files: LoadFile[],
   format: ExportFormat,
   signal: AbortSignal | undefined,
@@ -153,7 +167,7 @@ async function copyFiles(
   let total = 0;
   for (const file of files) {
     signal?.throwIfAborted();
-    const loaded = await copyFileInto(client, table, file, format, onChunk);
+    const loaded = await copyFileInto(client, copy, file, format, onChunk);
     if (loaded.rows !== file.rows || loaded.sha256 !== file.sha256) {
       throw Object.assign(new PgExtractError(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${file.path} does not match its manifest entry (rows or sha256)`), {
         disposition: FailureDisposition.cleanupSafe,
@@ -176,17 +190,17 @@ class Hasher extends Transform {
   }
 }
 
-/** Copies one file into `table`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
+/** Copies one file with `copy`, hashing (and counting) the bytes as they are read; returns rows and sha256. */
 async function copyFileInto(
   client: Client,
-  table: string,
+  copy: string,
   file: LoadFile,
   format: ExportFormat,
   onChunk: (bytes: number) => void,
 ): Promise<{ rows: number; sha256: string }> {
   // Opened before the COPY starts: a file that cannot be opened must not leave the session mid-COPY.
   const bytes = await file.open();
-  const sink = client.query(copyFrom(copyInSql(table, format)));
+  const sink = client.query(copyFrom(copy));
   const hasher = new Hasher(onChunk);
   const decompress = decompressStage(format);
   await (decompress ? pipeline(bytes, hasher, decompress, sink) : pipeline(bytes, hasher, sink));

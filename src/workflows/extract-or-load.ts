@@ -12,7 +12,7 @@ import type { AttemptRecord, ExtractionStatus, Manifest } from '../contract/extr
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode } from '../errors';
 import { isTableSet, runLabel } from '../contract/table-selection';
-import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
+import { type AttemptEvents, type AttemptPlan, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
 import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
@@ -91,7 +91,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
   }
   status.phase = 'extracting';
   progress.show();
-  const { manifest, attempts } = await extractWithFreshSnapshots(input, attemptFolder, progress);
+  const { manifest, attempts, columns } = await extractWithFreshSnapshots(input, attemptFolder, progress);
   progress.published(manifest);
   if (!input.target) return { manifest, attempts, report: null };
   status.phase = 'loading';
@@ -115,6 +115,8 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           files: manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 })),
           format,
           operationId,
+          // Each file's fields load into the target columns of their names (runs recorded before, by position).
+          ...(columns ? { columns } : {}),
         })
     : (loader: Loader) =>
         loader.loadTarget({
@@ -123,6 +125,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           files: manifest.files.map(({ path, rows, sha256 }) => ({ path, rows, sha256 })),
           format,
           operationId,
+          ...(manifest.columns ? { columns: manifest.columns.map((c) => c.name) } : {}),
         });
   return { manifest, attempts, report: await runLoad(input, operationId, load, (report) => report) };
 }
@@ -131,17 +134,19 @@ async function extractWithFreshSnapshots(
   input: ExtractionInput,
   attemptFolder: (attempt: number) => string,
   { status, show }: Progress,
-): Promise<{ manifest: Manifest; attempts: AttemptRecord[] }> {
+): Promise<{ manifest: Manifest; attempts: AttemptRecord[]; columns: AttemptPlan['columns'] }> {
   const attempts: AttemptRecord[] = [];
   for (let attempt = 1; ; attempt++) {
     const scope: AttemptScope = { attempt, folder: attemptFolder(attempt) };
     // What a failed attempt discards: every name it told of, and every file under a batched prefix.
     let planned: string[] = [];
     let prefixes: string[] = [];
+    let columns: AttemptPlan['columns'];
     const events: AttemptEvents = {
       planned: (plan) => {
         planned = [...plan.names];
         prefixes = [...(plan.prefixes ?? [])];
+        columns = plan.columns;
         status.partitionsTotal = plan.partitions;
         if (plan.tables !== undefined) Object.assign(status, { tablesDone: 0, tablesTotal: plan.tables });
         show();
@@ -172,7 +177,7 @@ async function extractWithFreshSnapshots(
             : await partitionedAttempt(input, scope, events);
       const manifest = await withDataPackage(input, scope, files, events);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
-      return { manifest, attempts };
+      return { manifest, attempts, columns };
     } catch (err) {
       if (status.batchWorkflowId) status.batchWorkflowId = null;
       const discarded = await discardAttempt(scope, planned, prefixes);

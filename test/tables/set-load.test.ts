@@ -130,6 +130,32 @@ describe('built-in loader over a set of tables (live)', function () {
     }
   });
 
+  it('target columns in another order, and one the source lacks: each field loads into the column of its name (files, binary, stream), and the other takes its default; a column the target lacks aborts naming it', async () => {
+    await admin().query(
+      `CREATE TABLE sload.people (id int PRIMARY KEY, first_name text, last_name text); INSERT INTO sload.people SELECT g, 'first ' || g, 'last ' || g FROM generate_series(1, 300) g`,
+    );
+    await onTarget((c) => c.query(`CREATE TABLE dst.people (last_name text, note text DEFAULT 'copied', id int PRIMARY KEY, first_name text)`));
+    const people = (schema: string, note = '') => `SELECT id, first_name, last_name${note} FROM ${schema}.people ORDER BY id`;
+    const expected = (await admin().query(people('sload', `, 'copied' AS note`))).rows;
+    try {
+      for (const request of [
+        { tables: ['sload.people'], target: { name: 'warehouse', schema: 'dst', mode: 'replace' } },
+        { tables: ['sload.people'], format: 'binary', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } },
+        { table: 'sload.people', partitions: 2, target: { name: 'warehouse', table: 'dst.people', mode: 'replace' } },
+        { table: 'sload.people', partitions: 2, target: { name: 'warehouse', table: 'dst.people', mode: 'replace', via: 'stream' } },
+      ] satisfies Omit<ExtractionRequest, 'source'>[]) {
+        const loaded = await run(request);
+        assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+        assert.deepEqual(await onTarget(async (c) => (await c.query(people('dst', ', note'))).rows), expected, JSON.stringify(request));
+      }
+      await onTarget((c) => c.query('ALTER TABLE dst.people DROP COLUMN first_name'));
+      const refused = await run({ tables: ['sload.people'], target: { name: 'warehouse', schema: 'dst' } });
+      assert.deepEqual([refused.terminalReceipt.outcome, refused.load?.reason], ['abort', 'SQLSTATE_42703'], 'column "first_name" does not exist');
+    } finally {
+      await admin().query('DROP TABLE sload.people');
+    }
+  });
+
   it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
     await onTarget((c) =>
       c.query(

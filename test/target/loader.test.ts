@@ -281,6 +281,25 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.deepEqual((await rows('g')).rows, (await rows('g_src')).rows);
     });
 
+    it('target columns in another order: each column moves into the one of its name', async () => {
+      await admin().query(
+        `CREATE TABLE dsti.ord_src (id int, a text, b text); INSERT INTO dsti.ord_src VALUES (1, 'x', 'y'); CREATE TABLE dsti.ord (b text, id int, a text)`,
+      );
+      const result = await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table: 'dsti.ord_src', target: { name: 'same', table: 'dsti.ord', via: 'internal' } },
+            { taskQueue },
+          );
+          return (await handle.result()) as ExtractionResult;
+        },
+        { targets: { same: live().pg.url } },
+      );
+      assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+      assert.deepEqual((await admin().query('SELECT id, a, b FROM dsti.ord')).rows, [{ id: 1, a: 'x', b: 'y' }]);
+    });
+
     it('refuses a target in another database: abort with TARGET_NOT_SAME_DATABASE', async () => {
       await withWorker(
         async ({ taskQueue }) => {
