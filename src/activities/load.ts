@@ -32,7 +32,7 @@ import {
 } from '../contract/load-requests';
 import { tableRequestOf } from './table-request';
 
-/** `{ columns }` when the request names them, else nothing (a run started before loads by position). */
+/** `{ columns }` when the request names them, else nothing (a load scheduled by an earlier release loads by position). */
 const columnsOf = (columns: string[] | undefined): { columns?: string[] } => (columns ? { columns } : {});
 
 /** The request's files per source table (in the manifest's order), each table with its target and columns. */

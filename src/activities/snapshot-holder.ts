@@ -37,6 +37,9 @@ import {
  */
 const PROBE_INTERVAL_MS = 5_000;
 
+/** How long `releaseSnapshot` waits for the hold to close before it reports (the hold still ends). */
+const RELEASE_WAIT_MS = 10_000;
+
 interface Deferred<T> {
   promise: Promise<T>;
   resolve(value: T): void;
@@ -59,6 +62,8 @@ interface HeldSnapshot {
   finished: Deferred<void>;
   /** Resolves once the hold has ended and its read is closed. */
   closed: Deferred<void>;
+  /** Set when `holdSnapshot` runs here (awaiting its plan makes the entry too). */
+  holding?: true;
   read?: HeldRead;
 }
 
@@ -164,6 +169,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         const url = sourceUrl(input.source);
         const ctx = Context.current();
         const held = registry.entry(attemptKey);
+        held.holding = true;
         const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
         try {
           const opened = await openAndPlan(url, attemptKey, input);
@@ -211,13 +217,17 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
      * Ends the hold of an attempt that will not complete (a copy failed, the run was cancelled) now,
      * where a cancellation reaches the hold only with its next heartbeat: its read rolls back, so the
      * snapshot's transaction and its table locks end with the attempt. Resolves once the read is
-     * closed; a hold that has already ended (or never started here) has nothing to release.
+     * closed, or after RELEASE_WAIT_MS (a hold still planning ends when its plan is made; a close may
+     * wait on an unreachable source); a hold that has already ended, or never started here, has
+     * nothing to release.
      */
     async releaseSnapshot(attemptKey: string): Promise<void> {
       const held = registry.get(attemptKey);
-      if (!held) return;
+      if (!held?.holding) return;
       held.finished.resolve();
-      await held.closed.promise;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([held.closed.promise, new Promise((resolve) => (timer = setTimeout(resolve, RELEASE_WAIT_MS)))]);
+      clearTimeout(timer);
     },
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {

@@ -84,12 +84,9 @@ export function splitNameList(list: string): string[] {
 /** A column or schema name as given by a user: a plain identifier (folded) or a double-quoted one. */
 export function parseColumnName(input: string, field: string): string {
   if (typeof input !== 'string' || !new RegExp(`^${NAME_PART}$`).test(input)) {
-    const what = field.endsWith('schema') ? 'a schema name' : 'a column name';
-    throw new PgExtractError(
-      ErrorCode.IDENTIFIER_INVALID,
-      `${field} is not ${what} (quote one with special characters, as "${what === 'a schema name' ? 'My Schema' : 'My Column'}"): ${JSON.stringify(String(input).slice(0, 80))}`,
-      { field },
-    );
+    const [what, example] = field.endsWith('schema') ? ['a schema name', 'My Schema'] : ['a column name', 'My Column'];
+    const hint = typeof input === 'string' && input !== '' ? ` (quote one with special characters, as "${example}")` : '';
+    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} is not ${what}${hint}: ${JSON.stringify(String(input).slice(0, 80))}`, { field });
   }
   const name = unquote(input);
   checkIdentifier(name);

@@ -14,7 +14,7 @@ const mode = z.enum(['append', 'replace']);
 const operationId = z.string().min(1).max(300);
 /**
  * The files' columns in file order: each field loads into the target column of its name, as
- * pg_dump's COPY lists them. Absent from requests of runs started before (then by position).
+ * pg_dump's COPY lists them. Absent from loads scheduled by an earlier release (then by position).
  */
 const columnNames = z.array(z.string().min(1).max(63)).max(1600);
 

@@ -21,7 +21,7 @@ import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
 import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
-import { moveIntoTarget, withRelkinds } from '../target/table-fill';
+import { createStagingSql, moveIntoTarget, withRelkinds } from '../target/table-fill';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;
@@ -94,10 +94,12 @@ export async function streamIntoTarget(
   const target = quoteQualified(request.schema, request.table);
   const prefix = stagingPrefix(request.operationId);
   const staging = plan.ranges.map((_, i) => quoteQualified(request.schema, `${prefix}${i}`));
+  // Each range's fields load by name: staging holds the source's columns, the move names them.
+  const columns = plan.table.columns.map((c) => c.name);
   const { result } = await ownedStagingHandle({
     create: async () => {
       await dropStreamStaging(fence, request.schema, request.operationId);
-      for (const name of staging) await fence.query(`CREATE UNLOGGED TABLE ${name} (LIKE ${target} INCLUDING DEFAULTS)`);
+      for (const name of staging) await fence.query(createStagingSql(name, target, columns));
     },
     // On a fresh session: the fence session may be the one whose connection failed.
     drop: async () => {
@@ -120,7 +122,6 @@ export async function streamIntoTarget(
           signal?.throwIfAborted();
           const into = (await withRelkinds(fence, [request]))[0]!;
           if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);
-          const columns = request.plan.table.columns.map((c) => c.name);
           for (const name of staging) await moveIntoTarget(fence, name, into, 'append', columns);
           return evidence.reduce((sum, e) => sum + e.rows, 0);
         },

@@ -34,7 +34,7 @@ export interface LoadRequest {
   format: ExportFormat;
   schema: string;
   table: string;
-  /** The files' columns in file order, loaded by name; absent: by position (runs started before). */
+  /** The files' columns in file order, loaded by name; absent: by position (a load scheduled by an earlier release). */
   columns?: readonly string[];
   mode: 'append' | 'replace';
   /** Stable per extraction attempt: the same load retried has the same id. */

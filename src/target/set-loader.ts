@@ -17,7 +17,7 @@ export interface SetLoadTable {
   schema: string;
   table: string;
   files: LoadFile[];
-  /** The files' columns in file order, loaded by name; absent: by position (runs started before). */
+  /** The files' columns in file order, loaded by name; absent: by position (a load scheduled by an earlier release). */
   columns?: readonly string[];
 }
 

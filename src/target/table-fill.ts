@@ -28,7 +28,7 @@ export interface TableFill {
   mode: 'append' | 'replace';
   /**
    * The files' columns in file order: each field loads into the target column of its name (the
-   * target's order, and its other columns, may differ). Absent (runs started before): by position.
+   * target's order, and its other columns, may differ). Absent (a load scheduled by an earlier release): by position.
    */
   columns?: readonly string[];
   /** Names the staging table, if one is needed: the load's operation id and the table's place in the load. */
@@ -53,7 +53,7 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
     // Created inside the load's transaction: dropping is rolling back to before it, which works
     // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
     // transaction, so WAL for it would protect nothing.
-    create: async () => void (await client.query(`CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`)),
+    create: async () => void (await client.query(createStagingSql(staging, target, fill.columns))),
     drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
     materialize: async () => {
       const rows = await copyFiles(client, copyInSql(staging, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
@@ -84,6 +84,17 @@ async function targetShape(client: Client, schema: string, table: string): Promi
     [schema, table],
   );
   return { direct: r.rows[0]?.direct === true, relkind: r.rows[0]?.relkind ?? '' };
+}
+
+/**
+ * `CREATE UNLOGGED TABLE staging …` for files with `columns`: those columns of `target` alone, typed
+ * as there, without constraints, so the target's other columns (an identity, a default) are filled
+ * by the move's INSERT as an INSERT fills them, and a name the target lacks fails here naming it.
+ * Without `columns` (a load scheduled by an earlier release), the target's shape with its defaults.
+ */
+export function createStagingSql(staging: string, target: string, columns?: readonly string[]): string {
+  if (!columns) return `CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`;
+  return `CREATE UNLOGGED TABLE ${staging} AS SELECT ${columns.map(quoteIdent).join(', ')} FROM ${target} WITH NO DATA`;
 }
 
 /** A load's staging table in `schema`, named after its operation (and its place in a set's load). */
@@ -139,7 +150,7 @@ async function moveSql(client: Client, staging: string, target: string, columns?
          FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
       [relation],
     );
-  const [into, from] = [(await columnsOf(target)).rows, (await columnsOf(staging)).rows];
+  const into = (await columnsOf(target)).rows;
   const overriding = into.some((c) => c.always) ? ' OVERRIDING SYSTEM VALUE' : '';
   if (columns) {
     // A name the target lacks stays in the list, so the INSERT fails naming it.
@@ -149,6 +160,7 @@ async function moveSql(client: Client, staging: string, target: string, columns?
     return `INSERT INTO ${target} (${moved.join(', ')})${overriding} SELECT ${moved.join(', ')} FROM ${staging}`;
   }
   // A staging column beyond the target's stays in the SELECT, so the INSERT fails as `SELECT *` would.
+  const from = (await columnsOf(staging)).rows;
   const kept = from.map((c, i) => ({ from: c.name, into: into[i] })).filter((c) => !c.into?.generated);
   if (kept.length === 0 || !into.some((c) => c.generated || c.always)) return `INSERT INTO ${target} SELECT * FROM ${staging}`;
   const names = kept.flatMap((c) => (c.into ? [quoteIdent(c.into.name)] : []));

@@ -58,8 +58,14 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
     }),
     control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),
     // Asked only while the hold is running, so its worker is polling: a queue nobody serves within
-    // seconds means that worker is gone, and with it the read to release.
-    release: proxyActivities<HolderActivities>({ ...common, scheduleToStartTimeout: '5 seconds', startToCloseTimeout: '1 minute' }),
+    // seconds means that worker is gone, and with it the read to release. It waits at most 10 s for
+    // the read to close and sends no heartbeats.
+    release: proxyActivities<HolderActivities>({
+      taskQueue,
+      scheduleToStartTimeout: '5 seconds',
+      startToCloseTimeout: '30 seconds',
+      retry: { maximumAttempts: 1 },
+    }),
   };
 }
 

@@ -115,7 +115,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           files: manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 })),
           format,
           operationId,
-          // Each file's fields load into the target columns of their names (runs recorded before, by position).
+          // Each file's fields load into the target columns of their names (loads scheduled by an earlier release: by position).
           ...(columns ? { columns } : {}),
         })
     : (loader: Loader) =>

@@ -108,33 +108,44 @@ describe('built-in loader over a set of tables (live)', function () {
   });
 
   it('identity and generated columns: a GENERATED ALWAYS identity keeps the copied ids and a generated column is computed by the target, loaded through files (csv, binary) and streamed', async () => {
+    // tagged is staged (its generated column); numbered, an identity alone, is COPYed straight in.
     const ddl = (schema: string) =>
-      `CREATE TABLE ${schema}.tagged (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, parent_id int NOT NULL, qty int, twice int GENERATED ALWAYS AS (qty * 2) STORED)`;
+      `CREATE TABLE ${schema}.tagged (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, parent_id int NOT NULL, qty int, twice int GENERATED ALWAYS AS (qty * 2) STORED);
+       CREATE TABLE ${schema}.numbered (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text)`;
     await admin().query(
-      `${ddl('sload')}; INSERT INTO sload.tagged (id, parent_id, qty) OVERRIDING SYSTEM VALUE SELECT 1000 + g * 7, 1 + g % 200, g FROM generate_series(1, 500) g`,
+      `${ddl('sload')}; INSERT INTO sload.tagged (id, parent_id, qty) OVERRIDING SYSTEM VALUE SELECT 1000 + g * 7, 1 + g % 200, g FROM generate_series(1, 500) g;
+       INSERT INTO sload.numbered OVERRIDING SYSTEM VALUE SELECT 10 * g, 'n' || g FROM generate_series(1, 50) g`,
     );
+    const numbered = 'SELECT id, v FROM %s.numbered ORDER BY id';
+    const expectedNumbered = (await admin().query(numbered.replace('%s', 'sload'))).rows;
     const rows = 'SELECT id, parent_id, qty, twice FROM %s.tagged ORDER BY id';
     const expected = (await admin().query(rows.replace('%s', 'sload'))).rows;
     await onTarget((c) => c.query(ddl('dst')));
     try {
       for (const format of ['csv', 'binary'] as const) {
-        const loaded = await run({ tables: ['sload.tagged'], format, target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
+        const loaded = await run({ tables: ['sload.tagged', 'sload.numbered'], format, target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
         assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
         assert.deepEqual(await onTarget(async (c) => (await c.query(rows.replace('%s', 'dst'))).rows), expected, format);
+        assert.deepEqual(await onTarget(async (c) => (await c.query(numbered.replace('%s', 'dst'))).rows), expectedNumbered, `${format}: ids kept`);
       }
       const streamed = await run({ table: 'sload.tagged', partitions: 2, target: { name: 'warehouse', table: 'dst.tagged', mode: 'replace', via: 'stream' } });
       assert.equal(streamed.terminalReceipt.outcome, 'success', JSON.stringify(streamed.load));
       assert.deepEqual(await onTarget(async (c) => (await c.query(rows.replace('%s', 'dst'))).rows), expected, 'streamed');
     } finally {
-      await admin().query('DROP TABLE sload.tagged');
+      await admin().query('DROP TABLE sload.tagged, sload.numbered');
     }
   });
 
-  it('target columns in another order, and one the source lacks: each field loads into the column of its name (files, binary, stream), and the other takes its default; a column the target lacks aborts naming it', async () => {
+  it('target columns in another order, and ones the source lacks: each field loads into the column of its name (files, binary, stream), the others take their default and identity; a column the target lacks aborts naming it', async () => {
     await admin().query(
       `CREATE TABLE sload.people (id int PRIMARY KEY, first_name text, last_name text); INSERT INTO sload.people SELECT g, 'first ' || g, 'last ' || g FROM generate_series(1, 300) g`,
     );
-    await onTarget((c) => c.query(`CREATE TABLE dst.people (last_name text, note text DEFAULT 'copied', id int PRIMARY KEY, first_name text)`));
+    // serial_no is the target's own (an identity the source lacks): filled by the target on every path, staged or not.
+    await onTarget((c) =>
+      c.query(
+        `CREATE TABLE dst.people (last_name text, note text DEFAULT 'copied', id int PRIMARY KEY, serial_no bigint GENERATED ALWAYS AS IDENTITY, first_name text)`,
+      ),
+    );
     const people = (schema: string, note = '') => `SELECT id, first_name, last_name${note} FROM ${schema}.people ORDER BY id`;
     const expected = (await admin().query(people('sload', `, 'copied' AS note`))).rows;
     try {
@@ -147,6 +158,7 @@ describe('built-in loader over a set of tables (live)', function () {
         const loaded = await run(request);
         assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
         assert.deepEqual(await onTarget(async (c) => (await c.query(people('dst', ', note'))).rows), expected, JSON.stringify(request));
+        assert.equal(await onTarget(async (c) => (await c.query('SELECT count(serial_no)::int AS n FROM dst.people')).rows[0].n), 300);
       }
       await onTarget((c) => c.query('ALTER TABLE dst.people DROP COLUMN first_name'));
       const refused = await run({ tables: ['sload.people'], target: { name: 'warehouse', schema: 'dst' } });

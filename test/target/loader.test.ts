@@ -218,18 +218,18 @@ describe('built-in PostgreSQL target loader (live)', function () {
   describe('internal query (source and target are one database)', () => {
     beforeEach(async () => admin().query(`DROP SCHEMA IF EXISTS dsti CASCADE; CREATE SCHEMA dsti; CREATE TABLE dsti.t (LIKE ${source.table})`));
 
-    it('one INSERT … SELECT behind the fence: exact rows, no files, a receipt with no snapshot claim', async () => {
-      const result = await withWorker(
+    /** Loads `table` into `into` with one INSERT … SELECT (both in the live database); the run's result. */
+    const loadInternally = (table: string, into: string): Promise<ExtractionResult> =>
+      withWorker(
         async ({ taskQueue }) => {
-          const handle = await startExtraction(
-            live().temporal.client,
-            { table: source.table, target: { name: 'same', table: 'dsti.t', via: 'internal' } },
-            { taskQueue },
-          );
+          const handle = await startExtraction(live().temporal.client, { table, target: { name: 'same', table: into, via: 'internal' } }, { taskQueue });
           return (await handle.result()) as ExtractionResult;
         },
         { targets: { same: live().pg.url } },
       );
+
+    it('one INSERT … SELECT behind the fence: exact rows, no files, a receipt with no snapshot claim', async () => {
+      const result = await loadInternally(source.table, 'dsti.t');
       assert.equal(result.manifest.strategy, 'internal_query');
       assert.deepEqual(result.manifest.files, []);
       assert.equal(result.terminalReceipt.outcome, 'success');
@@ -245,17 +245,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
 
     it('a table with no columns moves its rows too', async () => {
       await admin().query('CREATE TABLE dsti.marks_src (); INSERT INTO dsti.marks_src SELECT FROM generate_series(1, 6); CREATE TABLE dsti.marks ()');
-      const result = await withWorker(
-        async ({ taskQueue }) => {
-          const handle = await startExtraction(
-            live().temporal.client,
-            { table: 'dsti.marks_src', target: { name: 'same', table: 'dsti.marks', via: 'internal' } },
-            { taskQueue },
-          );
-          return (await handle.result()) as ExtractionResult;
-        },
-        { targets: { same: live().pg.url } },
-      );
+      const result = await loadInternally('dsti.marks_src', 'dsti.marks');
       assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
       assert.equal((await admin().query('SELECT count(*)::int AS n FROM dsti.marks')).rows[0].n, 6);
     });
@@ -265,17 +255,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       await admin().query(
         `${ddl('g_src')}; ${ddl('g')}; INSERT INTO dsti.g_src (id, qty) OVERRIDING SYSTEM VALUE SELECT 50 + g, g FROM generate_series(1, 5) g`,
       );
-      const result = await withWorker(
-        async ({ taskQueue }) => {
-          const handle = await startExtraction(
-            live().temporal.client,
-            { table: 'dsti.g_src', target: { name: 'same', table: 'dsti.g', via: 'internal' } },
-            { taskQueue },
-          );
-          return (await handle.result()) as ExtractionResult;
-        },
-        { targets: { same: live().pg.url } },
-      );
+      const result = await loadInternally('dsti.g_src', 'dsti.g');
       assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
       const rows = (name: string) => admin().query(`SELECT id, qty, twice FROM dsti.${name} ORDER BY id`);
       assert.deepEqual((await rows('g')).rows, (await rows('g_src')).rows);
@@ -285,17 +265,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       await admin().query(
         `CREATE TABLE dsti.ord_src (id int, a text, b text); INSERT INTO dsti.ord_src VALUES (1, 'x', 'y'); CREATE TABLE dsti.ord (b text, id int, a text)`,
       );
-      const result = await withWorker(
-        async ({ taskQueue }) => {
-          const handle = await startExtraction(
-            live().temporal.client,
-            { table: 'dsti.ord_src', target: { name: 'same', table: 'dsti.ord', via: 'internal' } },
-            { taskQueue },
-          );
-          return (await handle.result()) as ExtractionResult;
-        },
-        { targets: { same: live().pg.url } },
-      );
+      const result = await loadInternally('dsti.ord_src', 'dsti.ord');
       assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
       assert.deepEqual((await admin().query('SELECT id, a, b FROM dsti.ord')).rows, [{ id: 1, a: 'x', b: 'y' }]);
     });
