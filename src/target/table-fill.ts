@@ -124,8 +124,8 @@ export async function withRelkinds<T extends { schema: string; table: string }>(
 /**
  * Staging → target in the caller's transaction: `replace` empties the target's own rows first (see
  * {@link withRelkinds}). `columns` (the loaded columns, named alike in staging and target) move by
- * name; without them, columns pair by position, as `INSERT … SELECT *` pairs them (runs started
- * before). The target's own rules apply, but for what a copy of a table needs: a GENERATED ALWAYS
+ * name; without them (a load scheduled by an earlier release), columns pair by position, as
+ * `INSERT … SELECT *` pairs them. The target's own rules apply, but for what a copy of a table needs: a GENERATED ALWAYS
  * identity keeps the copied values (`OVERRIDING SYSTEM VALUE`, as COPY, pg_dump and pgcopydb keep
  * them; the rows of other tables refer to them), and a generated column is left to the target to
  * compute from the row (INSERT refuses a value for it, and pg_dump does not dump one).
