@@ -1,7 +1,7 @@
 /** Turns validated workflow input into a catalog request (names parsed, never trusted as SQL). */
 import type { TableRequest } from '../postgres/catalog';
 import type { TableSelection } from '../postgres/table-set';
-import { parseColumnName, parseTableName } from '../contract/identifiers';
+import { parseColumnName, parseSchemaName, parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { singleTable } from '../contract/table-selection';
 
@@ -15,6 +15,6 @@ export function tableRequestOf(input: ExtractionInput): TableRequest {
 
 /** The set of tables a `tables` or `schema` run names, names parsed (the catalog resolves them). */
 export function tableSelectionOf(input: ExtractionInput): TableSelection {
-  if (input.schema !== undefined) return { schema: parseColumnName(input.schema, 'schema'), include: input.include, exclude: input.exclude };
+  if (input.schema !== undefined) return { schema: parseSchemaName(input.schema, 'schema'), include: input.include, exclude: input.exclude };
   return { tables: (input.tables ?? []).map((t) => parseTableName(t, 'tables')) };
 }

@@ -10,7 +10,7 @@ import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, par
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkTargetMapping } from './target-mapping';
 import { formatS3Url, isS3Url, parseS3Url } from './s3-url';
-import { parseColumnName, parseTableName } from './identifiers';
+import { parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -67,7 +67,7 @@ export const extractionInputSchema = z
     schema: z
       .string()
       .max(130)
-      .superRefine(identifierCheck((v) => parseColumnName(v, 'schema')))
+      .superRefine(identifierCheck((v) => parseSchemaName(v, 'schema')))
       .optional(),
     /** Glob patterns (`*`, `?`) on table names in `schema`: keep the tables any of them matches. */
     include: globs,
@@ -147,7 +147,7 @@ export const extractionInputSchema = z
         schema: z
           .string()
           .max(130)
-          .superRefine(identifierCheck((v) => parseColumnName(v, 'target.schema')))
+          .superRefine(identifierCheck((v) => parseSchemaName(v, 'target.schema')))
           .optional(),
         /** A run of several tables: `{ 'source.table': 'target.table' }` for each table of the run. */
         tables: z

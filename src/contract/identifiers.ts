@@ -81,12 +81,21 @@ export function splitNameList(list: string): string[] {
   return parts;
 }
 
-/** A column or schema name as given by a user: a plain identifier (folded) or a double-quoted one. */
+/** A column name as given by a user: a plain identifier (folded) or a double-quoted one. */
 export function parseColumnName(input: string, field: string): string {
+  return parseName(input, field, 'column', 'My Column');
+}
+
+/** A schema name as given by a user: a plain identifier (folded) or a double-quoted one. */
+export function parseSchemaName(input: string, field: string): string {
+  return parseName(input, field, 'schema', 'My Schema');
+}
+
+/** One name, its error naming `what` it should be and, for a name given, how to quote one (`example`). */
+function parseName(input: string, field: string, what: string, example: string): string {
   if (typeof input !== 'string' || !new RegExp(`^${NAME_PART}$`).test(input)) {
-    const [what, example] = field.endsWith('schema') ? ['a schema name', 'My Schema'] : ['a column name', 'My Column'];
     const hint = typeof input === 'string' && input !== '' ? ` (quote one with special characters, as "${example}")` : '';
-    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} is not ${what}${hint}: ${JSON.stringify(String(input).slice(0, 80))}`, { field });
+    throw new PgExtractError(ErrorCode.IDENTIFIER_INVALID, `${field} is not a ${what} name${hint}: ${JSON.stringify(String(input).slice(0, 80))}`, { field });
   }
   const name = unquote(input);
   checkIdentifier(name);

@@ -6,7 +6,7 @@
  */
 import type { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
-import { parseColumnName, parseTableName } from './identifiers';
+import { parseSchemaName, parseTableName } from './identifiers';
 
 export interface TargetMapping {
   table?: string;
@@ -27,7 +27,7 @@ export function joinedName({ schema, table }: Name): string {
  * first dot is the table: the manifest's joined name cannot tell a dot inside a schema name apart.
  */
 export function targetTableOf(target: TargetMapping, source: string): Name {
-  if (target.schema !== undefined) return { schema: parseColumnName(target.schema, 'target.schema'), table: source.slice(source.indexOf('.') + 1) };
+  if (target.schema !== undefined) return { schema: parseSchemaName(target.schema, 'target.schema'), table: source.slice(source.indexOf('.') + 1) };
   const entry = Object.entries(target.tables ?? {}).find(([from]) => joinedName(parseTableName(from, 'target.tables')) === source);
   if (!entry) throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `target.tables maps no target table for ${source}`, { field: 'target.tables' });
   return parseTableName(entry[1], 'target.tables');

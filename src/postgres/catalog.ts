@@ -122,8 +122,8 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     [requests.map((q) => q.schema), requests.map((q) => q.table)],
   );
   const tables = requests.map((request, i) => tableOf(request, r.rows[i]!));
-  const filtered = tables.filter((_, i) => r.rows[i]!.rowSecurity);
-  if (options.readRows && filtered.length > 0) {
+  const filtered = options.readRows ? tables.filter((_, i) => r.rows[i]!.rowSecurity) : [];
+  if (filtered.length > 0) {
     const names = filtered.map(formatTableName).join(', ');
     throw new PgExtractError(
       ErrorCode.SOURCE_ROW_SECURITY,

@@ -193,15 +193,8 @@ async function streamRange(
   const name = `${plan.table.schema}.${plan.table.table}/part-${String(i).padStart(4, '0')}`;
   const [source, target] = await Promise.all([sessions.source(), sessions.target()]);
   try {
-    const sink = new StagingSink(
-      target,
-      copyInSql(
-        staging,
-        format,
-        plan.table.columns.map((c) => c.name),
-      ),
-      name,
-    );
+    const columns = plan.table.columns.map((c) => c.name);
+    const sink = new StagingSink(target, copyInSql(staging, format, columns), name);
     const copied = await copyPartition(
       source,
       {
