@@ -91,6 +91,8 @@ const CODES = {
   // Target loading.
   /** The files do not match their manifest entries: loading them again cannot cure that. */
   TARGET_CHECKSUM_MISMATCH: DEFINITE,
+  /** Binary files whose values a target column would read as another type (binary COPY checks no types): nothing is loaded. */
+  TARGET_TYPE_MISMATCH: { ...CALLERS_FAULT, hint: 'load with --format csv (the default), or give the target columns the source types' },
   TARGET_COMMIT_AMBIGUOUS: TRANSIENT,
   TARGET_FENCE_CONFLICT: TRANSIENT,
   /** A run of several tables whose target names no table for one of them (no target.schema, no entry in target.tables), or for two at once. */

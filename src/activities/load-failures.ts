@@ -5,6 +5,7 @@
  * and retried; the workflow still aborts with the last error's code once retries run out.
  */
 import { codeInfo, errorCodeOf } from '../errors';
+import { redactUrl } from '../config';
 import { failureTypeOf } from './failures';
 
 /**
@@ -21,4 +22,14 @@ export function definiteLoadFailure(err: unknown): string | null {
   if (code) return codeInfo(code).retryable ? null : code;
   const type = failureTypeOf(err as { name?: string; code?: unknown });
   return DEFINITE_SQLSTATE.test(type) ? type : null;
+}
+
+/** Longest message a load report carries: it is kept in the workflow's history and result. */
+const MESSAGE_LIMIT = 2000;
+
+/** What a failed load's report says of `err` for people: its message and the server's detail (a key's value), without passwords, bounded. */
+export function loadFailureMessage(err: unknown): string {
+  const { message, detail } = err as { message?: unknown; detail?: unknown };
+  const text = `${String(message ?? err)}${typeof detail === 'string' && detail ? ` (${detail})` : ''}`;
+  return redactUrl(text).slice(0, MESSAGE_LIMIT);
 }

@@ -18,7 +18,7 @@ import type { OutputStores } from '../storage/output-stores';
 import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
-import { definiteLoadFailure } from './load-failures';
+import { definiteLoadFailure, loadFailureMessage } from './load-failures';
 import { parseActivityRequest } from '../contract/activity-requests';
 import {
   type LoadTargetRequest,
@@ -32,20 +32,31 @@ import {
 } from '../contract/load-requests';
 import { tableRequestOf } from './table-request';
 
-/** `{ columns }` when the request names them, else nothing (a load scheduled by an earlier release loads by position). */
-const columnsOf = (columns: string[] | undefined): { columns?: string[] } => (columns ? { columns } : {});
+/**
+ * The columns and their source types as far as the request gives them: a load scheduled by an
+ * earlier release names no columns (it loads by position), and only binary files come with types.
+ */
+const columnsOf = (columns: string[] | undefined, columnTypes: string[] | undefined): { columns?: string[]; columnTypes?: string[] } => ({
+  ...(columns ? { columns } : {}),
+  ...(columnTypes ? { columnTypes } : {}),
+});
 
 /** The request's files per source table (in the manifest's order), each table with its target and columns. */
 function setTables(
   req: LoadTargetSetRequest,
-): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files']; columns?: string[] }[] {
+): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files']; columns?: string[]; columnTypes?: string[] }[] {
   const bySource = new Map<string, LoadTargetSetRequest['files']>();
   for (const f of req.files) {
     const files = bySource.get(f.table) ?? [];
     files.push(f);
     bySource.set(f.table, files);
   }
-  return [...bySource].map(([source, files]) => ({ source, target: targetTableOf(req.target, source), files, ...columnsOf(req.columns?.[source]) }));
+  return [...bySource].map(([source, files]) => ({
+    source,
+    target: targetTableOf(req.target, source),
+    files,
+    ...columnsOf(req.columns?.[source], req.columnTypes?.[source]),
+  }));
 }
 
 /** A load without files (internal query, stream): its request parsed, the run's target checked to load `via` this way. */
@@ -69,7 +80,7 @@ async function reporting<T>(operationId: string, failed: (report: LoadReport) =>
   } catch (err) {
     const reason = definiteLoadFailure(err);
     if (reason === null) throw err;
-    return failed({ outcome: 'failed', operationId, reason, rows: null });
+    return failed({ outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) });
   } finally {
     stopHeartbeat();
   }
@@ -172,7 +183,7 @@ export function createLoadActivities({
           destination,
           mode: req.target.mode,
           operationId: req.operationId,
-          ...columnsOf(req.columns),
+          ...columnsOf(req.columns, req.columnTypes),
         };
         return loadFiles(url, load, Context.current().cancellationSignal, onBytes);
       });

@@ -110,7 +110,7 @@ async function openAndPlan(url: string, attemptKey: string, input: ExtractionInp
       });
     }
     const read = await openPostgresTableSet(url, tableSelectionOf(input), options);
-    return { read, view: setPlanView(attemptKey, read.plan) };
+    return { read, view: setPlanView(attemptKey, read.plan, input.format === 'binary') };
   }
   const read = await sourceAdapter(url).open(tableRequestOf(input), options);
   const { handle, plan } = read;
@@ -144,8 +144,11 @@ function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promis
   });
 }
 
-/** What the workflow needs of a set's plan: names, split keys, sizes, ranges (columns by name only). */
-function setPlanView(attemptKey: string, plan: SnapshotSetPlan): SnapshotSetPlanView {
+/**
+ * What the workflow needs of a set's plan: names, split keys, sizes, ranges (columns by name, and
+ * with `binary` files their types, which the built-in loader checks the target's against).
+ */
+function setPlanView(attemptKey: string, plan: SnapshotSetPlan, binary: boolean): SnapshotSetPlanView {
   return {
     attemptKey,
     snapshotId: plan.snapshotId,
@@ -157,6 +160,7 @@ function setPlanView(attemptKey: string, plan: SnapshotSetPlan): SnapshotSetPlan
       key: table.key,
       bytes,
       ranges,
+      ...(binary ? { columnTypes: table.columns.map((c) => c.pgType) } : {}),
     })),
   };
 }

@@ -200,7 +200,7 @@ program
         const what = result.load?.outcome === 'unknown' ? 'may or may not have committed' : 'did not commit';
         process.exitCode = printFailure(
           result.load?.reason ?? ErrorCode.WORKFLOW_FAILED,
-          `the load into ${input.target.name} ${what} (${result.load?.outcome ?? 'no load'}); the run ended ${result.terminalReceipt.outcome}`,
+          `the load into ${input.target.name} ${what} (${result.load?.outcome ?? 'no load'}${result.load?.message ? `: ${result.load.message}` : ''}); the run ended ${result.terminalReceipt.outcome}`,
         );
       }
     });

@@ -118,7 +118,16 @@ export const snapshotSetPlanViewSchema = z.strictObject({
   snapshotDigest: z.string(),
   coordinatorPid: z.number().int(),
   source: sourceIdentitySchema,
-  tables: z.array(z.strictObject({ table: planTableSchema, key: splitKeySchema.nullable(), bytes: z.number(), ranges: z.array(partitionRangeSchema) })),
+  tables: z.array(
+    z.strictObject({
+      table: planTableSchema,
+      key: splitKeySchema.nullable(),
+      bytes: z.number(),
+      ranges: z.array(partitionRangeSchema),
+      /** The columns' types (`pgType`) in file order, in a run of binary files only: the built-in loader checks the target's against them. */
+      columnTypes: z.array(z.string()).optional(),
+    }),
+  ),
 });
 export type SnapshotSetPlanView = z.output<typeof snapshotSetPlanViewSchema>;
 

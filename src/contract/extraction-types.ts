@@ -111,5 +111,5 @@ export interface ExtractionResult {
   /** The target owner's operation id, when it gave one (the built-in loader's fence id). */
   operationId: string | null;
   /** What the built-in loader reported, when `target` was set. */
-  load: { outcome: TargetCommitOutcome; reason: string | null; rows: number | null } | null;
+  load: { outcome: TargetCommitOutcome; reason: string | null; rows: number | null; message?: string } | null;
 }

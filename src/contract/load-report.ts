@@ -5,6 +5,9 @@
 import type { TargetCommit } from './commit-report';
 
 export interface LoadReport extends TargetCommit {
+  /** Why it did not commit, as a stable code (`SQLSTATE_23505`, `TARGET_TYPE_MISMATCH`). */
   reason: string | null;
   rows: number | null;
+  /** The error that ended a load that did not commit, for people (which column, which value); absent otherwise. */
+  message?: string;
 }

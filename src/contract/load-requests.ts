@@ -17,6 +17,15 @@ const operationId = z.string().min(1).max(300);
  * pg_dump's COPY lists them. Absent from loads scheduled by an earlier release (then by position).
  */
 const columnNames = z.array(z.string().min(1).max(63)).max(1600);
+/**
+ * Each column's type at the source, in file order (`format_type`; a domain as its base type). Sent
+ * with binary files, whose values load only into columns of the same type (target/binary-types.ts).
+ */
+const columnTypes = z.array(z.string().min(1).max(1000)).max(1600);
+
+/** Types come with the columns they type, one each. */
+const sameLengths = (columns: readonly string[] | undefined, types: readonly string[] | undefined): boolean => !types || columns?.length === types.length;
+const COLUMN_TYPES_MISMATCH = { message: 'columnTypes: one type for each of columns', path: ['columnTypes'] };
 
 /** A file the manifest lists: where it is (a path or an `s3://` URL) and what its receipt says it holds. */
 const loadFile = { path: z.string().min(1).max(4096), rows: fileReceiptSchema.shape.rows, sha256: fileReceiptSchema.shape.sha256 };
@@ -30,26 +39,33 @@ const loadFormatSchema = z.strictObject({
 });
 
 /** Load one table's files into one target table, in one transaction behind the fence. */
-export const loadTargetRequestSchema = z.strictObject({
-  target: z.strictObject({ name: targetName, table: tableName, mode }),
-  files: z.array(z.strictObject(loadFile)).max(10_000),
-  format: loadFormatSchema,
-  operationId,
-  columns: columnNames.optional(),
-});
+export const loadTargetRequestSchema = z
+  .strictObject({
+    target: z.strictObject({ name: targetName, table: tableName, mode }),
+    files: z.array(z.strictObject(loadFile)).max(10_000),
+    format: loadFormatSchema,
+    operationId,
+    columns: columnNames.optional(),
+    columnTypes: columnTypes.optional(),
+  })
+  .refine((r) => sameLengths(r.columns, r.columnTypes), COLUMN_TYPES_MISMATCH);
 export type LoadTargetRequest = z.output<typeof loadTargetRequestSchema>;
 
 /** Load a run of several tables: each into its mapped target table, in one transaction behind the fence. */
-export const loadTargetSetRequestSchema = z.strictObject({
-  /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
-  target: z.strictObject({ name: targetName, mode, schema: z.string().min(1).max(130).optional(), tables: z.record(tableName, tableName).optional() }),
-  /** Every file of the run, each naming its source table as the manifest does. */
-  files: z.array(z.strictObject({ ...loadFile, table: tableName })).max(100_000),
-  format: loadFormatSchema,
-  operationId,
-  /** Each source table's columns (see columnNames), by the table's name as the files give it. */
-  columns: z.record(tableName, columnNames).optional(),
-});
+export const loadTargetSetRequestSchema = z
+  .strictObject({
+    /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
+    target: z.strictObject({ name: targetName, mode, schema: z.string().min(1).max(130).optional(), tables: z.record(tableName, tableName).optional() }),
+    /** Every file of the run, each naming its source table as the manifest does. */
+    files: z.array(z.strictObject({ ...loadFile, table: tableName })).max(100_000),
+    format: loadFormatSchema,
+    operationId,
+    /** Each source table's columns (see columnNames), by the table's name as the files give it. */
+    columns: z.record(tableName, columnNames).optional(),
+    /** Each source table's column types (see columnTypes), by the same names; with binary files. */
+    columnTypes: z.record(tableName, columnTypes).optional(),
+  })
+  .refine((r) => Object.entries(r.columnTypes ?? {}).every(([table, types]) => sameLengths(r.columns?.[table], types)), COLUMN_TYPES_MISMATCH);
 export type LoadTargetSetRequest = z.output<typeof loadTargetSetRequestSchema>;
 
 /** Load without files (internal query, stream): the run's input names source, table and target. */

@@ -67,6 +67,20 @@ export async function resolveTable(client: ClientBase, request: TableRequest, op
   return (await resolveTables(client, [request], options))[0]!;
 }
 
+/**
+ * `CROSS JOIN LATERAL (…) AS base` for the pg_attribute row `a`: its type's base type (`base.oid`),
+ * through domains over domains, with the typmod the domain declares (`base.typmod`: a domain over
+ * numeric(12,2) is numeric(12,2), and so is one over it); a type that is no domain is itself.
+ */
+export const ATTRIBUTE_BASE_TYPE = `CROSS JOIN LATERAL (
+                 WITH RECURSIVE chain(oid, typmod, depth) AS (
+                   SELECT a.atttypid, a.atttypmod, 0
+                   UNION ALL
+                   SELECT t.typbasetype, GREATEST(chain.typmod, t.typtypmod), chain.depth + 1
+                     FROM chain JOIN pg_catalog.pg_type t ON t.oid = chain.oid
+                    WHERE t.typtype = 'd')
+                 SELECT oid, typmod FROM chain ORDER BY depth DESC LIMIT 1) AS base`;
+
 /** What one catalog query returns per requested table (null oid: no such readable relation). */
 interface CatalogRow {
   oid: string | null;
@@ -94,16 +108,8 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
                                      WHERE co.oid = a.attcollation))
                     ORDER BY a.attnum)
                FROM pg_catalog.pg_attribute a
-               -- A domain's values are its base type's in every format COPY writes, so readers are told that type,
-               -- with the typmod the domain declares (a domain over numeric(12,2) is numeric(12,2), and so is one over it).
-               CROSS JOIN LATERAL (
-                 WITH RECURSIVE chain(oid, typmod, depth) AS (
-                   SELECT a.atttypid, a.atttypmod, 0
-                   UNION ALL
-                   SELECT t.typbasetype, GREATEST(chain.typmod, t.typtypmod), chain.depth + 1
-                     FROM chain JOIN pg_catalog.pg_type t ON t.oid = chain.oid
-                    WHERE t.typtype = 'd')
-                 SELECT oid, typmod FROM chain ORDER BY depth DESC LIMIT 1) AS base
+               -- A domain's values are its base type's in every format COPY writes, so readers are told that type.
+               ${ATTRIBUTE_BASE_TYPE}
               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
             (SELECT json_agg(a.attname ORDER BY k.n)
                FROM pg_catalog.pg_index i

@@ -20,6 +20,7 @@ import { copyInSql } from './export-format';
 import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
+import { requireBinaryTypes } from '../target/binary-types';
 import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
 import { createStagingSql, moveIntoTarget, withRelkinds } from '../target/table-fill';
 
@@ -117,6 +118,7 @@ export async function streamIntoTarget(
         streamIntentDigest(request),
         `${request.schema}.${request.table}`,
         async () => {
+          await requireBinaryTypes(fence, request.format, [{ ...request, columns, columnTypes: plan.table.columns.map((c) => c.pgType) }]);
           const evidence = await streamRanges(sessions, request, staging, { signal, onBytes });
           onStreamed?.(evidence);
           signal?.throwIfAborted();

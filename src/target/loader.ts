@@ -13,6 +13,7 @@ import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { FailureDisposition } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
+import { requireBinaryTypes } from './binary-types';
 import { fillTable } from './table-fill';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
@@ -36,6 +37,8 @@ export interface LoadRequest {
   table: string;
   /** The files' columns in file order, loaded by name; absent: by position (a load scheduled by an earlier release). */
   columns?: readonly string[];
+  /** With binary files: each column's source type, which its target column must have (see binary-types.ts). */
+  columnTypes?: readonly string[];
   mode: 'append' | 'replace';
   /** Stable per extraction attempt: the same load retried has the same id. */
   operationId: string;
@@ -153,7 +156,10 @@ export async function loadIntoTarget(client: Client, request: LoadRequest, { sig
     request.operationId,
     intentDigest(request),
     `${request.schema}.${request.table}`,
-    () => fillTable(client, request, signal, (n) => onBytes?.((bytes += n))),
+    async () => {
+      await requireBinaryTypes(client, request.format.format, [request]);
+      return fillTable(client, request, signal, (n) => onBytes?.((bytes += n)));
+    },
     signal,
   );
 }

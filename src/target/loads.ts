@@ -61,7 +61,7 @@ export async function loadFiles(url: string, { destination, ...load }: FilesLoad
 
 /** A set's files, grouped by source table (manifest order), each group with the target table it maps to. */
 export interface FileSetLoad {
-  tables: { source: string; target: TableRequest; files: LoadFile[]; columns?: string[] }[];
+  tables: { source: string; target: TableRequest; files: LoadFile[]; columns?: string[]; columnTypes?: string[] }[];
   format: ExportFormat;
   mode: 'append' | 'replace';
   operationId: string;
@@ -72,13 +72,13 @@ export async function loadFileSet(url: string, { tables, ...load }: FileSetLoad,
   return onTargetSession(url, signal, async (client) => {
     const resolvedTables = [];
     const seen = new Map<string, string>();
-    for (const { source, target, files, columns } of tables) {
+    for (const { source, target, files, columns, columnTypes } of tables) {
       const resolved = await resolveTable(client, target);
       const name = `${resolved.schema}.${resolved.table}`;
       if (seen.has(name))
         throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `${seen.get(name)} and ${source} both map onto ${name}`, { field: 'target' });
       seen.set(name, source);
-      resolvedTables.push({ schema: resolved.schema, table: resolved.table, files, ...(columns ? { columns } : {}) });
+      resolvedTables.push({ schema: resolved.schema, table: resolved.table, files, ...(columns ? { columns } : {}), ...(columnTypes ? { columnTypes } : {}) });
     }
     const request = { ...load, tables: resolvedTables };
     return report(request.operationId, url, setIntentDigest(request), () => loadSetIntoTarget(client, request, { signal, onBytes }));

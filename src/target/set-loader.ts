@@ -10,6 +10,7 @@ import type { Client } from 'pg';
 import type { ExportFormat } from '../contract/formats';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
 import { fromItem } from '../postgres/catalog';
+import { requireBinaryTypes } from './binary-types';
 import { fillTable, withRelkinds } from './table-fill';
 
 export interface SetLoadTable {
@@ -19,6 +20,8 @@ export interface SetLoadTable {
   files: LoadFile[];
   /** The files' columns in file order, loaded by name; absent: by position (a load scheduled by an earlier release). */
   columns?: readonly string[];
+  /** With binary files: each column's source type (see binary-types.ts). */
+  columnTypes?: readonly string[];
 }
 
 export interface SetLoadRequest {
@@ -79,6 +82,7 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
     setIntentDigest(request),
     label,
     async () => {
+      await requireBinaryTypes(client, request.format.format, request.tables);
       if (request.mode === 'replace') await client.query(`TRUNCATE ${(await withRelkinds(client, request.tables)).map(fromItem).join(', ')}`);
       let total = 0;
       let bytes = 0;

@@ -32,6 +32,8 @@ export interface AttemptPlan {
   prefixes?: readonly string[];
   /** A set's tables (`schema.table`) with their exported columns in file order, for the built-in loader. */
   columns?: Record<string, string[]>;
+  /** A set's tables with their columns' source types, in a run of binary files (see SnapshotSetPlanView). */
+  columnTypes?: Record<string, string[]>;
 }
 
 /**

@@ -91,7 +91,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
   }
   status.phase = 'extracting';
   progress.show();
-  const { manifest, attempts, columns } = await extractWithFreshSnapshots(input, attemptFolder, progress);
+  const { manifest, attempts, columns, columnTypes } = await extractWithFreshSnapshots(input, attemptFolder, progress);
   progress.published(manifest);
   if (!input.target) return { manifest, attempts, report: null };
   status.phase = 'loading';
@@ -115,8 +115,10 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           files: manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 })),
           format,
           operationId,
-          // Each file's fields load into the target columns of their names (loads scheduled by an earlier release: by position).
+          // Each file's fields load into the target columns of their names (loads scheduled by an earlier release: by position),
+          // binary ones only into columns of the source's types.
           ...(columns ? { columns } : {}),
+          ...(columnTypes ? { columnTypes } : {}),
         })
     : (loader: Loader) =>
         loader.loadTarget({
@@ -126,6 +128,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           format,
           operationId,
           ...(manifest.columns ? { columns: manifest.columns.map((c) => c.name) } : {}),
+          ...(manifest.columns && input.format === 'binary' ? { columnTypes: manifest.columns.map((c) => c.pgType) } : {}),
         });
   return { manifest, attempts, report: await runLoad(input, operationId, load, (report) => report) };
 }
@@ -134,7 +137,7 @@ async function extractWithFreshSnapshots(
   input: ExtractionInput,
   attemptFolder: (attempt: number) => string,
   { status, show }: Progress,
-): Promise<{ manifest: Manifest; attempts: AttemptRecord[]; columns: AttemptPlan['columns'] }> {
+): Promise<{ manifest: Manifest; attempts: AttemptRecord[] } & Pick<AttemptPlan, 'columns' | 'columnTypes'>> {
   const attempts: AttemptRecord[] = [];
   for (let attempt = 1; ; attempt++) {
     const scope: AttemptScope = { attempt, folder: attemptFolder(attempt) };
@@ -142,11 +145,12 @@ async function extractWithFreshSnapshots(
     let planned: string[] = [];
     let prefixes: string[] = [];
     let columns: AttemptPlan['columns'];
+    let columnTypes: AttemptPlan['columnTypes'];
     const events: AttemptEvents = {
       planned: (plan) => {
         planned = [...plan.names];
         prefixes = [...(plan.prefixes ?? [])];
-        columns = plan.columns;
+        ({ columns, columnTypes } = plan);
         status.partitionsTotal = plan.partitions;
         if (plan.tables !== undefined) Object.assign(status, { tablesDone: 0, tablesTotal: plan.tables });
         show();
@@ -177,7 +181,7 @@ async function extractWithFreshSnapshots(
             : await partitionedAttempt(input, scope, events);
       const manifest = await withDataPackage(input, scope, files, events);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
-      return { manifest, attempts, columns };
+      return { manifest, attempts, columns, columnTypes };
     } catch (err) {
       if (status.batchWorkflowId) status.batchWorkflowId = null;
       const discarded = await discardAttempt(scope, planned, prefixes);

@@ -30,7 +30,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   const progress: Progress = { status, show: () => publishStatus(status), published: (manifest) => (state.manifest = manifest) };
 
   const { manifest, attempts, report } = await extractOrLoad(input, attemptFolder, progress);
-  const load = report ? { outcome: report.outcome, reason: report.reason, rows: report.rows } : null;
+  const load = report ? { outcome: report.outcome, reason: report.reason, rows: report.rows, ...(report.message ? { message: report.message } : {}) } : null;
   if (report) state.commit = { outcome: report.outcome, operationId: report.operationId };
 
   const { outcome, receipt, cancelled } = await decideTerminal(input, manifest, attemptFolder(manifest.attempt), () => state.commit, report, progress);

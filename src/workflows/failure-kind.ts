@@ -11,6 +11,12 @@ export function failureType(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The message of the ApplicationFailure in the cause chain (what the activity's error said), if any. */
+export function failureMessage(err: unknown): string | undefined {
+  for (const e of causes(err)) if (e instanceof ApplicationFailure && e.message) return e.message;
+  return undefined;
+}
+
 /** The timeout that ended an activity, if that is how it ended. */
 export function activityTimeout(err: unknown): TimeoutFailure | undefined {
   if (!(err instanceof ActivityFailure)) return undefined;

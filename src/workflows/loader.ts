@@ -9,7 +9,7 @@ import type { MainActivities } from '../activities';
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
 import type { ExtractionInput } from '../contract/extraction-input';
-import { activityTimeout, describeFailure } from './failure-kind';
+import { activityTimeout, describeFailure, failureMessage } from './failure-kind';
 
 export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
 /** A run of several tables loads each table into its mapped target table (loadTargetSet). */
@@ -37,7 +37,8 @@ function reportingLoader(input: ExtractionInput): typeof legacyLoader {
  * out may have reached COMMIT, so it is `unknown`.
  */
 function unreported(err: unknown, operationId: string): LoadReport {
-  return { outcome: activityTimeout(err) ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null };
+  const message = failureMessage(err);
+  return { outcome: activityTimeout(err) ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null, ...(message ? { message } : {}) };
 }
 
 /** Runs `call` on the loader; `onUnreported` turns a load that ended without a report into the call's result. */

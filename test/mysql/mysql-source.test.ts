@@ -199,7 +199,7 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
   it('an internal load (target.via internal) from a MySQL source is refused: abort with TARGET_NOT_SAME_DATABASE', async () => {
     const request = { source: 'shop', table: 'app.orders', target: { name: 'warehouse', table: 'public.mysql_orders', via: 'internal' } };
     const result = (await (await startExtraction(live().temporal.client, request as never, { taskQueue })).result()) as ExtractionResult;
-    assert.deepEqual(result.load, { outcome: 'failed', reason: 'TARGET_NOT_SAME_DATABASE', rows: null });
+    assert.deepEqual([result.load?.outcome, result.load?.reason], ['failed', 'TARGET_NOT_SAME_DATABASE']);
     assert.equal(result.terminalReceipt.outcome, 'abort');
   });
 

@@ -107,7 +107,8 @@ describe('row security on the source (live)', function () {
       },
       { sourceUrl: as('pgx_filtered'), targets: { same: as('pgx_filtered') } },
     );
-    assert.deepEqual([result.terminalReceipt.outcome, result.load], ['abort', { outcome: 'failed', reason: 'SOURCE_ROW_SECURITY', rows: null }]);
+    assert.deepEqual([result.terminalReceipt.outcome, result.load?.outcome, result.load?.reason], ['abort', 'failed', 'SOURCE_ROW_SECURITY']);
+    assert.match(result.load?.message ?? '', /row security applies to the source role on rowsec\./);
     assert.equal((await admin().query('SELECT count(*)::int AS n FROM rowsec.open')).rows[0].n, 0);
   });
 });

@@ -168,6 +168,55 @@ describe('built-in loader over a set of tables (live)', function () {
     }
   });
 
+  it('binary files load only into columns of the source types: other types abort with TARGET_TYPE_MISMATCH naming each column before anything loads (set, one table, stream); an enum of another schema, a domain, other typmods and varchar into text load exactly', async () => {
+    // Binary COPY checks no type: before the check, bigint into double precision loaded 1000 as 4.94e-321, with outcome success.
+    await admin().query(`CREATE TYPE sload.mood AS ENUM ('calm', 'busy');
+      CREATE TABLE sload.typed (id int PRIMARY KEY, amount bigint, at timestamp, mood sload.mood, code varchar(8), price numeric(12,2));
+      INSERT INTO sload.typed SELECT g, g * 1000, timestamp '2026-01-01' + g * interval '1 hour', (ARRAY['calm', 'busy'])[1 + g % 2]::sload.mood, 'c' || g, g * 0.25 FROM generate_series(1, 500) g`);
+    const rows = (schema: string) => `SELECT id::int, amount::text, at::text, mood::text, code::text, price::text FROM ${schema}.typed ORDER BY id`;
+    const expected = (await admin().query(rows('sload'))).rows;
+    const requests = (mode: 'append' | 'replace') =>
+      [
+        { tables: ['sload.typed'], format: 'binary', target: { name: 'warehouse', schema: 'dst', mode } },
+        { table: 'sload.typed', partitions: 2, format: 'binary', target: { name: 'warehouse', table: 'dst.typed', mode } },
+        { table: 'sload.typed', partitions: 2, format: 'binary', target: { name: 'warehouse', table: 'dst.typed', mode, via: 'stream' } },
+      ] satisfies Omit<ExtractionRequest, 'source'>[];
+    const activities = ['loadTargetSet', 'loadTarget', 'loadStream'];
+    try {
+      await onTarget((c) =>
+        c.query(`CREATE TYPE dst.mood AS ENUM ('calm', 'busy'); CREATE DOMAIN dst.positive AS int CHECK (VALUE > 0);
+          CREATE TABLE dst.typed (id dst.positive PRIMARY KEY, amount bigint, at timestamp(0), mood dst.mood, code text, price numeric(14,3))`),
+      );
+      for (const request of requests('replace')) {
+        const loaded = await run(request);
+        assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+        const got = await onTarget(async (c) => (await c.query(rows('dst'))).rows);
+        assert.deepEqual(
+          got.map((r) => ({ ...r, price: Number(r.price).toFixed(2) })),
+          expected,
+          JSON.stringify(request),
+        );
+      }
+      await onTarget((c) => c.query(`TRUNCATE dst.typed; ALTER TABLE dst.typed ALTER amount TYPE double precision, ALTER at TYPE timestamptz`));
+      for (const [i, request] of requests('append').entries()) {
+        const refused = await run(request, async (handle) => assert.equal(await lastAttempt(handle, activities[i]!), 1, 'a definite failure is not retried'));
+        assert.deepEqual([refused.terminalReceipt.outcome, refused.load?.reason], ['abort', 'TARGET_TYPE_MISMATCH'], JSON.stringify(request));
+        assert.match(
+          refused.load?.message ?? '',
+          /^binary files cannot load into dst\.typed \(amount is bigint in the files and double precision there; at is timestamp without time zone in the files and timestamp with time zone there\)/,
+        );
+        assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.typed')).rows[0].n), 0);
+      }
+      // The same files in CSV load: the target reads each value's text as its own type.
+      const csv = await run({ tables: ['sload.typed'], target: { name: 'warehouse', schema: 'dst' } });
+      assert.equal(csv.terminalReceipt.outcome, 'success', JSON.stringify(csv.load));
+      const amounts = await onTarget(async (c) => (await c.query('SELECT sum(amount)::text AS s FROM dst.typed')).rows[0].s);
+      assert.equal(amounts, String((1000 * (500 * 501)) / 2));
+    } finally {
+      await admin().query('DROP TABLE sload.typed; DROP TYPE sload.mood');
+    }
+  });
+
   it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
     await onTarget((c) =>
       c.query(
@@ -179,7 +228,9 @@ describe('built-in loader over a set of tables (live)', function () {
       target: { name: 'warehouse', tables: { 'sload.parent': 'dst.parent', 'sload.child': 'dst.kid' } },
     });
     assert.equal(result.terminalReceipt.outcome, 'abort');
-    assert.deepEqual(result.load, { outcome: 'failed', reason: 'SQLSTATE_23514', rows: null });
+    const { message, ...load } = result.load!;
+    assert.deepEqual(load, { outcome: 'failed', reason: 'SQLSTATE_23514', rows: null });
+    assert.match(message ?? '', /violates check constraint "kid_amount_check"/);
     const counts = await onTarget(
       async (c) => (await c.query('SELECT (SELECT count(*) FROM dst.parent)::int AS parents, (SELECT count(*) FROM dst.kid)::int AS kids')).rows[0],
     );
@@ -191,7 +242,8 @@ describe('built-in loader over a set of tables (live)', function () {
     const result = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } }, async (handle) =>
       assert.equal(await lastAttempt(handle, 'loadTargetSet'), 1, 'a definite failure is not retried'),
     );
-    assert.deepEqual([result.terminalReceipt.outcome, result.load], ['abort', { outcome: 'failed', reason: 'SQLSTATE_0A000', rows: null }]);
+    assert.deepEqual([result.terminalReceipt.outcome, result.load?.reason], ['abort', 'SQLSTATE_0A000']);
+    assert.match(result.load?.message ?? '', /cannot truncate a table referenced in a foreign key constraint \(Table "other" references "parent"\./);
     assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
   });
 

@@ -58,27 +58,30 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
   const start = (taskQueue: string, target: { name: string; table: string }, extra: Partial<ExtractionRequest> = {}): Promise<Handle> =>
     startExtraction(live().temporal.client, { table, partitions: 2, target: { ...target, mode: 'append' }, ...extra }, { taskQueue });
 
-  const definite: [string, string, { name: string; table: string }, string][] = [
+  const definite: [string, string, { name: string; table: string }, string, RegExp][] = [
     [
       'a value the target column rejects',
       `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name int, ${COLUMNS})`,
       { name: 'warehouse', table: 'dst.t' },
       'SQLSTATE_22P02',
+      /invalid input syntax for type integer/,
     ],
     [
       'a row the target refuses (CHECK)',
       `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint CHECK (id < 0), name text, ${COLUMNS})`,
       { name: 'warehouse', table: 'dst.t' },
       'SQLSTATE_23514',
+      /violates check constraint/,
     ],
     [
       'an unconfigured target name',
       `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name text, ${COLUMNS})`,
       { name: 'nowhere', table: 'dst.t' },
       'SOURCE_UNKNOWN',
+      /nowhere/,
     ],
   ];
-  for (const [what, ddl, target, reason] of definite) {
+  for (const [what, ddl, target, reason, message] of definite) {
     it(`${what} → abort with ${reason} after one attempt, files deleted, target untouched`, async () => {
       await recreateTarget(ddl);
       await withWorker(
@@ -86,7 +89,10 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
           const handle = await start(taskQueue, target);
           const manifest = await waitForManifest(handle);
           const result = await handle.result();
-          assert.deepEqual(result.load, { outcome: 'failed', reason, rows: null });
+          // The report says why in words too (which value, which constraint), as well as by its code.
+          const { message: said, ...load } = result.load!;
+          assert.deepEqual(load, { outcome: 'failed', reason, rows: null });
+          assert.match(said ?? '', message);
           assert.equal(result.terminalReceipt.outcome, 'abort');
           assert.equal(result.terminalReceipt.cleanupSucceeded, true);
           await filesGone(manifest);

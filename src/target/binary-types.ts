@@ -1,0 +1,63 @@
+/**
+ * Whether binary files may load into their target tables. Binary COPY sends each value in its
+ * type's own binary form and checks no type, so a value read into a column of another type turns
+ * into another value without an error (a bigint 42 read as double precision is 2.08e-322, an
+ * integer 7 read as a date is 2000-01-08). A binary load therefore first checks that every loaded
+ * column has the source's type, and refuses the load, before anything is written, where one does not.
+ */
+import type { ClientBase } from 'pg';
+import type { ExportFormat } from '../contract/formats';
+import { ErrorCode, PgExtractError } from '../errors';
+import { ATTRIBUTE_BASE_TYPE } from '../postgres/catalog';
+import { quoteQualified } from '../postgres/sql';
+
+/** A target table of a load: the loaded columns in file order and, with binary files, each one's source type (`format_type`, a domain as its base type). */
+export interface TypedTable {
+  schema: string;
+  table: string;
+  /** Absent from a load scheduled by an earlier release, which has no types either. */
+  columns?: readonly string[];
+  columnTypes?: readonly string[];
+}
+
+/**
+ * With binary files, throws TARGET_TYPE_MISMATCH naming every loaded column whose target type (a
+ * domain's base type) is not the type the source's type name names on the target, typmods aside
+ * (the target applies its own as it reads). Also accepted, since they read such values exactly:
+ * any enum (it reads a label and refuses any other, so an enum loads into another schema's enum),
+ * and text, varchar and char from one another (each one's binary form is its text). A column the
+ * target lacks is left to the COPY, which fails naming it. CSV, and tables without types, pass.
+ */
+export async function requireBinaryTypes(client: ClientBase, format: ExportFormat['format'], tables: readonly TypedTable[]): Promise<void> {
+  if (format !== 'binary') return;
+  const loaded = tables.flatMap(({ schema, table, columns, columnTypes }) =>
+    columns && columnTypes
+      ? columns.map((name, i) => ({ label: `${schema}.${table}`, relation: quoteQualified(schema, table), name, type: columnTypes[i]! }))
+      : [],
+  );
+  if (loaded.length === 0) return;
+  const r = await client.query<{ n: string; sourceType: string; targetType: string }>(
+    `SELECT s.n::text AS n, s.type AS "sourceType", pg_catalog.format_type(base.oid, base.typmod) AS "targetType"
+       FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS s(relation, name, type, n)
+       JOIN pg_catalog.pg_attribute a ON a.attrelid = s.relation::regclass AND a.attname = s.name AND a.attnum > 0 AND NOT a.attisdropped
+       ${ATTRIBUTE_BASE_TYPE}
+       JOIN pg_catalog.pg_type bt ON bt.oid = base.oid
+      WHERE bt.typtype <> 'e'
+        AND base.oid IS DISTINCT FROM pg_catalog.to_regtype(s.type)
+        AND NOT (base.oid = ANY ($4::regtype[]) AND pg_catalog.to_regtype(s.type) = ANY ($4::regtype[]))
+      ORDER BY s.n`,
+    [loaded.map((c) => c.relation), loaded.map((c) => c.name), loaded.map((c) => c.type), '{text,varchar,bpchar}'],
+  );
+  if (r.rows.length === 0) return;
+  const byTable = new Map<string, string[]>();
+  for (const { n, sourceType, targetType } of r.rows) {
+    const { label, name } = loaded[Number(n) - 1]!;
+    byTable.set(label, [...(byTable.get(label) ?? []), `${name} is ${sourceType} in the files and ${targetType} there`]);
+  }
+  const named = [...byTable].map(([table, columns]) => `${table} (${columns.join('; ')})`).join(', ');
+  throw new PgExtractError(
+    ErrorCode.TARGET_TYPE_MISMATCH,
+    `binary files cannot load into ${named}: a binary value is read as the target column's type, unchecked, so each loaded column needs the source's type`,
+    { field: 'target' },
+  );
+}
