@@ -27,9 +27,12 @@ export function definiteLoadFailure(err: unknown): string | null {
 /** Longest message a load report carries: it is kept in the workflow's history and result. */
 const MESSAGE_LIMIT = 2000;
 
-/** What a failed load's report says of `err` for people: its message and the server's detail (a key's value), without passwords, bounded. */
+/**
+ * What a failed load's report says of `err` for people: its message, which names at most one value
+ * (PostgreSQL's `detail`, which may quote the whole failing row, is left out: row data stays out of
+ * history), without passwords, bounded.
+ */
 export function loadFailureMessage(err: unknown): string {
-  const { message, detail } = err as { message?: unknown; detail?: unknown };
-  const text = `${String(message ?? err)}${typeof detail === 'string' && detail ? ` (${detail})` : ''}`;
-  return redactUrl(text).slice(0, MESSAGE_LIMIT);
+  const { message } = err as { message?: unknown };
+  return redactUrl(String(message ?? err)).slice(0, MESSAGE_LIMIT);
 }

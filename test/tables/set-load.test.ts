@@ -243,7 +243,7 @@ describe('built-in loader over a set of tables (live)', function () {
       assert.equal(await lastAttempt(handle, 'loadTargetSet'), 1, 'a definite failure is not retried'),
     );
     assert.deepEqual([result.terminalReceipt.outcome, result.load?.reason], ['abort', 'SQLSTATE_0A000']);
-    assert.match(result.load?.message ?? '', /cannot truncate a table referenced in a foreign key constraint \(Table "other" references "parent"\./);
+    assert.match(result.load?.message ?? '', /^cannot truncate a table referenced in a foreign key constraint$/);
     assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
   });
 
