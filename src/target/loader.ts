@@ -129,11 +129,30 @@ function failure(code: ErrorCode, message: string, disposition: string, cause?: 
   return Object.assign(new PgExtractError(code, message, { cause }), { disposition });
 }
 
+/**
+ * Creates the fence unless it is there. Once it is (an earlier load made it, or an administrator did
+ * for a role without CREATE on the database), nothing is created: `CREATE SCHEMA IF NOT EXISTS` checks
+ * that privilege even when the schema exists. The creation is serialized by an advisory lock, since two
+ * loads creating it at once would both find it missing and the second to commit fail (SQLSTATE 23505).
+ */
 export async function ensureFence(client: Client): Promise<void> {
-  await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
-  await client.query(
-    `CREATE TABLE IF NOT EXISTS ${FENCE} (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`,
-  );
+  const present = async () => (await client.query<{ present: boolean }>('SELECT pg_catalog.to_regclass($1) IS NOT NULL AS present', [FENCE])).rows[0]!.present;
+  if (await present()) return;
+  // READ COMMITTED whatever the target's default: the check after the lock must see a fence committed while it waited.
+  await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+  try {
+    await client.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [FENCE]);
+    if (!(await present())) {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${FENCE} (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`,
+      );
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
+    throw err;
+  }
 }
 
 /** What a running load listens to and reports. */

@@ -170,6 +170,54 @@ describe('built-in PostgreSQL target loader (live)', function () {
       }
     });
 
+    it('a role without CREATE on the database loads once an administrator has made the fence; before that it fails naming the permission', async () => {
+      await admin().query(`CREATE ROLE pgx_loader LOGIN`);
+      try {
+        await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_loader; GRANT INSERT ON dst.u TO pgx_loader'));
+        const url = new URL(targetUrl());
+        url.username = 'pgx_loader';
+        const loader = createLoadActivities({
+          targetUrl: () => url.toString(),
+          sourceUrl: () => live().pg.url,
+          stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+        }).loadTarget;
+        const refused: LoadReport = await env.run(loader, request({ operationId: 'op-no-fence' }));
+        assert.deepEqual([refused.outcome, refused.reason], ['failed', 'SQLSTATE_42501']);
+        assert.match(refused.message ?? '', /permission denied for database/);
+        // What the README asks of an administrator for such a role. `CREATE SCHEMA IF NOT EXISTS` is refused even with the schema there.
+        await onTarget(async (c) => {
+          await ensureFence(c);
+          await c.query('GRANT USAGE ON SCHEMA pgextract TO pgx_loader; GRANT SELECT, INSERT, UPDATE ON pgextract.commit_fence TO pgx_loader');
+        });
+        const report: LoadReport = await env.run(loader, request({ operationId: 'op-fenced-by-admin' }));
+        assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
+      } finally {
+        await onTarget((c) => c.query('DROP OWNED BY pgx_loader'));
+        await admin().query(`DROP OWNED BY pgx_loader; DROP ROLE pgx_loader`);
+      }
+    });
+
+    it('a load that finds another making the fence waits for it, and loads (it failed with SQLSTATE_23505)', async () => {
+      const other = new Client({ connectionString: targetUrl() });
+      await other.connect();
+      try {
+        // Another load in the middle of making the fence: it holds the fence's advisory lock and an uncommitted schema.
+        await other.query('BEGIN');
+        await other.query(`SELECT pg_advisory_xact_lock(hashtext('"pgextract"."commit_fence"'))`);
+        await other.query('CREATE SCHEMA pgextract');
+        const loading = env.run(activity(), request({ operationId: 'op-while-fencing' })) as Promise<LoadReport>;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await other.query(
+          'CREATE TABLE pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())',
+        );
+        await other.query('COMMIT');
+        const report = await loading;
+        assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4], report.message);
+      } finally {
+        await other.end();
+      }
+    });
+
     it('a target with an INSERT rule is filled through staging, so the rule applies as it would to an INSERT', async () => {
       await onTarget((c) => c.query('CREATE TABLE dst.audit (id int); CREATE RULE audit AS ON INSERT TO dst.u DO ALSO INSERT INTO dst.audit VALUES (NEW.id)'));
       const report: LoadReport = await env.run(activity(), request({ operationId: 'op-rule' }));
