@@ -5,6 +5,8 @@
  * connection) are thrown and retried, and the fence makes a retried load a no-op once one attempt
  * committed. A cancelled load cancels its target statement and reports once the transaction has ended.
  */
+import { createHash } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
 import { Context } from '@temporalio/activity';
 import type { z } from 'zod';
 import { parseTableName } from '../contract/identifiers';
@@ -14,6 +16,7 @@ import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { targetTableOf } from '../contract/target-mapping';
+import { type DataPackage, type PackagedColumns, packagedColumns } from '../readers/data-package';
 import type { OutputStores } from '../storage/output-stores';
 import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
 import { withFailures } from './failures';
@@ -41,9 +44,14 @@ const columnsOf = (columns: string[] | undefined, columnTypes: string[] | undefi
   ...(columnTypes ? { columnTypes } : {}),
 });
 
-/** The request's files per source table (in the manifest's order), each table with its target and columns. */
+/**
+ * The request's files per source table (in the manifest's order), each table with its target and
+ * its columns: from the run's data package (`packaged`, with their types), or as a load scheduled
+ * by an earlier release named them (or did not: then by position).
+ */
 function setTables(
   req: LoadTargetSetRequest,
+  packaged: Map<string, PackagedColumns> | null,
 ): { source: string; target: { schema: string; table: string }; files: LoadTargetSetRequest['files']; columns?: string[]; columnTypes?: string[] }[] {
   const bySource = new Map<string, LoadTargetSetRequest['files']>();
   for (const f of req.files) {
@@ -51,12 +59,11 @@ function setTables(
     files.push(f);
     bySource.set(f.table, files);
   }
-  return [...bySource].map(([source, files]) => ({
-    source,
-    target: targetTableOf(req.target, source),
-    files,
-    ...columnsOf(req.columns?.[source], req.columnTypes?.[source]),
-  }));
+  return [...bySource].map(([source, files]) => {
+    const columns = packaged ? packaged.get(source) : columnsOf(req.columns?.[source], undefined);
+    if (!columns) throw new PgExtractError(ErrorCode.INPUT_INVALID, `the run's data package lists no table ${source}`, { field: 'dataPackage' });
+    return { source, target: targetTableOf(req.target, source), files, ...columns };
+  });
 }
 
 /** A load without files (internal query, stream): its request parsed, the run's target checked to load `via` this way. */
@@ -97,6 +104,15 @@ export function createLoadActivities({
 }) {
   /** The manifest's files, each opened from the store it lives in. */
   const readable = <F extends { path: string }>(files: F[]) => files.map((f) => ({ ...f, open: () => stores.of(f.path).read(f.path) }));
+
+  /** The run's data package from its store, checked against its manifest entry's sha256 as every loaded file is. */
+  const storedPackage = async ({ path, sha256 }: { path: string; sha256: string }): Promise<DataPackage> => {
+    const body = await buffer(await stores.of(path).read(path));
+    if (createHash('sha256').update(body).digest('hex') !== sha256) {
+      throw new PgExtractError(ErrorCode.TARGET_CHECKSUM_MISMATCH, `${path} does not match its manifest entry (sha256)`);
+    }
+    return JSON.parse(body.toString('utf8')) as DataPackage;
+  };
 
   /** Parses a load of the manifest's files and runs it while reporting: `run` gets the request, the target's URL and a byte counter. */
   const loadingFiles = <R extends { operationId: string; target: { name: string } }>(
@@ -163,8 +179,9 @@ export function createLoadActivities({
 
     /** A run of several tables: every table into its mapped target table, in one transaction behind the fence. */
     async loadTargetSet(raw: LoadTargetSetRequest): Promise<LoadReport> {
-      return loadingFiles(loadTargetSetRequestSchema, raw, (req, url, onBytes) => {
-        const tables = setTables(req).map((t) => ({ ...t, files: readable(t.files) }));
+      return loadingFiles(loadTargetSetRequestSchema, raw, async (req, url, onBytes) => {
+        const packaged = req.dataPackage ? packagedColumns(await storedPackage(req.dataPackage)) : null;
+        const tables = setTables(req, packaged).map((t) => ({ ...t, files: readable(t.files) }));
         return loadFileSet(
           url,
           { tables, format: req.format, mode: req.target.mode, operationId: req.operationId },

@@ -100,8 +100,15 @@ function lost(): PgExtractError {
   return new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'this worker holds no such snapshot (its holder ended)');
 }
 
-/** Opens the source's read of one table or a set (PostgreSQL only) and plans inside it; the view is what the workflow gets. */
-async function openAndPlan(url: string, attemptKey: string, input: ExtractionInput): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView }> {
+/**
+ * Opens the source's read of one table or a set (PostgreSQL only) and plans inside it; the view is
+ * what the workflow gets, `tables` each planned table's name and columns.
+ */
+async function openAndPlan(
+  url: string,
+  attemptKey: string,
+  input: ExtractionInput,
+): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView; tables: { name: string; columns: readonly unknown[] }[] }> {
   const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs };
   if (isTableSet(input)) {
     if (sourceKindOf(url) !== 'postgresql') {
@@ -110,7 +117,8 @@ async function openAndPlan(url: string, attemptKey: string, input: ExtractionInp
       });
     }
     const read = await openPostgresTableSet(url, tableSelectionOf(input), options);
-    return { read, view: setPlanView(attemptKey, read.plan, input.format === 'binary') };
+    const tables = read.plan.tables.map(({ table }) => ({ name: `${table.schema}.${table.table}`, columns: table.columns }));
+    return { read, view: setPlanView(attemptKey, read.plan), tables };
   }
   const read = await sourceAdapter(url).open(tableRequestOf(input), options);
   const { handle, plan } = read;
@@ -129,6 +137,7 @@ async function openAndPlan(url: string, attemptKey: string, input: ExtractionInp
       ranges: plan.ranges,
       rowCount: plan.rowCount,
     },
+    tables: [{ name: `${handle.table.schema}.${handle.table.table}`, columns: plan.table.columns }],
   };
 }
 
@@ -145,10 +154,10 @@ function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promis
 }
 
 /**
- * What the workflow needs of a set's plan: names, split keys, sizes, ranges (columns by name, and
- * with `binary` files their types, which the built-in loader checks the target's against).
+ * What the workflow needs of a set's plan: names, split keys, sizes, ranges. No columns: each read
+ * takes every column inside the snapshot, and the set's data package lists them for the loader.
  */
-function setPlanView(attemptKey: string, plan: SnapshotSetPlan, binary: boolean): SnapshotSetPlanView {
+function setPlanView(attemptKey: string, plan: SnapshotSetPlan): SnapshotSetPlanView {
   return {
     attemptKey,
     snapshotId: plan.snapshotId,
@@ -156,11 +165,10 @@ function setPlanView(attemptKey: string, plan: SnapshotSetPlan, binary: boolean)
     coordinatorPid: plan.coordinatorPid,
     source: plan.source,
     tables: plan.tables.map(({ table, bytes, ranges }) => ({
-      table: { schema: table.schema, table: table.table, columns: table.columns.map((c) => c.name) },
+      table: { schema: table.schema, table: table.table },
       key: table.key,
       bytes,
       ranges,
-      ...(binary ? { columnTypes: table.columns.map((c) => c.pgType) } : {}),
     })),
   };
 }
@@ -178,10 +186,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         try {
           const opened = await openAndPlan(url, attemptKey, input);
           held.read = opened.read;
-          if (input.format === 'parquet') {
-            const tables = 'tables' in opened.view ? opened.view.tables.map((t) => t.table) : [opened.view.table];
-            for (const t of tables) requireParquetColumns(`${t.schema}.${t.table}`, t.columns);
-          }
+          if (input.format === 'parquet') for (const t of opened.tables) requireParquetColumns(t.name, t.columns);
           held.plan.resolve(opened.view);
           for (let done = false; !done;) {
             done = await Promise.race([

@@ -33,8 +33,13 @@ const baseNameSchema = z
 /** The run's input, parsed again on the activity's side of the boundary (its own coded errors). */
 const inputSchema = z.unknown().transform((raw) => parseExtractionInput(raw));
 
-/** A table as the plan names it: schema, table and the exported columns in file order. */
-const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63) });
+/**
+ * A table as the plan names it: schema, table and the exported columns in file order. A set's plan
+ * names no columns (and plans recorded before it did): a set exports every column of each table, so
+ * each read takes them in the table's order inside the snapshot, where the holder's ACCESS SHARE lock
+ * keeps them as planned, and the history holds no list that grows with the tables' widths.
+ */
+const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63).optional() });
 
 const snapshotIdSchema = z.string().refine(isSnapshotId, { message: 'not a pg_export_snapshot() id', params: { code: ErrorCode.SNAPSHOT_ID_INVALID } });
 const snapshotDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a sha256: snapshot digest');
@@ -124,8 +129,6 @@ export const snapshotSetPlanViewSchema = z.strictObject({
       key: splitKeySchema.nullable(),
       bytes: z.number(),
       ranges: z.array(partitionRangeSchema),
-      /** The columns' types (`pgType`) in file order, in a run of binary files only: the built-in loader checks the target's against them. */
-      columnTypes: z.array(z.string()).optional(),
     }),
   ),
 });

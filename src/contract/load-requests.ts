@@ -52,20 +52,22 @@ export const loadTargetRequestSchema = z
 export type LoadTargetRequest = z.output<typeof loadTargetRequestSchema>;
 
 /** Load a run of several tables: each into its mapped target table, in one transaction behind the fence. */
-export const loadTargetSetRequestSchema = z
-  .strictObject({
-    /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
-    target: z.strictObject({ name: targetName, mode, schema: z.string().min(1).max(130).optional(), tables: z.record(tableName, tableName).optional() }),
-    /** Every file of the run, each naming its source table as the manifest does. */
-    files: z.array(z.strictObject({ ...loadFile, table: tableName })).max(100_000),
-    format: loadFormatSchema,
-    operationId,
-    /** Each source table's columns (see columnNames), by the table's name as the files give it. */
-    columns: z.record(tableName, columnNames).optional(),
-    /** Each source table's column types (see columnTypes), by the same names; with binary files. */
-    columnTypes: z.record(tableName, columnTypes).optional(),
-  })
-  .refine((r) => Object.entries(r.columnTypes ?? {}).every(([table, types]) => sameLengths(r.columns?.[table], types)), COLUMN_TYPES_MISMATCH);
+export const loadTargetSetRequestSchema = z.strictObject({
+  /** Where each table loads: `schema` (the same name there) or `tables` (an explicit map); see target-mapping.ts. */
+  target: z.strictObject({ name: targetName, mode, schema: z.string().min(1).max(130).optional(), tables: z.record(tableName, tableName).optional() }),
+  /** Every file of the run, each naming its source table as the manifest does. */
+  files: z.array(z.strictObject({ ...loadFile, table: tableName })).max(100_000),
+  format: loadFormatSchema,
+  operationId,
+  /**
+   * The run's data package, as its manifest entry gives it: each table's columns in file order with
+   * their types, read from the store (checked against this sha256) rather than carried in history,
+   * where a list of every column of every table would outgrow a payload (2 MB) on a wide schema.
+   */
+  dataPackage: z.strictObject({ path: loadFile.path, sha256: loadFile.sha256 }).optional(),
+  /** Each source table's columns (see columnNames): loads scheduled by an earlier release that named them here. */
+  columns: z.record(tableName, columnNames).optional(),
+});
 export type LoadTargetSetRequest = z.output<typeof loadTargetSetRequestSchema>;
 
 /** Load without files (internal query, stream): the run's input names source, table and target. */

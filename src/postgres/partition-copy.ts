@@ -31,7 +31,7 @@ export interface SnapshotImport extends ExpectedSnapshot {
 
 /** A table as the coordinator planned it: re-resolved from the catalog inside the snapshot, its split key unchanged. */
 export interface PlannedTable {
-  table: TableRequest & { columns: string[] };
+  table: TableRequest;
   key: SplitKey | null;
 }
 

@@ -174,3 +174,19 @@ export function dataPackage(name: string, created: string, resources: DataPackag
   });
   return { profile: tabular ? 'tabular-data-package' : 'data-package', name: name.toLowerCase().replace(/[^-a-z0-9._]/g, '_'), created, resources: unique };
 }
+
+/** The columns of one table's files in file order, with their PostgreSQL types. */
+export interface PackagedColumns {
+  columns: string[];
+  columnTypes: string[];
+}
+
+/** Each resource's columns with their types, by its source table (`pgTable`); a table without columns has none. */
+export function packagedColumns(pkg: DataPackage): Map<string, PackagedColumns> {
+  return new Map(
+    pkg.resources.map((r) => {
+      const fields = r.schema?.fields ?? [];
+      return [r.pgTable, { columns: fields.map((f) => f.name), columnTypes: fields.map((f) => f.pgType) }];
+    }),
+  );
+}

@@ -51,7 +51,8 @@ export interface ReadHandle {
   snapshotDigest: string | null;
   /** The cluster and database the snapshot lives on, when the source can name them. */
   source?: SourceIdentity;
-  table: { schema: string; table: string; columns: string[] };
+  /** `columns` in file order; absent in a set's plan (PostgreSQL only), whose reads take every column (see activity-requests.ts). */
+  table: { schema: string; table: string; columns?: string[] };
   key: SplitKey | null;
 }
 

@@ -30,10 +30,6 @@ export interface AttemptPlan {
   names: readonly string[];
   /** Name prefixes of batched files: a discard removes every file under them, named or not (a killed writer's). */
   prefixes?: readonly string[];
-  /** A set's tables (`schema.table`) with their exported columns in file order, for the built-in loader. */
-  columns?: Record<string, string[]>;
-  /** A set's tables with their columns' source types, in a run of binary files (see SnapshotSetPlanView). */
-  columnTypes?: Record<string, string[]>;
 }
 
 /**

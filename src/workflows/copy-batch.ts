@@ -20,7 +20,7 @@ import { grouped, humanBytes, showDetails } from './visibility';
 
 /** One planned range of one table, and the file it goes to. */
 export interface BatchItem {
-  table: { schema: string; table: string; columns: string[] };
+  table: { schema: string; table: string; columns?: string[] };
   key: SplitKey | null;
   range: PartitionRange;
   partition: number;

@@ -12,7 +12,7 @@ import type { AttemptRecord, ExtractionStatus, Manifest } from '../contract/extr
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode } from '../errors';
 import { isTableSet, runLabel } from '../contract/table-selection';
-import { type AttemptEvents, type AttemptPlan, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
+import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost } from './failure-kind';
 import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
@@ -91,7 +91,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
   }
   status.phase = 'extracting';
   progress.show();
-  const { manifest, attempts, columns, columnTypes } = await extractWithFreshSnapshots(input, attemptFolder, progress);
+  const { manifest, attempts } = await extractWithFreshSnapshots(input, attemptFolder, progress);
   progress.published(manifest);
   if (!input.target) return { manifest, attempts, report: null };
   status.phase = 'loading';
@@ -115,10 +115,9 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           files: manifest.files.map(({ table, path, rows, sha256 }) => ({ table: table!, path, rows, sha256 })),
           format,
           operationId,
-          // Each file's fields load into the target columns of their names (loads scheduled by an earlier release: by position),
-          // binary ones only into columns of the source's types.
-          ...(columns ? { columns } : {}),
-          ...(columnTypes ? { columnTypes } : {}),
+          // The package names each table's columns in file order and their types: each field loads into the target
+          // column of its name, a binary one only into a column of its type (loads scheduled by an earlier release: by position).
+          ...(manifest.dataPackage ? { dataPackage: { path: manifest.dataPackage.path, sha256: manifest.dataPackage.sha256 } } : {}),
         })
     : (loader: Loader) =>
         loader.loadTarget({
@@ -137,20 +136,17 @@ async function extractWithFreshSnapshots(
   input: ExtractionInput,
   attemptFolder: (attempt: number) => string,
   { status, show }: Progress,
-): Promise<{ manifest: Manifest; attempts: AttemptRecord[] } & Pick<AttemptPlan, 'columns' | 'columnTypes'>> {
+): Promise<{ manifest: Manifest; attempts: AttemptRecord[] }> {
   const attempts: AttemptRecord[] = [];
   for (let attempt = 1; ; attempt++) {
     const scope: AttemptScope = { attempt, folder: attemptFolder(attempt) };
     // What a failed attempt discards: every name it told of, and every file under a batched prefix.
     let planned: string[] = [];
     let prefixes: string[] = [];
-    let columns: AttemptPlan['columns'];
-    let columnTypes: AttemptPlan['columnTypes'];
     const events: AttemptEvents = {
       planned: (plan) => {
         planned = [...plan.names];
         prefixes = [...(plan.prefixes ?? [])];
-        ({ columns, columnTypes } = plan);
         status.partitionsTotal = plan.partitions;
         if (plan.tables !== undefined) Object.assign(status, { tablesDone: 0, tablesTotal: plan.tables });
         show();
@@ -181,7 +177,7 @@ async function extractWithFreshSnapshots(
             : await partitionedAttempt(input, scope, events);
       const manifest = await withDataPackage(input, scope, files, events);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
-      return { manifest, attempts, columns, columnTypes };
+      return { manifest, attempts };
     } catch (err) {
       if (status.batchWorkflowId) status.batchWorkflowId = null;
       const discarded = await discardAttempt(scope, planned, prefixes);

@@ -101,14 +101,10 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         const { big, groups } = groupSmallTables(planned, input.maxInFlight);
         units = [...big.flatMap((t) => t.items), ...groups.map((g) => ({ group: g.flatMap((t) => t.items) }))];
       }
-      // A plan of binary files types its columns, for the loader's check.
-      const typed = plan.tables.flatMap(({ table, columnTypes }) => (columnTypes ? [[`${table.schema}.${table.table}`, columnTypes] as const] : []));
       events.planned({
         partitions: items.length,
         tables: plan.tables.length,
         names: items.map((item) => item.name),
-        columns: Object.fromEntries(plan.tables.map(({ table }) => [`${table.schema}.${table.table}`, table.columns])),
-        ...(typed.length > 0 ? { columnTypes: Object.fromEntries(typed) } : {}),
       });
       const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
       const base = withoutTables(input);

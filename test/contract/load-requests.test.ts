@@ -1,6 +1,6 @@
 /**
- * The load requests' own checks, pure: binary files' column types come one per column, and an
- * earlier release's request (no columns, no types) still parses.
+ * The load requests' own checks, pure: one table's binary column types come one per column, a
+ * set names its data package, and an earlier release's request (no columns, no types) still parses.
  */
 import assert from 'node:assert/strict';
 import { parseActivityRequest } from '../../src/contract/activity-requests';
@@ -24,12 +24,12 @@ describe('load requests', () => {
     refused(() => parseActivityRequest(loadTargetRequestSchema, { ...one, columnTypes: ['integer'] }));
   });
 
-  it("a set: each table's types one per column of that table", () => {
-    const columns = { 'src.t': ['id', 'v'] };
-    assert.deepEqual(parseActivityRequest(loadTargetSetRequestSchema, { ...set, columns, columnTypes: { 'src.t': ['integer', 'text'] } }).columnTypes, {
-      'src.t': ['integer', 'text'],
-    });
-    refused(() => parseActivityRequest(loadTargetSetRequestSchema, { ...set, columns, columnTypes: { 'src.t': ['integer', 'text', 'date'] } }));
-    refused(() => parseActivityRequest(loadTargetSetRequestSchema, { ...set, columns, columnTypes: { 'src.other': ['integer'] } }));
+  it("a set names its data package by path and sha256, its tables' columns being there; a sha256 that is not one is INPUT_INVALID", () => {
+    const dataPackage = { path: '/out/run/attempt-1/datapackage.json', sha256: 'b'.repeat(64) };
+    assert.deepEqual(parseActivityRequest(loadTargetSetRequestSchema, { ...set, dataPackage }).dataPackage, dataPackage);
+    assert.throws(
+      () => parseActivityRequest(loadTargetSetRequestSchema, { ...set, dataPackage: { ...dataPackage, sha256: 'not hex' } }),
+      (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.INPUT_INVALID && /dataPackage/.test(err.message),
+    );
   });
 });

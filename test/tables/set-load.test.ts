@@ -11,6 +11,7 @@ import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { cli, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
+import { s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetUrl } from '../target/target-db';
@@ -44,7 +45,11 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.deepEqual(await settleSessions(), [], 'no session of ours is left');
   });
 
-  const run = (request: Omit<ExtractionRequest, 'source'>, onEnd?: (handle: WorkflowHandle) => Promise<void>): Promise<ExtractionResult> =>
+  const run = (
+    request: Omit<ExtractionRequest, 'source'>,
+    onEnd?: (handle: WorkflowHandle) => Promise<void>,
+    s3Env?: Record<string, string>,
+  ): Promise<ExtractionResult> =>
     withWorker(
       async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, request, { taskQueue });
@@ -52,7 +57,7 @@ describe('built-in loader over a set of tables (live)', function () {
         await onEnd?.(handle);
         return result;
       },
-      { targets: { warehouse: targetUrl() } },
+      { targets: { warehouse: targetUrl() }, ...(s3Env ? { s3Env } : {}) },
     );
 
   it("replace truncates each target table's own rows: an inheritance child outside the set keeps its rows", async () => {
@@ -136,7 +141,7 @@ describe('built-in loader over a set of tables (live)', function () {
     }
   });
 
-  it('target columns in another order, and ones the source lacks: each field loads into the column of its name (files, binary, stream), the others take their default and identity; a column the target lacks aborts naming it', async () => {
+  it('target columns in another order, and ones the source lacks: each field loads into the column of its name (files, binary, a set from S3, stream), the others take their default and identity; a column the target lacks aborts naming it', async () => {
     await admin().query(
       `CREATE TABLE sload.people (id int PRIMARY KEY, first_name text, last_name text); INSERT INTO sload.people SELECT g, 'first ' || g, 'last ' || g FROM generate_series(1, 300) g`,
     );
@@ -149,13 +154,17 @@ describe('built-in loader over a set of tables (live)', function () {
     const people = (schema: string, note = '') => `SELECT id, first_name, last_name${note} FROM ${schema}.people ORDER BY id`;
     const expected = (await admin().query(people('sload', `, 'copied' AS note`))).rows;
     try {
+      const s3 = await s3Service();
+      await s3.createBucket('pgx-set-load');
       for (const request of [
         { tables: ['sload.people'], target: { name: 'warehouse', schema: 'dst', mode: 'replace' } },
         { tables: ['sload.people'], format: 'binary', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } },
+        // The loader reads the set's columns from its data package, here in the bucket.
+        { tables: ['sload.people'], outDir: 's3://pgx-set-load/runs', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } },
         { table: 'sload.people', partitions: 2, target: { name: 'warehouse', table: 'dst.people', mode: 'replace' } },
         { table: 'sload.people', partitions: 2, target: { name: 'warehouse', table: 'dst.people', mode: 'replace', via: 'stream' } },
       ] satisfies Omit<ExtractionRequest, 'source'>[]) {
-        const loaded = await run(request);
+        const loaded = await run(request, undefined, s3.env);
         assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
         assert.deepEqual(await onTarget(async (c) => (await c.query(people('dst', ', note'))).rows), expected, JSON.stringify(request));
         assert.equal(await onTarget(async (c) => (await c.query('SELECT count(serial_no)::int AS n FROM dst.people')).rows[0].n), 300);
