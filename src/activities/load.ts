@@ -60,7 +60,8 @@ function setTables(
     bySource.set(f.table, files);
   }
   return [...bySource].map(([source, files]) => {
-    const columns = packaged ? packaged.get(source) : columnsOf(req.columns?.[source], undefined);
+    const named = req.columns?.[source];
+    const columns = packaged ? packaged.get(source) : named ? { columns: named } : {};
     if (!columns) throw new PgExtractError(ErrorCode.INPUT_INVALID, `the run's data package lists no table ${source}`, { field: 'dataPackage' });
     return { source, target: targetTableOf(req.target, source), files, ...columns };
   });

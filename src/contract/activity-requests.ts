@@ -123,14 +123,7 @@ export const snapshotSetPlanViewSchema = z.strictObject({
   snapshotDigest: z.string(),
   coordinatorPid: z.number().int(),
   source: sourceIdentitySchema,
-  tables: z.array(
-    z.strictObject({
-      table: planTableSchema,
-      key: splitKeySchema.nullable(),
-      bytes: z.number(),
-      ranges: z.array(partitionRangeSchema),
-    }),
-  ),
+  tables: z.array(z.strictObject({ table: planTableSchema, key: splitKeySchema.nullable(), bytes: z.number(), ranges: z.array(partitionRangeSchema) })),
 });
 export type SnapshotSetPlanView = z.output<typeof snapshotSetPlanViewSchema>;
 
