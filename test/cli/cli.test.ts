@@ -193,7 +193,11 @@ describe('pg-extract CLI (live)', function () {
 
         const refused = await cli(['start', '--table', table, '--target', 'same', '--target-table', 'cliload.missing', '--wait'], env);
         assert.equal(refused.code, 2, refused.stderr);
-        assert.match(refused.stderr, /error TABLE_NOT_FOUND: the load into same did not commit \(failed\); the run ended abort/);
+        // The error line says why in words too: the load report's message.
+        assert.match(
+          refused.stderr,
+          /error TABLE_NOT_FOUND: the load into same did not commit \(failed: table cliload\.missing does not exist or is not readable\); the run ended abort/,
+        );
         assert.match(refused.stdout, /outcome abort/);
       },
       { targets: { same: live().pg.url } },
