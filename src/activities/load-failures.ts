@@ -6,6 +6,7 @@
  */
 import { codeInfo, errorCodeOf } from '../errors';
 import { redactUrl } from '../config';
+import { LOAD_MESSAGE_LIMIT } from '../contract/load-report';
 import { failureTypeOf } from './failures';
 
 /**
@@ -24,9 +25,6 @@ export function definiteLoadFailure(err: unknown): string | null {
   return DEFINITE_SQLSTATE.test(type) ? type : null;
 }
 
-/** Longest message a load report carries: it is kept in the workflow's history and result. */
-const MESSAGE_LIMIT = 2000;
-
 /**
  * What a failed load's report says of `err` for people: its message, which names at most one value
  * (PostgreSQL's `detail`, which may quote the whole failing row, is left out: row data stays out of
@@ -34,5 +32,5 @@ const MESSAGE_LIMIT = 2000;
  */
 export function loadFailureMessage(err: unknown): string {
   const { message } = err as { message?: unknown };
-  return redactUrl(String(message ?? err)).slice(0, MESSAGE_LIMIT);
+  return redactUrl(String(message ?? err)).slice(0, LOAD_MESSAGE_LIMIT);
 }

@@ -61,9 +61,9 @@ function setTables(
   }
   return [...bySource].map(([source, files]) => {
     const named = req.columns?.[source];
-    const columns = packaged ? packaged.get(source) : named ? { columns: named } : {};
-    if (!columns) throw new PgExtractError(ErrorCode.INPUT_INVALID, `the run's data package lists no table ${source}`, { field: 'dataPackage' });
-    return { source, target: targetTableOf(req.target, source), files, ...columns };
+    const loaded = packaged ? packaged.get(source) : named ? { columns: named } : {};
+    if (!loaded) throw new PgExtractError(ErrorCode.INPUT_INVALID, `the run's data package lists no table ${source}`, { field: 'dataPackage' });
+    return { source, target: targetTableOf(req.target, source), files, ...loaded };
   });
 }
 

@@ -35,9 +35,9 @@ const inputSchema = z.unknown().transform((raw) => parseExtractionInput(raw));
 
 /**
  * A table as the plan names it: schema, table and the exported columns in file order. A set's plan
- * names no columns (and plans recorded before it did): a set exports every column of each table, so
- * each read takes them in the table's order inside the snapshot, where the holder's ACCESS SHARE lock
- * keeps them as planned, and the history holds no list that grows with the tables' widths.
+ * names no columns (plans recorded by earlier releases did): a set exports every column of each
+ * table, so each read takes them in the table's order inside the snapshot, where the holder's ACCESS
+ * SHARE lock keeps them as planned, and the history holds no list that grows with the tables' widths.
  */
 const planTableSchema = z.strictObject({ schema: name63, table: name63, columns: z.array(name63).optional() });
 

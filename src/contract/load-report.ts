@@ -4,6 +4,9 @@
  */
 import type { TargetCommit } from './commit-report';
 
+/** Longest `message` a load report carries: it is kept in the workflow's history and result. */
+export const LOAD_MESSAGE_LIMIT = 2000;
+
 export interface LoadReport extends TargetCommit {
   /** Why it did not commit, as a stable code (`SQLSTATE_23505`, `TARGET_TYPE_MISMATCH`). */
   reason: string | null;

@@ -25,7 +25,7 @@ const columnTypes = z.array(z.string().min(1).max(1000)).max(1600);
 
 /** Types come with the columns they type, one each. */
 const sameLengths = (columns: readonly string[] | undefined, types: readonly string[] | undefined): boolean => !types || columns?.length === types.length;
-const COLUMN_TYPES_MISMATCH = { message: 'columnTypes: one type for each of columns', path: ['columnTypes'] };
+const COLUMN_TYPES_MISMATCH = { message: 'one type for each of columns', path: ['columnTypes'] };
 
 /** A file the manifest lists: where it is (a path or an `s3://` URL) and what its receipt says it holds. */
 const loadFile = { path: z.string().min(1).max(4096), rows: fileReceiptSchema.shape.rows, sha256: fileReceiptSchema.shape.sha256 };

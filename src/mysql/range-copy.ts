@@ -17,14 +17,14 @@ import type { OutputSink } from '../storage/output-sink';
 import { CsvRows, type MysqlField } from './csv-rows';
 
 /** The columns a MySQL plan names (it always does: only a set's plan names none, and a set reads PostgreSQL). */
-function columnsOf(handle: ReadHandle): string[] {
+function plannedColumns(handle: ReadHandle): string[] {
   if (!handle.table.columns) throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a MySQL range needs the columns its plan names', { field: 'table.columns' });
   return handle.table.columns;
 }
 
 /** `SELECT … WHERE …` for `range`, with its bound values as parameters. */
 export function rangeSelect(handle: ReadHandle, range: PartitionRange): { sql: string; values: string[] } {
-  const select = `SELECT ${columnsOf(handle).map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
+  const select = `SELECT ${plannedColumns(handle).map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
   if (range.kind === 'all') return { sql: select, values: [] };
   const key = handle.key === null ? null : quoteIdent(handle.key.name);
   if (key === null || range.kind === 'pages')
@@ -63,7 +63,7 @@ export async function copyMysqlRange(
   // Raw text bytes of every value: the server's own text form, and binary strings byte for byte.
   const query = conn.query({ sql, values, rowsAsArray: true, typeCast: (field) => field.buffer() });
   query.once('fields', (f: FieldPacket[]) => (fields = f as unknown as MysqlField[]));
-  const csv = new CsvRows(columnsOf(handle), () => fields, options.format.header);
+  const csv = new CsvRows(plannedColumns(handle), () => fields, options.format.header);
   const digest = new Digest(options.onBytes ?? (() => undefined));
   try {
     const writable = sink.open();

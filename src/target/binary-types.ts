@@ -20,13 +20,17 @@ export interface TypedTable {
   columnTypes?: readonly string[];
 }
 
+/** Types whose binary form is their text, so each reads the others' values as text, as CSV would. */
+const TEXT_TYPES = '{pg_catalog.text,pg_catalog.varchar,pg_catalog.bpchar}';
+
 /**
  * With binary files, throws TARGET_TYPE_MISMATCH naming every loaded column whose target type (a
  * domain's base type) is not the type the source's type name names on the target, typmods aside
- * (the target applies its own as it reads). Also accepted, since they read such values exactly:
- * any enum (it reads a label and refuses any other, so an enum loads into another schema's enum),
- * and text, varchar and char from one another (each one's binary form is its text). A column the
- * target lacks is left to the COPY, which fails naming it. CSV, and tables without types, pass.
+ * (the target applies its own as it reads). Also accepted, since the target reads such values
+ * exactly or refuses them: an enum column from an enum (of any schema: it reads a label and
+ * refuses any other), from text, varchar or char, or from a type the target does not have (an
+ * enum whose schema it lacks); and text, varchar and char from one another. A column the target
+ * lacks is left to the COPY, which fails naming it. CSV, and tables without types, pass.
  */
 export async function requireBinaryTypes(client: ClientBase, format: ExportFormat['format'], tables: readonly TypedTable[]): Promise<void> {
   if (format !== 'binary') return;
@@ -36,23 +40,28 @@ export async function requireBinaryTypes(client: ClientBase, format: ExportForma
       : [],
   );
   if (loaded.length === 0) return;
-  const r = await client.query<{ n: string; sourceType: string; targetType: string }>(
-    `SELECT s.n::text AS n, s.type AS "sourceType", pg_catalog.format_type(base.oid, base.typmod) AS "targetType"
+  const r = await client.query<{ n: string; sourceType: string; targetType: string; known: boolean }>(
+    `SELECT s.n::text AS n, s.type AS "sourceType", pg_catalog.format_type(base.oid, base.typmod) AS "targetType", src.oid IS NOT NULL AS known
        FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS s(relation, name, type, n)
        JOIN pg_catalog.pg_attribute a ON a.attrelid = s.relation::regclass AND a.attname = s.name AND a.attnum > 0 AND NOT a.attisdropped
        ${ATTRIBUTE_BASE_TYPE}
        JOIN pg_catalog.pg_type bt ON bt.oid = base.oid
-      WHERE bt.typtype <> 'e'
-        AND base.oid IS DISTINCT FROM pg_catalog.to_regtype(s.type)
-        AND NOT (base.oid = ANY ($4::regtype[]) AND pg_catalog.to_regtype(s.type) = ANY ($4::regtype[]))
+       LEFT JOIN pg_catalog.pg_type src ON src.oid = pg_catalog.to_regtype(s.type)
+      -- coalesce: a source type the target does not have (src NULL) is a mismatch unless an enum reads it.
+      WHERE NOT coalesce(
+              base.oid = src.oid
+              OR (bt.typtype = 'e' AND (src.oid IS NULL OR src.typtype = 'e' OR src.oid = ANY ($4::regtype[])))
+              OR (base.oid = ANY ($4::regtype[]) AND src.oid = ANY ($4::regtype[])),
+              false)
       ORDER BY s.n`,
-    [loaded.map((c) => c.relation), loaded.map((c) => c.name), loaded.map((c) => c.type), '{text,varchar,bpchar}'],
+    [loaded.map((c) => c.relation), loaded.map((c) => c.name), loaded.map((c) => c.type), TEXT_TYPES],
   );
   if (r.rows.length === 0) return;
   const byTable = new Map<string, string[]>();
-  for (const { n, sourceType, targetType } of r.rows) {
+  for (const { n, sourceType, targetType, known } of r.rows) {
     const { label, name } = loaded[Number(n) - 1]!;
-    byTable.set(label, [...(byTable.get(label) ?? []), `${name} is ${sourceType} in the files and ${targetType} there`]);
+    const why = known ? `${name} is ${sourceType} in the files and ${targetType} there` : `${name} is ${sourceType} in the files, a type the target lacks`;
+    byTable.set(label, [...(byTable.get(label) ?? []), why]);
   }
   const named = [...byTable].map(([table, columns]) => `${table} (${columns.join('; ')})`).join(', ');
   throw new PgExtractError(

@@ -129,29 +129,39 @@ function failure(code: ErrorCode, message: string, disposition: string, cause?: 
   return Object.assign(new PgExtractError(code, message, { cause }), { disposition });
 }
 
+/** The fence's columns: what the first load creates, and what an administrator creates for a role that may not (README). */
+export const FENCE_COLUMNS =
+  'operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now()';
+
+/** SQLSTATEs of a CREATE that met the same name committed meanwhile: unique violation, duplicate schema, duplicate table. */
+const CREATED_MEANWHILE = new Set(['23505', '42P06', '42P07']);
+
 /**
  * Creates the fence unless it is there. Once it is (an earlier load made it, or an administrator did
  * for a role without CREATE on the database), nothing is created: `CREATE SCHEMA IF NOT EXISTS` checks
- * that privilege even when the schema exists. The creation is serialized by an advisory lock, since two
- * loads creating it at once would both find it missing and the second to commit fail (SQLSTATE 23505).
+ * that privilege even when the schema exists. Loads creating it take turns on a session advisory lock
+ * (two at once would both find it missing, and the second to commit fail with SQLSTATE 23505); the
+ * look after the lock is a transaction of its own, which sees what the one before committed (a
+ * transaction begun before that commit may still see the fence missing). One created by anyone else
+ * at that moment fails the CREATE, and is then found.
  */
 export async function ensureFence(client: Client): Promise<void> {
   const present = async () => (await client.query<{ present: boolean }>('SELECT pg_catalog.to_regclass($1) IS NOT NULL AS present', [FENCE])).rows[0]!.present;
   if (await present()) return;
-  // READ COMMITTED whatever the target's default: the check after the lock must see a fence committed while it waited.
-  await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+  await client.query('SELECT pg_catalog.pg_advisory_lock(pg_catalog.hashtext($1))', [FENCE]);
   try {
-    await client.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1))', [FENCE]);
-    if (!(await present())) {
+    if (await present()) return;
+    await client.query('BEGIN');
+    try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
-      await client.query(
-        `CREATE TABLE IF NOT EXISTS ${FENCE} (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())`,
-      );
+      await client.query(`CREATE TABLE IF NOT EXISTS ${FENCE} (${FENCE_COLUMNS})`);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
+      if (!CREATED_MEANWHILE.has(String((err as { code?: unknown }).code)) || !(await present())) throw err;
     }
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
-    throw err;
+  } finally {
+    await client.query('SELECT pg_catalog.pg_advisory_unlock(pg_catalog.hashtext($1))', [FENCE]).catch(() => undefined);
   }
 }
 

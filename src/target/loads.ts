@@ -41,9 +41,12 @@ async function report(operationId: string, url: string, digest: string, load: ()
     if (err instanceof CommitUnacknowledged) {
       const verdict = await reconcileCommit(() => openSession(url, 'target'), { operationId, digest, xid: err.xid });
       const outcome = verdict === 'committed' ? 'committed' : verdict === 'not_committed' ? 'failed' : 'unknown';
-      return { outcome, operationId, reason: err.code, rows: null };
+      if (verdict === 'committed') return { outcome, operationId, reason: err.code, rows: null };
+      const said = verdict === 'not_committed' ? 'the target rolled the transaction back' : 'the target could not say whether it committed';
+      return { outcome, operationId, reason: err.code, rows: null, message: `${err.message}; ${said}` };
     }
-    if (errorCodeOf(err) === ErrorCode.TARGET_FENCE_CONFLICT) return { outcome: 'unknown', operationId, reason: ErrorCode.TARGET_FENCE_CONFLICT, rows: null };
+    if (errorCodeOf(err) === ErrorCode.TARGET_FENCE_CONFLICT)
+      return { outcome: 'unknown', operationId, reason: ErrorCode.TARGET_FENCE_CONFLICT, rows: null, message: (err as Error).message };
     throw err;
   }
 }

@@ -6,7 +6,7 @@
  */
 import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
-import type { LoadReport } from '../contract/load-report';
+import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { activityTimeout, describeFailure, failureMessage } from './failure-kind';
@@ -37,7 +37,8 @@ function reportingLoader(input: ExtractionInput): typeof legacyLoader {
  * out may have reached COMMIT, so it is `unknown`.
  */
 function unreported(err: unknown, operationId: string): LoadReport {
-  const message = failureMessage(err);
+  // Redacted where the activity made the failure; bounded as the activity bounds the messages it reports.
+  const message = failureMessage(err)?.slice(0, LOAD_MESSAGE_LIMIT);
   return { outcome: activityTimeout(err) ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null, ...(message ? { message } : {}) };
 }
 

@@ -4,6 +4,7 @@
  * an unreachable target after that (files retained), and a retried load that loads once.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -12,7 +13,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createLoadActivities } from '../../src/activities/load';
 import type { LoadReport } from '../../src/contract/load-report';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { ensureFence, fenceVerdict, reconcileCommit } from '../../src/target/loader';
+import { FENCE_COLUMNS, ensureFence, fenceVerdict, reconcileCommit } from '../../src/target/loader';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
@@ -89,7 +90,12 @@ describe('built-in PostgreSQL target loader (live)', function () {
   it('the target backend terminated at the moment of COMMIT → reconciled as not committed → abort', async () => {
     await slowCommit();
     const [{ result }] = await Promise.all([run(), terminateTargetAtCommit()]);
-    assert.deepEqual(result.load, { outcome: 'failed', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
+    assert.deepEqual(result.load, {
+      outcome: 'failed',
+      reason: 'TARGET_COMMIT_AMBIGUOUS',
+      rows: null,
+      message: 'the COMMIT was sent but its acknowledgement was lost; the target rolled the transaction back',
+    });
     assert.equal(result.terminalReceipt.outcome, 'abort');
     assert.equal((await targetDigest()).count, 0, 'nothing committed');
   });
@@ -100,7 +106,12 @@ describe('built-in PostgreSQL target loader (live)', function () {
       run(),
       terminateTargetAtCommit(async () => void (await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`))),
     ]);
-    assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
+    assert.deepEqual(result.load, {
+      outcome: 'unknown',
+      reason: 'TARGET_COMMIT_AMBIGUOUS',
+      rows: null,
+      message: 'the COMMIT was sent but its acknowledgement was lost; the target could not say whether it committed',
+    });
     assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
     for (const f of manifest.files) await access(f.path);
     assert.deepEqual([...result.terminalReceipt.filesRetained].sort(), runOutputs(manifest).sort());
@@ -111,7 +122,6 @@ describe('built-in PostgreSQL target loader (live)', function () {
     let files: { path: string; rows: number; sha256: string }[];
     before(async () => {
       // Files as an extraction would leave them (CSV with header, two rows each).
-      const { createHash } = await import('node:crypto');
       files = [];
       for (const [i, body] of ['id,name\n1,a\n2,b\n', 'id,name\n3,c\n4,d\n'].entries()) {
         const path = join(live().outRoot, `load-${i}.csv`);
@@ -206,10 +216,13 @@ describe('built-in PostgreSQL target loader (live)', function () {
         await other.query(`SELECT pg_advisory_xact_lock(hashtext('"pgextract"."commit_fence"'))`);
         await other.query('CREATE SCHEMA pgextract');
         const loading = env.run(activity(), request({ operationId: 'op-while-fencing' })) as Promise<LoadReport>;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        await other.query(
-          'CREATE TABLE pgextract.commit_fence (operation_id text PRIMARY KEY, intent_digest text NOT NULL, target text NOT NULL, rows bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now())',
-        );
+        // The load has looked for the fence (missing) and waits for the lock.
+        const waiting = async () => (await other.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0].n === 1;
+        for (const until = Date.now() + 10_000; !(await waiting());) {
+          assert.ok(Date.now() < until, 'the load waits for the advisory lock');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        await other.query(`CREATE TABLE pgextract.commit_fence (${FENCE_COLUMNS})`);
         await other.query('COMMIT');
         const report = await loading;
         assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4], report.message);
@@ -244,6 +257,56 @@ describe('built-in PostgreSQL target loader (live)', function () {
     it('a load whose files are outside the output root is refused: failed, OUTPUT_PATH_ESCAPES_ROOT', async () => {
       const report: LoadReport = await env.run(activity(), request({ files: [{ path: '/etc/hostname', rows: 1, sha256: 'a'.repeat(64) }] }));
       assert.deepEqual([report.outcome, report.reason], ['failed', 'OUTPUT_PATH_ESCAPES_ROOT']);
+    });
+
+    it("a set's load takes its columns from the data package, which must match its sha256 and list every table", async () => {
+      const setLoad = createLoadActivities({
+        targetUrl: () => targetUrl(),
+        sourceUrl: () => live().pg.url,
+        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+      }).loadTargetSet;
+      // The files hold id, name; the target table is (id, name) too, but the package says (name, id): loaded by its names.
+      await onTarget((c) => c.query('DROP TABLE dst.u; CREATE TABLE dst.u (name text, id text)'));
+      const write = async (pgTable: string) => {
+        const body = JSON.stringify({
+          resources: [
+            {
+              pgTable,
+              schema: {
+                fields: [
+                  { name: 'id', pgType: 'integer' },
+                  { name: 'name', pgType: 'text' },
+                ],
+              },
+            },
+          ],
+        });
+        const path = join(live().outRoot, `package-${pgTable}.json`);
+        await writeFile(path, body);
+        return { path, sha256: createHash('sha256').update(body).digest('hex') };
+      };
+      const setRequest = (dataPackage: { path: string; sha256: string }, operationId: string) => ({
+        target: { name: 'warehouse', mode: 'append' as const, schema: 'dst' },
+        files: files.map((f) => ({ ...f, table: 'src.u' })),
+        format: { format: 'csv' as const, header: true, gzip: false },
+        operationId,
+        dataPackage,
+      });
+      const listed = await write('src.u');
+      const tampered: LoadReport = await env.run(setLoad, setRequest({ ...listed, sha256: 'c'.repeat(64) }, 'op-set-tampered'));
+      assert.deepEqual([tampered.outcome, tampered.reason], ['failed', 'TARGET_CHECKSUM_MISMATCH']);
+      const unlisted: LoadReport = await env.run(setLoad, setRequest(await write('src.other'), 'op-set-unlisted'));
+      assert.deepEqual([unlisted.outcome, unlisted.reason], ['failed', 'INPUT_INVALID']);
+      assert.match(unlisted.message ?? '', /lists no table src\.u/);
+      const loaded: LoadReport = await env.run(setLoad, setRequest(listed, 'op-set-packaged'));
+      assert.deepEqual([loaded.outcome, loaded.rows], ['committed', 4]);
+      const rows = await onTarget(async (c) => (await c.query('SELECT id, name FROM dst.u ORDER BY id')).rows);
+      assert.deepEqual(rows, [
+        { id: '1', name: 'a' },
+        { id: '2', name: 'b' },
+        { id: '3', name: 'c' },
+        { id: '4', name: 'd' },
+      ]);
     });
   });
 

@@ -100,7 +100,12 @@ describe('streaming PG → PG without files (live)', function () {
       while (!['cleaning_up', 'done'].includes((await handle.query(statusQuery)).phase)) await new Promise((r) => setTimeout(r, 50));
       await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
     });
-    assert.deepEqual(result.load, { outcome: 'unknown', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: null });
+    assert.deepEqual(result.load, {
+      outcome: 'unknown',
+      reason: 'TARGET_COMMIT_AMBIGUOUS',
+      rows: null,
+      message: 'the COMMIT was sent but its acknowledgement was lost; the target could not say whether it committed',
+    });
     assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
     assert.equal(
       result.extractionReceipt!.evidence.reduce((n, e) => n + e.rows, 0),
