@@ -129,12 +129,17 @@ describe('built-in PostgreSQL target loader (live)', function () {
         files.push({ path, rows: 2, sha256: createHash('sha256').update(body).digest('hex') });
       }
     });
-    const activity = () =>
-      createLoadActivities({
-        targetUrl: () => targetUrl(),
+    /** The load activities, connecting to the target as `role` (the target URL's own user when absent). */
+    const activitiesAs = (role?: string) => {
+      const url = new URL(targetUrl());
+      if (role) url.username = role;
+      return createLoadActivities({
+        targetUrl: () => url.toString(),
         sourceUrl: () => live().pg.url,
         stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
-      }).loadTarget;
+      });
+    };
+    const activity = () => activitiesAs().loadTarget;
     const request = (patch: Record<string, unknown> = {}) => ({
       target: { name: 'warehouse', table: 'dst.u', mode: 'append' as const },
       files,
@@ -164,13 +169,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       try {
         await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_inserter`);
         await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter'));
-        const url = new URL(targetUrl());
-        url.username = 'pgx_inserter';
-        const inserter = createLoadActivities({
-          targetUrl: () => url.toString(),
-          sourceUrl: () => live().pg.url,
-          stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
-        }).loadTarget;
+        const inserter = activitiesAs('pgx_inserter').loadTarget;
         const report: LoadReport = await env.run(inserter, request({ operationId: 'op-inserter' }));
         assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
         assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
@@ -184,13 +183,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       await admin().query(`CREATE ROLE pgx_loader LOGIN`);
       try {
         await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_loader; GRANT INSERT ON dst.u TO pgx_loader'));
-        const url = new URL(targetUrl());
-        url.username = 'pgx_loader';
-        const loader = createLoadActivities({
-          targetUrl: () => url.toString(),
-          sourceUrl: () => live().pg.url,
-          stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
-        }).loadTarget;
+        const loader = activitiesAs('pgx_loader').loadTarget;
         const refused: LoadReport = await env.run(loader, request({ operationId: 'op-no-fence' }));
         assert.deepEqual([refused.outcome, refused.reason], ['failed', 'SQLSTATE_42501']);
         assert.match(refused.message ?? '', /permission denied for database/);
@@ -260,11 +253,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
 
     it("a set's load takes its columns from the data package, which must match its sha256 and list every table", async () => {
-      const setLoad = createLoadActivities({
-        targetUrl: () => targetUrl(),
-        sourceUrl: () => live().pg.url,
-        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
-      }).loadTargetSet;
+      const setLoad = activitiesAs().loadTargetSet;
       // The files hold id, name; the target table is (id, name) too, but the package says (name, id): loaded by its names.
       await onTarget((c) => c.query('DROP TABLE dst.u; CREATE TABLE dst.u (name text, id text)'));
       const write = async (pgTable: string) => {
