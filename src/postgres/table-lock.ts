@@ -30,6 +30,11 @@ const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
  * `LOCK TABLE a, b, … IN ACCESS SHARE MODE`, each other relation a `SELECT … LIMIT 0`, all in one
  * simple-query message. The first lock not granted within lock_timeout fails it; the caller's
  * ROLLBACK releases the locks already taken.
+ *
+ * The tables were found in the snapshot, but a lock takes the relation as it is now: one dropped or
+ * renamed since (on a busy schema, an ETL's scratch table) fails with SQLSTATE 42P01. That is
+ * SNAPSHOT_LOST: this snapshot's set can no longer be read whole, and a fresh attempt plans the set
+ * again as it is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly { schema: string; table: string; relkind: string }[]): Promise<void> {
   const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
@@ -37,7 +42,15 @@ export async function lockAccessShare(client: ClientBase, tables: readonly { sch
     ...(lockable.length ? [`LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE`] : []),
     ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
   ];
-  if (statements.length) await client.query(statements.join(';\n'));
+  if (!statements.length) return;
+  try {
+    await client.query(statements.join(';\n'));
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '42P01') throw err;
+    throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, `a table went away after the snapshot was taken, before it was locked (${(err as Error).message})`, {
+      cause: err,
+    });
+  }
 }
 
 /** A backend holding or queued for a conflicting lock, and the relations it is on. */

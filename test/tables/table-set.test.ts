@@ -284,6 +284,55 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     );
   });
 
+  it('a table dropped after the snapshot, before the holder could lock it: the schema is planned again on a fresh snapshot without it; a list naming it fails with TABLE_NOT_FOUND', async () => {
+    // Failed with SQLSTATE_42P01 ("relation does not exist") before: a busy schema's scratch table made the run fail.
+    const cases: [Omit<ExtractionRequest, 'source'>, 'completed' | 'TABLE_NOT_FOUND'][] = [
+      [{ schema: 'tgone' }, 'completed'],
+      [{ tables: ['tgone.keep', 'tgone.gone'] }, 'TABLE_NOT_FOUND'],
+    ];
+    for (const [request, ends] of cases) {
+      await admin().query(`DROP SCHEMA IF EXISTS tgone CASCADE; CREATE SCHEMA tgone;
+        CREATE TABLE tgone.keep (id int PRIMARY KEY); INSERT INTO tgone.keep SELECT generate_series(1, 100);
+        CREATE TABLE tgone.gone (id int PRIMARY KEY); INSERT INTO tgone.gone SELECT generate_series(1, 100)`);
+      // The holder finds both tables in its snapshot, then waits behind this lock; the table is dropped while it waits.
+      const dropper = new Client({ connectionString: live().pg.url });
+      await dropper.connect();
+      try {
+        await dropper.query('BEGIN; LOCK TABLE tgone.gone IN ACCESS EXCLUSIVE MODE');
+        await withWorker(async ({ taskQueue }) => {
+          const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+          const holderWaits = async () =>
+            (
+              await admin().query(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND wait_event_type = 'Lock'`,
+              )
+            ).rows[0].n === 1;
+          await eventually(holderWaits, 'the holder waiting for its lock');
+          await dropper.query('DROP TABLE tgone.gone; COMMIT');
+          if (ends === 'TABLE_NOT_FOUND') {
+            await assert.rejects(handle.result(), (err: unknown) => [...causes(err)].some((e) => (e as { type?: string }).type === 'TABLE_NOT_FOUND'));
+            return;
+          }
+          const manifest = await waitForManifest(handle);
+          assert.deepEqual([...new Set(manifest.files.map((f) => f.table))], ['tgone.keep']);
+          assert.equal(manifest.totals.rows, 100);
+          await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+          const result = (await handle.result()) as ExtractionResult;
+          assert.deepEqual(
+            result.attempts.map((a) => [a.result, a.reason]),
+            [
+              ['snapshot_lost', 'SNAPSHOT_LOST'],
+              ['completed', null],
+            ],
+          );
+        });
+      } finally {
+        await dropper.end();
+      }
+    }
+    await admin().query('DROP SCHEMA tgone CASCADE');
+  });
+
   it('start --schema --wait --json prints files[] with their table, tables[] and totals', async () => {
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
