@@ -21,6 +21,8 @@ export async function setLockTimeout(client: ClientBase, ms: number): Promise<vo
 
 /** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
 const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
+/** Relations with rows of their own in files a TRUNCATE or rewrite replaces (a partitioned table's are its partitions'). */
+const REWRITABLE_KINDS = new Set(['r', 'p', 'm']);
 
 /**
  * ACCESS SHARE on each relation (and its partitions, or a view's tables) until the transaction
@@ -31,10 +33,13 @@ const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
  * simple-query message. The first lock not granted within lock_timeout fails it; the caller's
  * ROLLBACK releases the locks already taken.
  *
- * The tables were found in the snapshot, but a lock takes the relation as it is now: one dropped or
- * renamed since (on a busy schema, an ETL's scratch table) fails with SQLSTATE 42P01. That is
- * SNAPSHOT_LOST: this snapshot's set can no longer be read whole, and a fresh attempt plans the set
- * again as it is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
+ * The tables were found in the snapshot, but a lock takes the relation as it is now, and a change
+ * committed in between may leave the snapshot unable to read it: a table dropped or renamed since
+ * (on a busy schema, an ETL's scratch table) fails the lock with SQLSTATE 42P01, and one emptied or
+ * rewritten since (TRUNCATE, a rewriting ALTER TABLE, REFRESH MATERIALIZED VIEW: not MVCC-safe) would
+ * read as its new file, not as the snapshot saw it: empty, silently, after a TRUNCATE and reload
+ * (see {@link rewrittenSince}). Either is SNAPSHOT_LOST: a fresh attempt plans the set again as it
+ * is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly { schema: string; table: string; relkind: string }[]): Promise<void> {
   const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
@@ -51,6 +56,39 @@ export async function lockAccessShare(client: ClientBase, tables: readonly { sch
       cause: err,
     });
   }
+  const rewritten = await rewrittenSince(client, tables);
+  if (rewritten.length) {
+    throw new PgExtractError(
+      ErrorCode.SNAPSHOT_LOST,
+      `${listed(rewritten)} ${rewritten.length === 1 ? 'was' : 'were'} emptied or rewritten (TRUNCATE, a rewriting ALTER TABLE, REFRESH MATERIALIZED VIEW) after the snapshot was taken, before it was locked: the snapshot would read the new contents`,
+    );
+  }
+}
+
+/**
+ * The locked tables (and partitions of locked partitioned tables) whose file is not the one the
+ * snapshot's catalog names: `pg_class.relfilenode` read in the snapshot against
+ * `pg_relation_filenode()`, which reads the catalog as it is now (taken in with the lock). A
+ * TRUNCATE, a rewriting ALTER TABLE, VACUUM FULL, CLUSTER or REFRESH MATERIALIZED VIEW gives a
+ * relation a new file; the last two are MVCC-safe, so for them a fresh attempt is one more than needed.
+ */
+async function rewrittenSince(client: ClientBase, tables: readonly { schema: string; table: string; relkind: string }[]): Promise<string[]> {
+  const stored = tables.filter((t) => REWRITABLE_KINDS.has(t.relkind)).map((t) => quoteQualified(t.schema, t.table));
+  if (!stored.length) return [];
+  const r = await client.query<{ name: string }>(
+    `WITH RECURSIVE rel(oid) AS (
+       SELECT pg_catalog.to_regclass(t.name)::oid FROM unnest($1::text[]) AS t(name)
+       UNION
+       SELECT i.inhrelid FROM rel
+         JOIN pg_catalog.pg_class p ON p.oid = rel.oid AND p.relkind = 'p'
+         JOIN pg_catalog.pg_inherits i ON i.inhparent = p.oid)
+     SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name
+       FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'm') AND c.relfilenode IS DISTINCT FROM pg_catalog.pg_relation_filenode(c.oid)
+      ORDER BY 1`,
+    [stored],
+  );
+  return r.rows.map((row) => row.name);
 }
 
 /** A backend holding or queued for a conflicting lock, and the relations it is on. */

@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
+import type { ExtractionRequest } from '../../src/contract/extraction-input';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, seedMixedTable, settleSessions } from '../support/database';
+import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
@@ -61,5 +64,56 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
         assert.deepEqual(r.source, { systemIdentifier: identity.rows[0]!.system, databaseOid: Number(identity.rows[0]!.db) });
       }
     });
+  });
+
+  /**
+   * Runs `request` while another session holds the table ACCESS EXCLUSIVE with `change` done and not
+   * yet committed; commits it once the holder, its snapshot taken, waits for its lock. Returns the
+   * manifest's rows and the attempts' results.
+   */
+  async function changedWhileLocking(change: string, request: Omit<ExtractionRequest, 'source'>): Promise<{ rows: number; attempts: string[] }> {
+    const other = await admin().connect();
+    try {
+      await other.query(`BEGIN; LOCK TABLE sgr.t IN ACCESS EXCLUSIVE MODE; ${change}`);
+      return await withWorker(async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+        const holderWaits = async () =>
+          (
+            await admin().query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0].n === 1;
+        await eventually(holderWaits, 'the holder waiting for its lock');
+        await other.query('COMMIT');
+        const manifest = await waitForManifest(handle);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        const result = (await handle.result()) as ExtractionResult;
+        return { rows: manifest.totals.rows, attempts: result.attempts.map((a) => a.result) };
+      });
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      other.release();
+    }
+  }
+
+  it('a TRUNCATE and reload, or a rewriting ALTER TABLE, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema)', async () => {
+    // Before, the snapshot read the table's new file: the reloaded table's rows were after it and the rewritten table's
+    // tuples new, so both exported 0 of the snapshot's 900 rows, and the run succeeded.
+    const seed = () =>
+      admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr;
+        CREATE TABLE sgr.t (id int PRIMARY KEY, v int); INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 900) g`);
+    for (const request of [{ table: 'sgr.t', partitions: 2 }, { schema: 'sgr' }]) {
+      await seed();
+      const reload = await changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', request);
+      assert.deepEqual(reload, { rows: 50, attempts: ['snapshot_lost', 'completed'] }, JSON.stringify(request));
+      await seed();
+      const rewrite = await changedWhileLocking('ALTER TABLE sgr.t ALTER v TYPE bigint', request);
+      assert.deepEqual(rewrite, { rows: 900, attempts: ['snapshot_lost', 'completed'] }, JSON.stringify(request));
+      // A change that leaves the file (rows added) is read as MVCC reads it: the snapshot's 900, in one attempt.
+      await seed();
+      const insert = await changedWhileLocking('INSERT INTO sgr.t SELECT g, g FROM generate_series(901, 1000) g', request);
+      assert.deepEqual(insert, { rows: 900, attempts: ['completed'] }, JSON.stringify(request));
+    }
+    await admin().query('DROP SCHEMA sgr CASCADE');
   });
 });
