@@ -84,7 +84,8 @@ async function rewrittenSince(client: ClientBase, tables: readonly { schema: str
          JOIN pg_catalog.pg_inherits i ON i.inhparent = p.oid)
      SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name
        FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.relkind IN ('r', 'm') AND c.relfilenode IS DISTINCT FROM pg_catalog.pg_relation_filenode(c.oid)
+      -- relfilenode 0: a mapped system catalog (pg_class and a few others), whose file the catalog does not name.
+      WHERE c.relkind IN ('r', 'm') AND c.relfilenode <> 0 AND c.relfilenode IS DISTINCT FROM pg_catalog.pg_relation_filenode(c.oid)
       ORDER BY 1`,
     [stored],
   );
