@@ -65,7 +65,7 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
     this.#started = true;
     const c = this.#client;
     this.#inTransaction = true;
-    ({ backendPid: this.backendPid, snapshotDigest: this.snapshotDigest } = await beginRepeatableRead(c, this.authority));
+    ({ backendPid: this.backendPid, snapshotDigest: this.snapshotDigest } = await beginRepeatableRead(c, this.authority, [this.#table]));
     const evidence: FileReceipt[] = [];
     const name = this.#options.evidenceName ?? ((location: string) => location);
     for await (const file of copyBatchFiles(c, this.#table, { kind: 'all' }, this.#options)) {

@@ -7,6 +7,7 @@
 import type { ClientBase } from 'pg';
 import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
+import { type LockableTable, lockBeforeSnapshot } from './table-lock';
 
 /** SQL for an instant as an ISO-8601 UTC string with microseconds. */
 export function utcText(expr: string): string {
@@ -20,15 +21,18 @@ export async function serverNow(client: ClientBase): Promise<string> {
 }
 
 /**
- * Opens `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY` and runs its first statement, which
+ * Opens `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`, locks `tables` (see
+ * ./table-lock.ts lockBeforeSnapshot) and runs its first statement, which
  * takes the snapshot: the window starts at that statement (statement_timestamp) and the snapshot
  * is recorded as read during it (clock_timestamp), with the digest of pg_current_snapshot().
  */
 export async function beginRepeatableRead(
   client: ClientBase,
   authority: ExtractionLifecycleAuthority,
+  tables: readonly LockableTable[],
 ): Promise<{ backendPid: number; snapshotDigest: string }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  await lockBeforeSnapshot(client, tables);
   const first = await client.query<{ snapshot: string; started: string; snapshot_at: string; pid: number }>(
     `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started,
             ${utcText('clock_timestamp()')} AS snapshot_at, pg_backend_pid() AS pid`,

@@ -1,11 +1,12 @@
 /**
  * Table locks of an export. The coordinator takes ACCESS SHARE right after exporting its snapshot
  * (as pg_dump does), so TRUNCATE, a rewriting ALTER TABLE or VACUUM FULL cannot run under the
- * export. The coordinator and partitions wait at most `lock_timeout` for a lock: a migration
- * queued behind the coordinator's lock would otherwise queue every partition (and the
- * application) behind itself, a wait no deadlock detector sees. A timeout becomes LOCK_TIMEOUT
- * naming who held or queued for the conflicting lock, read from pg_locks after the wait ended
- * (pg_blocking_pids only answers for a backend that is still waiting).
+ * export, and then checks that none committed between the snapshot and the lock (pg_dump does
+ * not). The coordinator and partitions wait at most `lock_timeout` for a lock: a migration queued
+ * behind the coordinator's lock would otherwise queue every partition (and the application)
+ * behind itself, a wait no deadlock detector sees. A timeout becomes LOCK_TIMEOUT naming who held
+ * or queued for the conflicting lock, read from pg_locks after the wait ended (pg_blocking_pids
+ * only answers for a backend that is still waiting).
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
@@ -21,8 +22,30 @@ export async function setLockTimeout(client: ClientBase, ms: number): Promise<vo
 
 /** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
 const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
-/** Relations with rows of their own in files a TRUNCATE or rewrite replaces (a partitioned table's are its partitions'). */
-const REWRITABLE_KINDS = new Set(['r', 'p', 'm']);
+
+/** A relation as a lock names it. */
+export interface LockableTable {
+  schema: string;
+  table: string;
+  relkind: string;
+}
+
+/**
+ * ACCESS SHARE on the tables a one-session read (whole copy, batched copy) is about to read, taken
+ * after BEGIN and before its snapshot (LOCK takes none): no change can then commit between the
+ * snapshot and the lock, the race {@link lockAccessShare} checks for where the tables are known only
+ * inside the snapshot. Materialized views and foreign tables cannot be LOCKed; their COPY locks them.
+ */
+export async function lockBeforeSnapshot(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
+  const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
+  if (lockable.length) await client.query(`LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE`);
+}
+
+/**
+ * SQLSTATEs of a lock on a name that no longer leads where the snapshot's catalog said: no such
+ * relation (42P01), no such schema (3F000), a relation of another kind now (42809).
+ */
+const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
 
 /**
  * ACCESS SHARE on each relation (and its partitions, or a view's tables) until the transaction
@@ -33,15 +56,14 @@ const REWRITABLE_KINDS = new Set(['r', 'p', 'm']);
  * simple-query message. The first lock not granted within lock_timeout fails it; the caller's
  * ROLLBACK releases the locks already taken.
  *
- * The tables were found in the snapshot, but a lock takes the relation as it is now, and a change
- * committed in between may leave the snapshot unable to read it: a table dropped or renamed since
- * (on a busy schema, an ETL's scratch table) fails the lock with SQLSTATE 42P01, and one emptied or
- * rewritten since (TRUNCATE, a rewriting ALTER TABLE, REFRESH MATERIALIZED VIEW: not MVCC-safe) would
- * read as its new file, not as the snapshot saw it: empty, silently, after a TRUNCATE and reload
- * (see {@link rewrittenSince}). Either is SNAPSHOT_LOST: a fresh attempt plans the set again as it
+ * The tables were found in the snapshot, but a lock takes the name as it is now. A change committed
+ * in between can leave the snapshot unable to read the table as it saw it: gone (dropped, renamed:
+ * an ETL's scratch table), replaced (a swap of names), or emptied or rewritten (TRUNCATE, a rewriting
+ * ALTER TABLE, REFRESH MATERIALIZED VIEW are not MVCC-safe: the snapshot would read the new file,
+ * empty after a TRUNCATE and reload). Each is SNAPSHOT_LOST, and a fresh attempt plans the set as it
  * is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
-export async function lockAccessShare(client: ClientBase, tables: readonly { schema: string; table: string; relkind: string }[]): Promise<void> {
+export async function lockAccessShare(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
   const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
   const statements = [
     ...(lockable.length ? [`LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE`] : []),
@@ -51,45 +73,52 @@ export async function lockAccessShare(client: ClientBase, tables: readonly { sch
   try {
     await client.query(statements.join(';\n'));
   } catch (err) {
-    if ((err as { code?: unknown }).code !== '42P01') throw err;
+    if (!GONE_SINCE.has(String((err as { code?: unknown }).code))) throw err;
     throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, `a table went away after the snapshot was taken, before it was locked (${(err as Error).message})`, {
       cause: err,
     });
   }
-  const rewritten = await rewrittenSince(client, tables);
-  if (rewritten.length) {
+  const changed = await changedSince(client, tables);
+  if (changed.length) {
     throw new PgExtractError(
       ErrorCode.SNAPSHOT_LOST,
-      `${listed(rewritten)} ${rewritten.length === 1 ? 'was' : 'were'} emptied or rewritten (TRUNCATE, a rewriting ALTER TABLE, REFRESH MATERIALIZED VIEW) after the snapshot was taken, before it was locked: the snapshot would read the new contents`,
+      `${listed(changed)} changed after the snapshot was taken, before it was locked (replaced, emptied or rewritten): the snapshot would read what is there now`,
     );
   }
 }
 
 /**
- * The locked tables (and partitions of locked partitioned tables) whose file is not the one the
- * snapshot's catalog names: `pg_class.relfilenode` read in the snapshot against
- * `pg_relation_filenode()`, which reads the catalog as it is now (taken in with the lock). A
- * TRUNCATE, a rewriting ALTER TABLE, VACUUM FULL, CLUSTER or REFRESH MATERIALIZED VIEW gives a
- * relation a new file; the last two are MVCC-safe, so for them a fresh attempt is one more than needed.
+ * The tables whose name now leads to another relation than in the snapshot's catalog, and the
+ * locked tables (and partitions of locked partitioned tables) whose file is not the one the
+ * snapshot's catalog names: `pg_class` read in the snapshot, against `to_regclass()` and
+ * `pg_relation_filenode()`, which read the catalog as it is now (taken in with the lock). VACUUM
+ * FULL, CLUSTER and SET TABLESPACE also give a table a new file, though the snapshot could still
+ * read it: for them the fresh attempt is one more than needed.
  */
-async function rewrittenSince(client: ClientBase, tables: readonly { schema: string; table: string; relkind: string }[]): Promise<string[]> {
-  const stored = tables.filter((t) => REWRITABLE_KINDS.has(t.relkind)).map((t) => quoteQualified(t.schema, t.table));
-  if (!stored.length) return [];
-  const r = await client.query<{ name: string }>(
-    `WITH RECURSIVE rel(oid) AS (
-       SELECT pg_catalog.to_regclass(t.name)::oid FROM unnest($1::text[]) AS t(name)
+async function changedSince(client: ClientBase, tables: readonly { schema: string; table: string }[]): Promise<string[]> {
+  const r = await client.query<{ label: string }>(
+    `WITH RECURSIVE named AS (
+       SELECT pg_catalog.format('%I.%I', t.schema, t.rel) AS label,
+              (SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = t.schema AND c.relname = t.rel) AS seen,
+              pg_catalog.to_regclass(t.name)::oid AS now
+         FROM unnest($1::text[], $2::text[], $3::text[]) AS t(schema, rel, name)),
+     rel(oid) AS (
+       SELECT seen FROM named WHERE seen = now
        UNION
        SELECT i.inhrelid FROM rel
          JOIN pg_catalog.pg_class p ON p.oid = rel.oid AND p.relkind = 'p'
          JOIN pg_catalog.pg_inherits i ON i.inhparent = p.oid)
-     SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) AS name
+     SELECT label FROM named WHERE seen IS DISTINCT FROM now
+     UNION
+     SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
        FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       -- relfilenode 0: a mapped system catalog (pg_class and a few others), whose file the catalog does not name.
       WHERE c.relkind IN ('r', 'm') AND c.relfilenode <> 0 AND c.relfilenode IS DISTINCT FROM pg_catalog.pg_relation_filenode(c.oid)
       ORDER BY 1`,
-    [stored],
+    [tables.map((t) => t.schema), tables.map((t) => t.table), tables.map((t) => quoteQualified(t.schema, t.table))],
   );
-  return r.rows.map((row) => row.name);
+  return r.rows.map((row) => row.label);
 }
 
 /** A backend holding or queued for a conflicting lock, and the relations it is on. */

@@ -34,7 +34,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
   let committed = false;
   try {
-    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority);
+    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority, [table]);
     await options.onSnapshot?.();
     const written = await exportToOutput(client, selectSql(table), sourceColumns(table), options.format, output, options);
     committed = true;

@@ -139,29 +139,25 @@ const CREATED_MEANWHILE = new Set(['23505', '42P06', '42P07']);
 /**
  * Creates the fence unless it is there. Once it is (an earlier load made it, or an administrator did
  * for a role without CREATE on the database), nothing is created: `CREATE SCHEMA IF NOT EXISTS` checks
- * that privilege even when the schema exists. Loads creating it take turns on a session advisory lock
- * (two at once would both find it missing, and the second to commit fail with SQLSTATE 23505); the
- * look after the lock is a transaction of its own, which sees what the one before committed (a
- * transaction begun before that commit may still see the fence missing). One created by anyone else
- * at that moment fails the CREATE, and is then found.
+ * that privilege even when the schema exists. Two loads creating it at once both find it missing; the
+ * second waits for the first's transaction and then fails on the name (SQLSTATE 23505), so it looks
+ * once more, in a transaction of its own, which takes in what the first committed. (No advisory lock:
+ * a session lock would outlive its transaction's server connection behind a transaction pooler.)
  */
 export async function ensureFence(client: Client): Promise<void> {
   const present = async () => (await client.query<{ present: boolean }>('SELECT pg_catalog.to_regclass($1) IS NOT NULL AS present', [FENCE])).rows[0]!.present;
-  if (await present()) return;
-  await client.query('SELECT pg_catalog.pg_advisory_lock(pg_catalog.hashtext($1))', [FENCE]);
-  try {
+  for (let attempt = 1; ; attempt++) {
     if (await present()) return;
     await client.query('BEGIN');
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
       await client.query(`CREATE TABLE IF NOT EXISTS ${FENCE} (${FENCE_COLUMNS})`);
       await client.query('COMMIT');
+      return;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
-      if (!CREATED_MEANWHILE.has(String((err as { code?: unknown }).code)) || !(await present())) throw err;
+      if (attempt > 1 || !CREATED_MEANWHILE.has(String((err as { code?: unknown }).code))) throw err;
     }
-  } finally {
-    await client.query('SELECT pg_catalog.pg_advisory_unlock(pg_catalog.hashtext($1))', [FENCE]).catch(() => undefined);
   }
 }
 

@@ -19,6 +19,7 @@ import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
 import { admin, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
+import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { TARGET_DB, addArchiveChild, archiveRows, loadsMixedTable, onTarget, slowCommit, targetDigest, targetUrl, terminateTargetAtCommit } from './target-db';
@@ -204,17 +205,13 @@ describe('built-in PostgreSQL target loader (live)', function () {
       const other = new Client({ connectionString: targetUrl() });
       await other.connect();
       try {
-        // Another load in the middle of making the fence: it holds the fence's advisory lock and an uncommitted schema.
+        // Another load in the middle of making the fence: its schema is created, not yet committed.
         await other.query('BEGIN');
-        await other.query(`SELECT pg_advisory_xact_lock(hashtext('"pgextract"."commit_fence"'))`);
         await other.query('CREATE SCHEMA pgextract');
         const loading = env.run(activity(), request({ operationId: 'op-while-fencing' })) as Promise<LoadReport>;
-        // The load has looked for the fence (missing) and waits for the lock.
-        const waiting = async () => (await other.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0].n === 1;
-        for (const until = Date.now() + 10_000; !(await waiting());) {
-          assert.ok(Date.now() < until, 'the load waits for the advisory lock');
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
+        // The load has looked for the fence (missing) and waits on the other's schema.
+        const waiting = async () => (await other.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`)).rows[0].n === 1;
+        await eventually(waiting, 'the load waiting on the schema being created');
         await other.query(`CREATE TABLE pgextract.commit_fence (${FENCE_COLUMNS})`);
         await other.query('COMMIT');
         const report = await loading;
@@ -254,7 +251,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
 
     it("a set's load takes its columns from the data package, which must match its sha256 and list every table", async () => {
       const setLoad = activitiesAs().loadTargetSet;
-      // The files hold id, name; the target table is (id, name) too, but the package says (name, id): loaded by its names.
+      // The files hold id, name, as the package says; the target table is (name, id): each field loads into the column of its name.
       await onTarget((c) => c.query('DROP TABLE dst.u; CREATE TABLE dst.u (name text, id text)'));
       const write = async (pgTable: string) => {
         const body = JSON.stringify({

@@ -68,8 +68,8 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
 
   /**
    * Runs `request` while another session holds the table ACCESS EXCLUSIVE with `change` done and not
-   * yet committed; commits it once the holder, its snapshot taken, waits for its lock. Returns the
-   * manifest's rows and the attempts' results.
+   * yet committed; commits it once the run waits for its lock (the holder, its snapshot taken; a
+   * whole copy, before its snapshot). Returns the manifest's rows and the attempts' results.
    */
   async function changedWhileLocking(change: string, request: Omit<ExtractionRequest, 'source'>): Promise<{ rows: number; attempts: string[] }> {
     const other = await admin().connect();
@@ -78,11 +78,8 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
       return await withWorker(async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, request, { taskQueue });
         const holderWaits = async () =>
-          (
-            await admin().query(
-              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator' AND wait_event_type = 'Lock'`,
-            )
-          ).rows[0].n === 1;
+          (await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND wait_event_type = 'Lock'`))
+            .rows[0].n === 1;
         await eventually(holderWaits, 'the holder waiting for its lock');
         await other.query('COMMIT');
         const manifest = await waitForManifest(handle);
@@ -96,7 +93,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   }
 
-  it('a TRUNCATE and reload, or a rewriting ALTER TABLE, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema)', async () => {
+  it('a TRUNCATE and reload, a rewriting ALTER TABLE or a swap of names, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema)', async () => {
     // Before, the snapshot read the table's new file: the reloaded table's rows were after it and the rewritten table's
     // tuples new, so both exported 0 of the snapshot's 900 rows, and the run succeeded.
     const seed = () =>
@@ -114,6 +111,15 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
       const insert = await changedWhileLocking('INSERT INTO sgr.t SELECT g, g FROM generate_series(901, 1000) g', request);
       assert.deepEqual(insert, { rows: 900, attempts: ['completed'] }, JSON.stringify(request));
     }
+    // A whole copy locks before its snapshot, so the snapshot comes after the change (it came before, and read 0 rows).
+    await seed();
+    const whole = await changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', { table: 'sgr.t', partitions: 1 });
+    assert.deepEqual(whole, { rows: 50, attempts: ['completed'] });
+    // A swap of names: the lock takes another table under the name (its file unchanged); the snapshot read it as the table.
+    await seed();
+    await admin().query('CREATE TABLE sgr.t_new (id int PRIMARY KEY, v int); INSERT INTO sgr.t_new SELECT g, g FROM generate_series(1, 30) g');
+    const swap = await changedWhileLocking('ALTER TABLE sgr.t RENAME TO t_old; ALTER TABLE sgr.t_new RENAME TO t', { table: 'sgr.t', partitions: 2 });
+    assert.deepEqual(swap, { rows: 30, attempts: ['snapshot_lost', 'completed'] });
     await admin().query('DROP SCHEMA sgr CASCADE');
   });
 });
