@@ -135,11 +135,17 @@ const CODES = {
   },
   /** The source refused the configured credentials. */
   SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
-  /** The exported snapshot is gone: the step cannot be retried, but the run retries with a fresh snapshot. */
+  /**
+   * The exported snapshot is gone, or cannot read a table as it saw it (changed between the snapshot
+   * and its lock): the step cannot be retried, but the run retries with a fresh snapshot.
+   */
   SNAPSHOT_LOST: DEFINITE,
   SNAPSHOT_MISMATCH: DEFINITE,
   SOURCE_READ_FAILED: TRANSIENT,
-  ATTEMPTS_EXHAUSTED: { ...TRANSIENT, hint: 'the snapshot holder kept dying: check worker health and idle timeouts' },
+  ATTEMPTS_EXHAUSTED: {
+    ...TRANSIENT,
+    hint: 'the snapshot holder kept dying, or the tables kept changing as it locked them: check worker health, idle timeouts and DDL on the tables',
+  },
   // How an activity ended without a code of its own (load reasons, partition failures).
   CANCELLED: TRANSIENT,
   TIMEOUT_START_TO_CLOSE: TRANSIENT,
