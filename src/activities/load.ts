@@ -36,15 +36,6 @@ import {
 import { tableRequestOf } from './table-request';
 
 /**
- * The columns and their source types as far as the request gives them: a load scheduled by an
- * earlier release names no columns (it loads by position), and only binary files come with types.
- */
-const columnsOf = (columns: string[] | undefined, columnTypes: string[] | undefined): { columns?: string[]; columnTypes?: string[] } => ({
-  ...(columns ? { columns } : {}),
-  ...(columnTypes ? { columnTypes } : {}),
-});
-
-/**
  * The request's files per source table (in the manifest's order), each table with its target and
  * its columns: from the run's data package (`packaged`, with their types), or as a load scheduled
  * by an earlier release named them (or did not: then by position).
@@ -193,16 +184,11 @@ export function createLoadActivities({
     },
 
     async loadTarget(raw: LoadTargetRequest): Promise<LoadReport> {
-      return loadingFiles(loadTargetRequestSchema, raw, (req, url, onBytes) => {
-        const destination = parseTableName(req.target.table, 'target.table');
-        const load = {
-          files: readable(req.files),
-          format: req.format,
-          destination,
-          mode: req.target.mode,
-          operationId: req.operationId,
-          ...columnsOf(req.columns, req.columnTypes),
-        };
+      return loadingFiles(loadTargetRequestSchema, raw, ({ target, files, format, operationId, ...columns }, url, onBytes) => {
+        const destination = parseTableName(target.table, 'target.table');
+        // `columns` and `columnTypes` as the request gives them: a load scheduled by an earlier release names no columns
+        // (it loads by position), and only binary files come with types.
+        const load = { files: readable(files), format, destination, mode: target.mode, operationId, ...columns };
         return loadFiles(url, load, Context.current().cancellationSignal, onBytes);
       });
     },

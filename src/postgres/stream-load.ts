@@ -203,7 +203,7 @@ async function streamRange(
         snapshotId: plan.snapshotId,
         snapshotDigest: digestSourceToken(plan.snapshotText),
         source: plan.source,
-        table: { schema: plan.table.schema, table: plan.table.table, columns: plan.table.columns.map((c) => c.name) },
+        table: { schema: plan.table.schema, table: plan.table.table, columns },
         key: plan.table.key,
         range: plan.ranges[i]!,
         format,

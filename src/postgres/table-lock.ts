@@ -37,8 +37,14 @@ export interface LockableTable {
  * inside the snapshot. Materialized views and foreign tables cannot be LOCKed; their COPY locks them.
  */
 export async function lockBeforeSnapshot(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
+  const lock = lockTableSql(tables);
+  if (lock) await client.query(lock);
+}
+
+/** `LOCK TABLE a, b, … IN ACCESS SHARE MODE` for the relations LOCK TABLE takes; null when there are none. */
+function lockTableSql(tables: readonly LockableTable[]): string | null {
   const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
-  if (lockable.length) await client.query(`LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE`);
+  return lockable.length ? `LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE` : null;
 }
 
 /**
@@ -64,11 +70,8 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
  * is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
-  const lockable = tables.filter((t) => LOCK_TABLE_KINDS.has(t.relkind)).map(fromItem);
-  const statements = [
-    ...(lockable.length ? [`LOCK TABLE ${lockable.join(', ')} IN ACCESS SHARE MODE`] : []),
-    ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
-  ];
+  const lock = lockTableSql(tables);
+  const statements = [...(lock ? [lock] : []), ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`)];
   if (!statements.length) return;
   try {
     await client.query(statements.join(';\n'));

@@ -75,13 +75,13 @@ export async function loadFileSet(url: string, { tables, ...load }: FileSetLoad,
   return onTargetSession(url, signal, async (client) => {
     const resolvedTables = [];
     const seen = new Map<string, string>();
-    for (const { source, target, files, columns, columnTypes } of tables) {
+    for (const { source, target, ...fill } of tables) {
       const resolved = await resolveTable(client, target);
       const name = `${resolved.schema}.${resolved.table}`;
       if (seen.has(name))
         throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `${seen.get(name)} and ${source} both map onto ${name}`, { field: 'target' });
       seen.set(name, source);
-      resolvedTables.push({ schema: resolved.schema, table: resolved.table, files, ...(columns ? { columns } : {}), ...(columnTypes ? { columnTypes } : {}) });
+      resolvedTables.push({ schema: resolved.schema, table: resolved.table, ...fill });
     }
     const request = { ...load, tables: resolvedTables };
     return report(request.operationId, url, setIntentDigest(request), () => loadSetIntoTarget(client, request, { signal, onBytes }));

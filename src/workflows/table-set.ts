@@ -101,11 +101,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         const { big, groups } = groupSmallTables(planned, input.maxInFlight);
         units = [...big.flatMap((t) => t.items), ...groups.map((g) => ({ group: g.flatMap((t) => t.items) }))];
       }
-      events.planned({
-        partitions: items.length,
-        tables: plan.tables.length,
-        names: items.map((item) => item.name),
-      });
+      events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
       const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
       const base = withoutTables(input);
       // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.
