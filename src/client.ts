@@ -2,6 +2,7 @@
  * The client side: start an extraction, wait for its manifest, report the target commit, read
  * status. Input is validated here (and again by every activity) before anything is started.
  */
+import { randomBytes } from 'node:crypto';
 import { Client, WorkflowNotFoundError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
@@ -16,7 +17,7 @@ import type { extractionWorkflow } from './workflows';
 /** Options for {@link startExtraction}. */
 export interface StartOptions {
   taskQueue: string;
-  /** @default `pg-extract-<table>-<time>` */
+  /** @default `pg-extract-<table>-<time>-<6 random hex digits>` (two runs started in one millisecond get two ids) */
   workflowId?: string;
 }
 
@@ -27,7 +28,7 @@ export async function startExtraction(
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
   const input = parseExtractionInput(request);
   const label = runLabel(input);
-  const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
   const compression = fileCompression(input);
   return client.workflow.start<typeof extractionWorkflow>('extractionWorkflow', {
     taskQueue: options.taskQueue,

@@ -146,6 +146,16 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
+  it('runs of one table started at once get workflow ids of their own', async () => {
+    const handles = await Promise.all(Array.from({ length: 8 }, () => start('nobody-polls-ids', { table })));
+    try {
+      assert.equal(new Set(handles.map((h) => h.workflowId)).size, 8, handles.map((h) => h.workflowId).join(' '));
+      for (const h of handles) assert.match(h.workflowId, new RegExp(`^pg-extract-${table.replace('.', '\\.')}-\\d{4}-.+-[0-9a-f]{6}$`));
+    } finally {
+      await Promise.all(handles.map((h) => h.terminate('test over')));
+    }
+  });
+
   it('no answer before the deadline → retain_commit_unknown, files kept as evidence', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 2, commitDeadlineMs: 1500 });
