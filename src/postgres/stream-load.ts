@@ -23,6 +23,7 @@ import { quoteQualified } from './sql';
 import { requireBinaryTypes } from '../target/binary-types';
 import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
 import { createStagingSql, moveIntoTarget, withRelkinds } from '../target/table-fill';
+import { sequencesPastRows } from '../target/sequences';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;
@@ -125,6 +126,7 @@ export async function streamIntoTarget(
           const into = (await withRelkinds(fence, [request]))[0]!;
           if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);
           for (const name of staging) await moveIntoTarget(fence, name, into, 'append', columns);
+          await sequencesPastRows(fence, [request]);
           return evidence.reduce((sum, e) => sum + e.rows, 0);
         },
         signal,

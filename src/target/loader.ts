@@ -14,6 +14,7 @@ import { FailureDisposition } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { requireBinaryTypes } from './binary-types';
+import { sequencesPastRows } from './sequences';
 import { fillTable } from './table-fill';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
@@ -183,7 +184,9 @@ export async function loadIntoTarget(client: Client, request: LoadRequest, { sig
     `${request.schema}.${request.table}`,
     async () => {
       await requireBinaryTypes(client, request.format.format, [request]);
-      return fillTable(client, request, signal, (n) => onBytes?.((bytes += n)));
+      const rows = await fillTable(client, request, signal, (n) => onBytes?.((bytes += n)));
+      await sequencesPastRows(client, [request]);
+      return rows;
     },
     signal,
   );

@@ -31,6 +31,7 @@ import {
 import { assertSameDatabase, onTargetSession } from './session';
 import { loadSetIntoTarget, setIntentDigest } from './set-loader';
 import { moveIntoTarget } from './table-fill';
+import { sequencesPastRows } from './sequences';
 
 /** Runs a fenced load and turns its end into the target owner's report (see the file comment). */
 async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {
@@ -125,6 +126,7 @@ export async function loadBySelect(
           // The staging table's columns are the source's, named as there: they move by name.
           const columns = from.columns.map((c) => c.name);
           await moveIntoTarget(client, quoteQualified(staged.artifact.schema, staged.artifact.name), into, mode, columns);
+          await sequencesPastRows(client, [into]);
           return staged.artifact.rows;
         },
         signal,

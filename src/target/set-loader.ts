@@ -11,6 +11,7 @@ import type { ExportFormat } from '../contract/formats';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
 import { fromItem } from '../postgres/catalog';
 import { requireBinaryTypes } from './binary-types';
+import { sequencesPastRows } from './sequences';
 import { fillTable, withRelkinds } from './table-fill';
 
 export interface SetLoadTable {
@@ -90,6 +91,7 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
         const fill = { ...request.tables[i]!, format: request.format, mode: 'append' as const, operationId: request.operationId, stagingSuffix: `_${i}` };
         total += await fillTable(client, fill, signal, (n) => onBytes?.((bytes += n)));
       }
+      await sequencesPastRows(client, request.tables);
       return total;
     },
     signal,

@@ -165,15 +165,19 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
     });
 
-    it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table', async () => {
+    it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table, and a sequence it may not set left as it is', async () => {
       await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
       try {
         await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_inserter`);
-        await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter'));
+        await onTarget((c) =>
+          c.query(`CREATE SEQUENCE dst.u_id_seq OWNED BY dst.u.id; ALTER TABLE dst.u ALTER id SET DEFAULT nextval('dst.u_id_seq');
+                   GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter; GRANT USAGE ON dst.u_id_seq TO pgx_inserter`),
+        );
         const inserter = activitiesAs('pgx_inserter').loadTarget;
         const report: LoadReport = await env.run(inserter, request({ operationId: 'op-inserter' }));
         assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
         assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
+        assert.deepEqual((await onTarget((c) => c.query('SELECT last_value::int, is_called FROM dst.u_id_seq'))).rows, [{ last_value: 1, is_called: false }]);
       } finally {
         await onTarget((c) => c.query('DROP OWNED BY pgx_inserter'));
         await admin().query(`DROP OWNED BY pgx_inserter; DROP ROLE pgx_inserter`);
@@ -347,7 +351,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await admin().query('SELECT count(*)::int AS n FROM dsti.marks')).rows[0].n, 6);
     });
 
-    it('a GENERATED ALWAYS identity keeps the source ids and a generated column is computed by the target', async () => {
+    it('a GENERATED ALWAYS identity keeps the source ids (its sequence moved past them) and a generated column is computed by the target', async () => {
       const ddl = (name: string) => `CREATE TABLE dsti.${name} (id int GENERATED ALWAYS AS IDENTITY, qty int, twice int GENERATED ALWAYS AS (qty * 2) STORED)`;
       await admin().query(
         `${ddl('g_src')}; ${ddl('g')}; INSERT INTO dsti.g_src (id, qty) OVERRIDING SYSTEM VALUE SELECT 50 + g, g FROM generate_series(1, 5) g`,
@@ -356,6 +360,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
       const rows = (name: string) => admin().query(`SELECT id, qty, twice FROM dsti.${name} ORDER BY id`);
       assert.deepEqual((await rows('g')).rows, (await rows('g_src')).rows);
+      assert.deepEqual((await admin().query('INSERT INTO dsti.g (qty) VALUES (1) RETURNING id')).rows, [{ id: 56 }], 'the identity moved past the ids copied');
     });
 
     it('target columns in another order: each column moves into the one of its name', async () => {
