@@ -149,6 +149,7 @@ export function createLoadActivities({
           partitions: input.partitions,
           format: input.format,
           lockTimeoutMs: input.timeouts.lockTimeoutMs,
+          snapshotAttempts: input.maxSnapshotAttempts,
           destination,
           mode,
           operationId,

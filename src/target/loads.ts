@@ -143,6 +143,8 @@ export interface StreamLoad {
   partitions: number | 'auto';
   format: 'csv' | 'binary' | 'parquet';
   lockTimeoutMs: number;
+  /** Snapshots taken at most while a table changes between the snapshot and its lock (the input's `maxSnapshotAttempts`). */
+  snapshotAttempts: number;
   destination: TableRequest;
   mode: 'append' | 'replace';
   operationId: string;
@@ -170,7 +172,10 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
     let probing: NodeJS.Timeout | undefined;
     try {
       const { lockTimeoutMs, operationId } = load;
-      const coordinator = await SnapshotCoordinator.export(session, load.source, { partitions: load.partitions }, { lockTimeoutMs });
+      const coordinator = await unchangedSnapshot(
+        () => SnapshotCoordinator.export(session, load.source, { partitions: load.partitions }, { lockTimeoutMs }),
+        load.snapshotAttempts,
+      );
       probing = setInterval(() => void coordinator.probe().catch(() => undefined), COORDINATOR_PROBE_MS);
       const request = { plan: coordinator.plan, schema: target.schema, table: target.table, mode: load.mode, format: load.format, lockTimeoutMs, operationId };
       const sessions = { source: () => openSession(load.sourceUrl, 'stream'), target: () => openSession(url, 'target'), close: closeSession };
@@ -188,6 +193,21 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
       await closeSession(session);
     }
   });
+}
+
+/**
+ * `exportOnce`'s coordinator, taken again while it fails with SNAPSHOT_LOST (the table changed
+ * between its snapshot and its lock; the failed export rolled its transaction back), at most
+ * `attempts` times: nothing has been read or written yet, so a fresh snapshot is all a retry needs.
+ */
+async function unchangedSnapshot<T>(exportOnce: () => Promise<T>, attempts: number): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await exportOnce();
+    } catch (err) {
+      if (attempt >= attempts || errorCodeOf(err) !== ErrorCode.SNAPSHOT_LOST) throw err;
+    }
+  }
 }
 
 /** Drops what a stream left on the target under `operationId` (a vanished worker's, or a target unreachable at the time). */

@@ -13,6 +13,7 @@ import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { onTarget, recreateTarget, targetUrl } from '../target/target-db';
 
 describe('source guards in the workflow (live Temporal + PostgreSQL)', function () {
   this.timeout(120_000);
@@ -75,18 +76,25 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     const other = await admin().connect();
     try {
       await other.query(`BEGIN; LOCK TABLE sgr.t IN ACCESS EXCLUSIVE MODE; ${change}`);
-      return await withWorker(async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
-        const holderWaits = async () =>
-          (await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND wait_event_type = 'Lock'`))
-            .rows[0].n === 1;
-        await eventually(holderWaits, 'the holder waiting for its lock');
-        await other.query('COMMIT');
-        const manifest = await waitForManifest(handle);
-        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
-        const result = (await handle.result()) as ExtractionResult;
-        return { rows: manifest.totals.rows, attempts: result.attempts.map((a) => a.result) };
-      });
+      return await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+          const holderWaits = async () =>
+            (await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND wait_event_type = 'Lock'`))
+              .rows[0].n === 1;
+          await eventually(holderWaits, 'the holder waiting for its lock');
+          await other.query('COMMIT');
+          // A run with a target is its own target owner; others wait for the commit report.
+          if (!request.target) {
+            await waitForManifest(handle);
+            await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+          }
+          const result = (await handle.result()) as ExtractionResult;
+          assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+          return { rows: result.manifest.totals.rows, attempts: result.attempts.map((a) => a.result) };
+        },
+        { targets: { warehouse: targetUrl() } },
+      );
     } finally {
       await other.query('ROLLBACK').catch(() => undefined);
       other.release();
@@ -120,6 +128,17 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     await admin().query('CREATE TABLE sgr.t_new (id int PRIMARY KEY, v int); INSERT INTO sgr.t_new SELECT g, g FROM generate_series(1, 30) g');
     const swap = await changedWhileLocking('ALTER TABLE sgr.t RENAME TO t_old; ALTER TABLE sgr.t_new RENAME TO t', { table: 'sgr.t', partitions: 2 });
     assert.deepEqual(swap, { rows: 30, attempts: ['snapshot_lost', 'completed'] });
+    // A stream's load, one attempt of the run, takes its snapshot again within it (it aborted with SNAPSHOT_LOST).
+    await seed();
+    await recreateTarget('CREATE SCHEMA dst; CREATE TABLE dst.t (id int PRIMARY KEY, v int)');
+    const target = { name: 'warehouse', table: 'dst.t', via: 'stream' } as const;
+    const streamed = await changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', {
+      table: 'sgr.t',
+      partitions: 2,
+      target,
+    });
+    assert.deepEqual(streamed, { rows: 50, attempts: ['completed'] });
+    assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.t')).rows[0].n), 50);
     await admin().query('DROP SCHEMA sgr CASCADE');
   });
 });
