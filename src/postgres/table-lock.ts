@@ -48,6 +48,20 @@ function lockTableSql(tables: readonly LockableTable[]): string | null {
 }
 
 /**
+ * The relations LOCK TABLE locks along with one it names (parent → child): a partitioned table's
+ * partitions, and the relations a view reads.
+ */
+const LOCKED_WITH = `
+  SELECT i.inhparent AS parent, i.inhrelid AS child
+    FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
+   WHERE p.relkind = 'p'
+  UNION ALL
+  SELECT w.ev_class, d.refobjid
+    FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_depend d
+      ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
+   WHERE d.refobjid <> w.ev_class`;
+
+/**
  * SQLSTATEs of a lock on a name that no longer leads where the snapshot's catalog said: no such
  * relation (42P01), no such schema (3F000), a relation of another kind now (42809).
  */
@@ -92,8 +106,8 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
 
 /**
  * The tables whose name now leads to another relation than in the snapshot's catalog, and the
- * locked tables (and partitions of locked partitioned tables) whose file is not the one the
- * snapshot's catalog names: `pg_class` read in the snapshot, against `to_regclass()` and
+ * locked tables (and partitions of locked partitioned tables, and the relations a locked view
+ * reads, as LOCK TABLE locks them) whose file is not the one the snapshot's catalog names: `pg_class` read in the snapshot, against `to_regclass()` and
  * `pg_relation_filenode()`, which read the catalog as it is now (taken in with the lock). VACUUM
  * FULL, CLUSTER and SET TABLESPACE also give a table a new file, though the snapshot could still
  * read it: for them the fresh attempt is one more than needed.
@@ -109,9 +123,7 @@ async function changedSince(client: ClientBase, tables: readonly { schema: strin
      rel(oid) AS (
        SELECT seen FROM named WHERE seen = now
        UNION
-       SELECT i.inhrelid FROM rel
-         JOIN pg_catalog.pg_class p ON p.oid = rel.oid AND p.relkind = 'p'
-         JOIN pg_catalog.pg_inherits i ON i.inhparent = p.oid)
+       SELECT e.child FROM rel JOIN (${LOCKED_WITH}) e ON e.parent = rel.oid)
      SELECT label FROM named WHERE seen IS DISTINCT FROM now
      UNION
      SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
@@ -187,15 +199,7 @@ async function conflictingLocks(client: ClientBase, relations: readonly string[]
     `WITH RECURSIVE locked(oid) AS (
        SELECT to_regclass(t.name)::oid FROM unnest($1::text[]) AS t(name) WHERE to_regclass(t.name) IS NOT NULL
        UNION
-       SELECT e.child FROM locked JOIN (
-           SELECT i.inhparent AS parent, i.inhrelid AS child
-             FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
-            WHERE p.relkind = 'p'
-           UNION ALL
-           SELECT w.ev_class, d.refobjid
-             FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_depend d
-               ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
-            WHERE d.refobjid <> w.ev_class) e ON e.parent = locked.oid)
+       SELECT e.child FROM locked JOIN (${LOCKED_WITH}) e ON e.parent = locked.oid)
      SELECT n.nspname AS schema, c.relname AS name, l.pid, l.mode, l.granted, a.application_name, a.state, left(a.query, 1000) AS query
        FROM pg_catalog.pg_locks l
        JOIN pg_catalog.pg_class c ON c.oid = l.relation

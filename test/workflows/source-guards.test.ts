@@ -101,7 +101,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   }
 
-  it('a TRUNCATE and reload, a rewriting ALTER TABLE or a swap of names, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema)', async () => {
+  it('a TRUNCATE and reload, a rewriting ALTER TABLE or a swap of names, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema, a view, a stream)', async () => {
     // Before, the snapshot read the table's new file: the reloaded table's rows were after it and the rewritten table's
     // tuples new, so both exported 0 of the snapshot's 900 rows, and the run succeeded.
     const seed = () =>
@@ -128,6 +128,11 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     await admin().query('CREATE TABLE sgr.t_new (id int PRIMARY KEY, v int); INSERT INTO sgr.t_new SELECT g, g FROM generate_series(1, 30) g');
     const swap = await changedWhileLocking('ALTER TABLE sgr.t RENAME TO t_old; ALTER TABLE sgr.t_new RENAME TO t', { table: 'sgr.t', partitions: 2 });
     assert.deepEqual(swap, { rows: 30, attempts: ['snapshot_lost', 'completed'] });
+    // A view's table: the view locks it, and its file is checked as a named table's is (the view exported 0 rows).
+    await seed();
+    await admin().query('CREATE VIEW sgr.v AS SELECT id, v FROM sgr.t WHERE v > 0');
+    const viewed = await changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', { tables: ['sgr.v'] });
+    assert.deepEqual(viewed, { rows: 50, attempts: ['snapshot_lost', 'completed'] });
     // A stream's load, one attempt of the run, takes its snapshot again within it (it aborted with SNAPSHOT_LOST).
     await seed();
     await recreateTarget('CREATE SCHEMA dst; CREATE TABLE dst.t (id int PRIMARY KEY, v int)');
