@@ -254,8 +254,9 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         try {
           return await held.read.close('success', req.evidence, req.rangesRead);
         } catch (err) {
-          // Evidence short of the plan is the caller's mistake, not a lost snapshot a fresh attempt would cure.
-          if (errorCodeOf(err) === ErrorCode.EXTRACTION_INCOMPLETE) throw err;
+          // Evidence short of the plan is the caller's mistake, not a lost snapshot a fresh attempt would cure;
+          // a table changed while it was read says so itself.
+          if (errorCodeOf(err) === ErrorCode.EXTRACTION_INCOMPLETE || errorCodeOf(err) === ErrorCode.SNAPSHOT_LOST) throw err;
           throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the coordinator session failed while completing', { cause: err });
         } finally {
           held.finished.resolve();

@@ -17,7 +17,7 @@ import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
-import { lockAccessShare, lockTimeoutError, setLockTimeout } from './table-lock';
+import { lockAccessShare, lockTimeoutError, requireUnchanged, setLockTimeout } from './table-lock';
 
 /** How many partitions to plan. */
 export interface PlanningOptions {
@@ -75,6 +75,8 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     private readonly client: ClientBase,
     readonly authority: ExtractionLifecycleAuthority,
     readonly plan: P,
+    /** The tables the coordinator locked. */
+    private readonly locked: readonly { schema: string; table: string }[],
   ) {}
 
   /** Opens the exporting transaction on `client` (a fresh session), resolves the table and plans. */
@@ -134,6 +136,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     prepare: (snapshot: ExportedSnapshot) => Promise<P>,
   ): Promise<SnapshotCoordinator<P>> {
     const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
+    const locked = () => (typeof lockTargets === 'function' ? lockTargets() : lockTargets);
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       // Six of the holder's 5 s probes: the backend of a stopped or vanished worker ends instead of pinning the xmin horizon.
@@ -149,11 +152,19 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
       authority.acquire(row.started);
       authority.acquireSnapshot(SnapshotAuthority.exportedSnapshot, sourceToken, row.snapshot_at);
       const plan = await prepare({ snapshotId: row.id, snapshotText: row.snapshot, sourceToken, coordinatorPid: row.pid, source: identityOf(row) });
-      return new SnapshotCoordinator(client, authority, plan);
+      return new SnapshotCoordinator(client, authority, plan, locked());
     } catch (err) {
       await client.query('ROLLBACK').catch(() => addNote(err, 'coordinator rollback failed'));
-      throw await lockTimeoutError(client, err, typeof lockTargets === 'function' ? lockTargets() : lockTargets, locking.lockTimeoutMs);
+      throw await lockTimeoutError(client, err, locked(), locking.lockTimeoutMs);
     }
+  }
+
+  /**
+   * SNAPSHOT_LOST unless the locked tables are still as the snapshot saw them: the check the lock
+   * made, again once everything is read and before it is claimed (see table-lock.ts requireUnchanged).
+   */
+  async requireUnchanged(): Promise<void> {
+    await requireUnchanged(this.client, this.locked, 'while it was read (a partition attached or detached)');
   }
 
   /** Proves the session (and so the snapshot) is still alive. */

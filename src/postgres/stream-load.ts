@@ -83,14 +83,15 @@ class StagingSink implements OutputSink {
 /**
  * Streams every range of `request.plan` into staging and moves it into the target in one fenced
  * transaction on `fence`; returns the fence's answer. `onStreamed` gets row evidence per range
- * once every range is in staging (never when the fence answered a retry: nothing was read). The
+ * once every range is in staging, before the move (never when the fence answered a retry: nothing
+ * was read); it refuses the read by throwing, and the transaction rolls back. The
  * caller ends the coordinator's transaction once the outcome is known.
  */
 export async function streamIntoTarget(
   fence: Client,
   sessions: StreamSessions,
   request: StreamRequest,
-  { signal, onBytes, onStreamed }: LoadControl & { onStreamed?: (evidence: RowEvidence[]) => void } = {},
+  { signal, onBytes, onStreamed }: LoadControl & { onStreamed?: (evidence: RowEvidence[]) => Promise<void> } = {},
 ): Promise<LoadResult> {
   const { plan } = request;
   const target = quoteQualified(request.schema, request.table);
@@ -121,7 +122,7 @@ export async function streamIntoTarget(
         async () => {
           await requireBinaryTypes(fence, request.format, [{ ...request, columns, columnTypes: plan.table.columns.map((c) => c.pgType) }]);
           const evidence = await streamRanges(sessions, request, staging, { signal, onBytes });
-          onStreamed?.(evidence);
+          await onStreamed?.(evidence);
           signal?.throwIfAborted();
           const into = (await withRelkinds(fence, [request]))[0]!;
           if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);

@@ -95,17 +95,28 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
       cause: err,
     });
   }
+  await requireUnchanged(client, tables, 'before it was locked (replaced, emptied, rewritten, or a partition attached or detached)');
+}
+
+/**
+ * SNAPSHOT_LOST naming the tables that changed since the snapshot (see {@link changedSince}) `when`.
+ * Once they are locked, only their partitions can: ATTACH PARTITION does not wait for ACCESS SHARE,
+ * and a read of a partitioned table takes the partitions it has when the read starts, not the
+ * snapshot's, so one attached while the export ran may have been read.
+ */
+export async function requireUnchanged(client: ClientBase, tables: readonly { schema: string; table: string }[], when: string): Promise<void> {
   const changed = await changedSince(client, tables);
   if (changed.length) {
     throw new PgExtractError(
       ErrorCode.SNAPSHOT_LOST,
-      `${listed(changed)} changed after the snapshot was taken, before it was locked (replaced, emptied or rewritten): the snapshot would read what is there now`,
+      `${listed(changed)} changed after the snapshot was taken, ${when}: the snapshot would read what is there now`,
     );
   }
 }
 
 /**
- * The tables whose name now leads to another relation than in the snapshot's catalog, and the
+ * The tables whose name now leads to another relation than in the snapshot's catalog, the
+ * partitioned tables whose partitions are not the snapshot's catalog's, and the
  * locked tables (and partitions of locked partitioned tables, and the relations a locked view
  * reads, as LOCK TABLE locks them) whose file is not the one the snapshot's catalog names: `pg_class` read in the snapshot, against `to_regclass()` and
  * `pg_relation_filenode()`, which read the catalog as it is now (taken in with the lock). VACUUM
@@ -123,8 +134,18 @@ async function changedSince(client: ClientBase, tables: readonly { schema: strin
      rel(oid) AS (
        SELECT seen FROM named WHERE seen = now
        UNION
-       SELECT e.child FROM rel JOIN (${LOCKED_WITH}) e ON e.parent = rel.oid)
+       SELECT e.child FROM rel JOIN (${LOCKED_WITH}) e ON e.parent = rel.oid),
+     tree(root, oid) AS (
+       SELECT n.seen, n.seen FROM named n JOIN pg_catalog.pg_class c ON c.oid = n.seen AND c.relkind = 'p' WHERE n.seen = n.now
+       UNION
+       SELECT tree.root, i.inhrelid FROM tree JOIN pg_catalog.pg_inherits i ON i.inhparent = tree.oid)
      SELECT label FROM named WHERE seen IS DISTINCT FROM now
+     UNION
+     -- A partitioned table's partitions in the snapshot's catalog against pg_partition_tree(), which reads them as they are
+     -- now (the lock took those): a partition attached or detached in between would be read, or not, by the snapshot.
+     SELECT n.label FROM named n WHERE n.seen IN (SELECT root FROM tree)
+        AND (SELECT array_agg(t.oid ORDER BY t.oid) FROM tree t WHERE t.root = n.seen)
+            IS DISTINCT FROM (SELECT array_agg(x.relid::oid ORDER BY x.relid::oid) FROM pg_catalog.pg_partition_tree(n.seen) x)
      UNION
      SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
        FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace

@@ -157,6 +157,7 @@ function coordinatorRead(
       checkEvidence(evidence ?? [], rangesRead);
       if (!open) throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the read was already closed');
       try {
+        await coordinator.requireUnchanged();
         return await coordinator.complete(evidence ?? []);
       } finally {
         await end();

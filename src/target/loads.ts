@@ -180,7 +180,11 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
       const request = { plan: coordinator.plan, schema: target.schema, table: target.table, mode: load.mode, format: load.format, lockTimeoutMs, operationId };
       const sessions = { source: () => openSession(load.sourceUrl, 'stream'), target: () => openSession(url, 'target'), close: closeSession };
       let evidence = null as RowEvidence[] | null;
-      const onStreamed = (streamed: RowEvidence[]): void => void (evidence = streamed);
+      // Checked before the target commits: what the stream read must be the snapshot's.
+      const onStreamed = async (streamed: RowEvidence[]): Promise<void> => {
+        await coordinator.requireUnchanged();
+        evidence = streamed;
+      };
       const result = await report(operationId, url, streamIntentDigest(request), () =>
         streamIntoTarget(client, sessions, request, { signal, onBytes, onStreamed }),
       );

@@ -221,6 +221,33 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
     }
   });
 
+  it('a partition attached while the export runs (ATTACH does not wait for ACCESS SHARE) is read under the snapshot, so the coordinator refuses to complete: SNAPSHOT_LOST', async () => {
+    await admin().query(`CREATE TABLE lk.parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+      CREATE TABLE lk.parted_1 PARTITION OF lk.parted FOR VALUES FROM (0) TO (500); CREATE TABLE lk.parted_2 PARTITION OF lk.parted FOR VALUES FROM (500) TO (1000);
+      INSERT INTO lk.parted SELECT g, 'v' || g FROM generate_series(1, 900) g;
+      CREATE TABLE lk.parted_3 (id int PRIMARY KEY, v text); INSERT INTO lk.parted_3 SELECT g, 'v' || g FROM generate_series(1000, 1049) g`);
+    const coordinatorClient = await openSession(live().pg.url, 'coordinator');
+    const reader = await openSession(live().pg.url, 'partition');
+    try {
+      const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'lk', table: 'parted' }, { partitions: 1 });
+      await c.requireUnchanged();
+      await within(10_000, admin().query('ALTER TABLE lk.parted ATTACH PARTITION lk.parted_3 FOR VALUES FROM (1000) TO (2000)'));
+      const table = { schema: 'lk', table: 'parted', columns: ['id', 'v'] };
+      const request = { snapshotId: c.plan.snapshotId, table, key: c.plan.table.key, range: c.plan.ranges[0]!, format: csv, lockTimeoutMs: 5000 };
+      const copied = await copyPartition(reader, request, new LocalFileSink(join(live().outRoot, 'lk-parted.csv'), 0o600));
+      assert.equal(copied.rows, 950, "the partition attached since is read: 50 rows the snapshot's table did not have");
+      await assert.rejects(c.requireUnchanged(), (err: Error & { code?: string }) => {
+        assert.equal(err.code, ErrorCode.SNAPSHOT_LOST);
+        assert.match(err.message, /^lk\.parted changed after the snapshot was taken, while it was read \(a partition attached or detached\)/);
+        return true;
+      });
+      await c.abort();
+    } finally {
+      await Promise.all([closeSession(coordinatorClient), closeSession(reader)]);
+      await admin().query('DROP TABLE lk.parted, lk.parted_3');
+    }
+  });
+
   it("a blocker's query is named without its string literals, folded and truncated", () => {
     assert.equal(maskQuery(`ALTER ROLE app PASSWORD 'hunter2'`), `ALTER ROLE app PASSWORD '…'`);
     assert.equal(maskQuery(`SELECT $q$hunter2$q$,\n  'it''s', $$x$$`), `SELECT '…', '…', '…'`);

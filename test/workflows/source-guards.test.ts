@@ -101,7 +101,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   }
 
-  it('a TRUNCATE and reload, a rewriting ALTER TABLE or a swap of names, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema, a view, a stream)', async () => {
+  it('a TRUNCATE and reload, a rewriting ALTER TABLE or a swap of names, committed after the snapshot and before its lock: a fresh snapshot reads the table as it is then (one table, a schema, a view, a partition attached or detached, a stream)', async () => {
     // Before, the snapshot read the table's new file: the reloaded table's rows were after it and the rewritten table's
     // tuples new, so both exported 0 of the snapshot's 900 rows, and the run succeeded.
     const seed = () =>
@@ -133,6 +133,16 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     await admin().query('CREATE VIEW sgr.v AS SELECT id, v FROM sgr.t WHERE v > 0');
     const viewed = await changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', { tables: ['sgr.v'] });
     assert.deepEqual(viewed, { rows: 50, attempts: ['snapshot_lost', 'completed'] });
+    // A partition detached or attached: the snapshot would read the partitions as they are now (one fewer, one more).
+    await admin().query(`DROP SCHEMA sgr CASCADE; CREATE SCHEMA sgr;
+      CREATE TABLE sgr.t (id int PRIMARY KEY, v int) PARTITION BY RANGE (id);
+      CREATE TABLE sgr.t1 PARTITION OF sgr.t FOR VALUES FROM (0) TO (500); CREATE TABLE sgr.t2 PARTITION OF sgr.t FOR VALUES FROM (500) TO (1000);
+      INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 900) g;
+      CREATE TABLE sgr.t3 (id int PRIMARY KEY, v int); INSERT INTO sgr.t3 SELECT g, g FROM generate_series(1000, 1049) g`);
+    const attached = await changedWhileLocking('ALTER TABLE sgr.t ATTACH PARTITION sgr.t3 FOR VALUES FROM (1000) TO (2000)', { table: 'sgr.t', partitions: 2 });
+    assert.deepEqual(attached, { rows: 950, attempts: ['snapshot_lost', 'completed'] });
+    const detached = await changedWhileLocking('ALTER TABLE sgr.t DETACH PARTITION sgr.t2', { schema: 'sgr', include: ['t'] });
+    assert.deepEqual(detached, { rows: 549, attempts: ['snapshot_lost', 'completed'] });
     // A stream's load, one attempt of the run, takes its snapshot again within it (it aborted with SNAPSHOT_LOST).
     await seed();
     await recreateTarget('CREATE SCHEMA dst; CREATE TABLE dst.t (id int PRIMARY KEY, v int)');
@@ -145,5 +155,38 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     assert.deepEqual(streamed, { rows: 50, attempts: ['completed'] });
     assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.t')).rows[0].n), 50);
     await admin().query('DROP SCHEMA sgr CASCADE');
+  });
+
+  it('a partition attached while the partitions are read (ATTACH does not wait for their ACCESS SHARE): the holder finds it before it completes, and a fresh snapshot reads the table with it', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr;
+      CREATE TABLE sgr.t (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+      CREATE TABLE sgr.t1 PARTITION OF sgr.t FOR VALUES FROM (0) TO (200000); CREATE TABLE sgr.t2 PARTITION OF sgr.t FOR VALUES FROM (200000) TO (400000);
+      INSERT INTO sgr.t SELECT g, repeat('v', 100) FROM generate_series(1, 300000) g;
+      CREATE TABLE sgr.t3 (id int PRIMARY KEY, v text); INSERT INTO sgr.t3 SELECT g, 'v' FROM generate_series(400000, 400049) g; ANALYZE sgr.t`);
+    try {
+      const result = await withWorker(async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { table: 'sgr.t', partitions: 2 }, { taskQueue });
+        const copying = async () =>
+          (await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND query LIKE 'COPY%sgr%'`)).rows[0]
+            .n > 0;
+        await eventually(copying, 'a partition copying', { timeoutMs: 30_000, intervalMs: 5 });
+        await admin().query('ALTER TABLE sgr.t ATTACH PARTITION sgr.t3 FOR VALUES FROM (400000) TO (500000)');
+        await waitForManifest(handle);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        return (await handle.result()) as ExtractionResult;
+      });
+      assert.deepEqual(
+        { rows: result.manifest.totals.rows, attempts: result.attempts.map((a) => [a.result, a.reason]) },
+        {
+          rows: 300_050,
+          attempts: [
+            ['snapshot_lost', 'SNAPSHOT_LOST'],
+            ['completed', null],
+          ],
+        },
+      );
+    } finally {
+      await admin().query('DROP SCHEMA sgr CASCADE');
+    }
   });
 });
