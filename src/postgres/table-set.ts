@@ -28,7 +28,43 @@ export const SPLIT_BYTES = 64 * 1024 * 1024;
 
 /** Resolves every named table (views and materialized views too), or a schema's ordinary and partitioned tables. */
 export async function resolveTableSet(client: ClientBase, selection: TableSelection, options: ResolveOptions = {}): Promise<ResolvedTable[]> {
-  return resolveTables(client, 'tables' in selection ? selection.tables : await schemaTables(client, selection), options);
+  if (!('tables' in selection)) return resolveTables(client, await schemaTables(client, selection), options);
+  const tables = await resolveTables(client, selection.tables, options);
+  await refusePartitionsOfListed(client, tables);
+  return tables;
+}
+
+/**
+ * TABLE_DUPLICATE when a list names a partitioned table and one of its partitions (at any depth):
+ * the parent's read takes its partitions' rows, so they would be read, and loaded, twice. (A
+ * table's inheritance children are not read with it: `FROM ONLY`, catalog.ts fromItem.)
+ */
+async function refusePartitionsOfListed(client: ClientBase, tables: readonly ResolvedTable[]): Promise<void> {
+  if (!tables.some((t) => t.relkind === 'p')) return;
+  const r = await client.query<{ partition: string; parent: string }>(
+    `WITH RECURSIVE listed AS (
+       SELECT c.oid, pg_catalog.format('%I.%I', t.schema, t.name) AS label, c.relispartition
+         FROM unnest($1::text[], $2::text[]) AS t(schema, name)
+         JOIN pg_catalog.pg_namespace n ON n.nspname = t.schema
+         JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.name),
+     up(oid, ancestor) AS (
+       SELECT l.oid, i.inhparent FROM listed l JOIN pg_catalog.pg_inherits i ON i.inhrelid = l.oid WHERE l.relispartition
+       UNION
+       SELECT up.oid, i.inhparent FROM up
+         JOIN pg_catalog.pg_class c ON c.oid = up.ancestor AND c.relispartition
+         JOIN pg_catalog.pg_inherits i ON i.inhrelid = up.ancestor)
+     SELECT p.label AS partition, a.label AS parent FROM up JOIN listed p ON p.oid = up.oid JOIN listed a ON a.oid = up.ancestor
+      ORDER BY 1, 2`,
+    [tables.map((t) => t.schema), tables.map((t) => t.table)],
+  );
+  const first = r.rows[0];
+  if (first) {
+    throw new PgExtractError(
+      ErrorCode.TABLE_DUPLICATE,
+      `${first.partition} is a partition of ${first.parent}, which the list also names: its rows would be read twice (name the parent or its partitions)`,
+      { field: 'tables' },
+    );
+  }
 }
 
 async function schemaTables(

@@ -359,6 +359,11 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       { schema: 'tset_parts' },
       /SCHEMA_EMPTY: schema tset_parts holds only partitions \(1\) of tables in other schemas/,
     ],
+    [
+      'a partitioned table and one of its partitions, whose rows it reads',
+      { tables: ['tset_parts.events_2030', 'tset.customers', 'tset.events'] },
+      /TABLE_DUPLICATE: tset_parts\.events_2030 is a partition of tset\.events, which the list also names/,
+    ],
   ];
   for (const [what, request, code] of refused) {
     it(`${what} fails the run with ${code.source.split(':')[0]} before any file exists`, async () => {
