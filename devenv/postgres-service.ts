@@ -28,6 +28,8 @@ export interface StartPostgresOptions {
   port?: number;
   /** Extra `postgres -c` settings, e.g. `{ max_connections: '200' }`. */
   settings?: Record<string, string>;
+  /** A hot standby of this primary (a local cluster, which trusts local replication as initdb's does): its base backup instead of initdb. */
+  standbyOf?: string;
 }
 
 export const MISSING_POSTGRES_HINT =
@@ -98,7 +100,11 @@ async function startLocalCluster(binDir: string, options: StartPostgresOptions):
   const running =
     keep && spawnSync(user ? 'runuser' : pgCtl, user ? ['-u', user, '--', pgCtl, 'status', '-D', dataDir] : ['status', '-D', dataDir]).status === 0;
   if (!running) {
-    if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    if (options.standbyOf) {
+      // -R writes standby.signal and primary_conninfo: the cluster starts as the primary's hot standby. A fast checkpoint:
+      // the default spreads it over checkpoint_timeout, minutes before the copy can begin.
+      runAs(user, join(binDir, 'pg_basebackup'), ['-d', options.standbyOf, '-D', dataDir, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
+    } else if (!existsSync(join(dataDir, 'PG_VERSION'))) {
       runAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync']);
     }
     const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: base, max_connections: '200', fsync: 'off', ...options.settings };
@@ -130,6 +136,13 @@ async function startContainer(): Promise<PostgresService> {
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   const container = await new PostgreSqlContainer('postgres:16-alpine').start();
   return { url: container.getConnectionUri(), origin: 'testcontainers', stop: async () => void (await container.stop()) };
+}
+
+/** A throwaway cluster from the installed server binaries, whatever PG_URL says: a test's own primary, or its standby (`standbyOf`). */
+export async function startLocalPostgres(options: StartPostgresOptions = {}): Promise<PostgresService> {
+  const binDir = serverBinDir();
+  if (!binDir) throw new Error(MISSING_POSTGRES_HINT);
+  return startLocalCluster(binDir, options);
 }
 
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresService> {

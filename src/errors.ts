@@ -142,9 +142,17 @@ const CODES = {
   SNAPSHOT_LOST: DEFINITE,
   SNAPSHOT_MISMATCH: DEFINITE,
   SOURCE_READ_FAILED: TRANSIENT,
+  /**
+   * A hot standby cancelled a read (or ended its session) to replay the primary's removal of rows
+   * the snapshot still sees: SQLSTATE 40001, as a serialization failure, told apart by its message.
+   */
+  SOURCE_RECOVERY_CONFLICT: {
+    ...TRANSIENT,
+    hint: 'the source is a standby replaying changes the export conflicts with: set hot_standby_feedback = on there (or raise max_standby_streaming_delay), or export from the primary',
+  },
   ATTEMPTS_EXHAUSTED: {
     ...TRANSIENT,
-    hint: 'the snapshot holder kept dying, or the tables kept changing as it locked them: check worker health, idle timeouts and DDL on the tables',
+    hint: 'the snapshot holder kept dying, or the tables kept changing as it locked them: check worker health, idle timeouts and DDL on the tables (on a standby source, hot_standby_feedback)',
   },
   // How an activity ended without a code of its own (load reasons, partition failures).
   CANCELLED: TRANSIENT,

@@ -27,9 +27,18 @@ export function toActivityFailure(err: unknown): Error {
   }
   const e = err as { name?: string; message?: string; code?: unknown };
   return ApplicationFailure.create({
-    type: failureTypeOf(e),
+    type: isRecoveryConflict(e) ? ErrorCode.SOURCE_RECOVERY_CONFLICT : failureTypeOf(e),
     message: redactUrl(String(e?.message ?? err)),
   });
+}
+
+/**
+ * A hot standby's recovery conflict ("canceling statement due to conflict with recovery",
+ * "terminating connection due to conflict with recovery"): PostgreSQL gives it the SQLSTATE of a
+ * serialization failure, so only the message (in English, the server's default) tells it apart.
+ */
+function isRecoveryConflict(e: { code?: unknown; message?: string }): boolean {
+  return e?.code === '40001' && /conflict with recovery/.test(String(e.message));
 }
 
 /**

@@ -17,7 +17,7 @@ import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
-import { lockAccessShare, lockTimeoutError, requireUnchanged, setLockTimeout } from './table-lock';
+import { WHILE_READ, lockAccessShare, lockTimeoutError, requireUnchanged, setLockTimeout } from './table-lock';
 
 /** How many partitions to plan. */
 export interface PlanningOptions {
@@ -164,7 +164,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
    * made, again once everything is read and before it is claimed (see table-lock.ts requireUnchanged).
    */
   async requireUnchanged(): Promise<void> {
-    await requireUnchanged(this.client, this.locked, 'while it was read (a partition attached or detached)');
+    await requireUnchanged(this.client, this.locked, WHILE_READ);
   }
 
   /** Proves the session (and so the snapshot) is still alive. */

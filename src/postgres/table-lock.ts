@@ -49,12 +49,13 @@ function lockTableSql(tables: readonly LockableTable[]): string | null {
 
 /**
  * The relations LOCK TABLE locks along with one it names (parent → child): a partitioned table's
- * partitions, and the relations a view reads.
+ * partitions (not one a `DETACH … CONCURRENTLY` left pending, which reads and locks leave out too),
+ * and the relations a view reads.
  */
 const LOCKED_WITH = `
   SELECT i.inhparent AS parent, i.inhrelid AS child
     FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
-   WHERE p.relkind = 'p'
+   WHERE p.relkind = 'p' AND NOT i.inhdetachpending
   UNION ALL
   SELECT w.ev_class, d.refobjid
     FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_depend d
@@ -98,6 +99,9 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
   await requireUnchanged(client, tables, 'before it was locked (replaced, emptied, rewritten, or a partition attached or detached)');
 }
 
+/** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */
+export const WHILE_READ = 'while it was read (a partition attached)';
+
 /**
  * SNAPSHOT_LOST naming the tables that changed since the snapshot (see {@link changedSince}) `when`.
  * Once they are locked, only their partitions can: ATTACH PARTITION does not wait for ACCESS SHARE,
@@ -136,16 +140,19 @@ async function changedSince(client: ClientBase, tables: readonly { schema: strin
        UNION
        SELECT e.child FROM rel JOIN (${LOCKED_WITH}) e ON e.parent = rel.oid),
      tree(root, oid) AS (
-       SELECT n.seen, n.seen FROM named n JOIN pg_catalog.pg_class c ON c.oid = n.seen AND c.relkind = 'p' WHERE n.seen = n.now
+       SELECT rel.oid, rel.oid FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid AND c.relkind = 'p'
        UNION
-       SELECT tree.root, i.inhrelid FROM tree JOIN pg_catalog.pg_inherits i ON i.inhparent = tree.oid)
+       SELECT tree.root, i.inhrelid FROM tree JOIN pg_catalog.pg_inherits i ON i.inhparent = tree.oid AND NOT i.inhdetachpending)
      SELECT label FROM named WHERE seen IS DISTINCT FROM now
      UNION
-     -- A partitioned table's partitions in the snapshot's catalog against pg_partition_tree(), which reads them as they are
-     -- now (the lock took those): a partition attached or detached in between would be read, or not, by the snapshot.
-     SELECT n.label FROM named n WHERE n.seen IN (SELECT root FROM tree)
-        AND (SELECT array_agg(t.oid ORDER BY t.oid) FROM tree t WHERE t.root = n.seen)
-            IS DISTINCT FROM (SELECT array_agg(x.relid::oid ORDER BY x.relid::oid) FROM pg_catalog.pg_partition_tree(n.seen) x)
+     -- Each partitioned table's partitions (a named one, a view's, a sub-partitioned one's) in the snapshot's catalog
+     -- against pg_partition_tree(), which reads them as they are now (the lock took those): a partition attached or
+     -- detached in between would be read, or not, by the snapshot.
+     SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
+       FROM (SELECT DISTINCT root FROM tree) r
+       JOIN pg_catalog.pg_class c ON c.oid = r.root JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE (SELECT array_agg(t.oid ORDER BY t.oid) FROM tree t WHERE t.root = r.root)
+            IS DISTINCT FROM (SELECT array_agg(x.relid::oid ORDER BY x.relid::oid) FROM pg_catalog.pg_partition_tree(r.root) x)
      UNION
      SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
        FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace

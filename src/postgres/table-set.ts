@@ -48,11 +48,11 @@ async function refusePartitionsOfListed(client: ClientBase, tables: readonly Res
          JOIN pg_catalog.pg_namespace n ON n.nspname = t.schema
          JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.name),
      up(oid, ancestor) AS (
-       SELECT l.oid, i.inhparent FROM listed l JOIN pg_catalog.pg_inherits i ON i.inhrelid = l.oid WHERE l.relispartition
+       SELECT l.oid, i.inhparent FROM listed l JOIN pg_catalog.pg_inherits i ON i.inhrelid = l.oid AND NOT i.inhdetachpending WHERE l.relispartition
        UNION
        SELECT up.oid, i.inhparent FROM up
          JOIN pg_catalog.pg_class c ON c.oid = up.ancestor AND c.relispartition
-         JOIN pg_catalog.pg_inherits i ON i.inhrelid = up.ancestor)
+         JOIN pg_catalog.pg_inherits i ON i.inhrelid = up.ancestor AND NOT i.inhdetachpending)
      SELECT p.label AS partition, a.label AS parent FROM up JOIN listed p ON p.oid = up.oid JOIN listed a ON a.oid = up.ancestor
       ORDER BY 1, 2`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],

@@ -20,24 +20,35 @@ interface ColumnSequence {
 }
 
 /**
- * The integer columns of `tables` whose sequence the table owns (serial: OWNED BY; identity) and
- * which this role may read and set (SELECT and UPDATE on the sequence); another role's sequence is
- * left as it is.
+ * The integer columns of `tables` filled from a sequence: one the column owns (serial's OWNED BY,
+ * an identity) or one its default calls (a partition's copy of its parent's default, a sequence
+ * several tables share). Only where this role may read the column (SELECT on it) and read and set
+ * the sequence (SELECT and UPDATE on it); anything else is left as it is.
  */
 async function columnSequences(client: Client, tables: readonly { schema: string; table: string }[]): Promise<ColumnSequence[]> {
   const r = await client.query<ColumnSequence>(
-    `SELECT DISTINCT tn.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name,
+    `WITH loaded AS (
+       SELECT c.oid FROM unnest($1::text[], $2::text[]) AS t(schema, name)
+         JOIN pg_catalog.pg_namespace n ON n.nspname = t.schema
+         JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.name),
+     filled(relid, attnum, seq) AS (
+       SELECT d.refobjid, d.refobjsubid, d.objid FROM pg_catalog.pg_depend d
+        WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.refclassid = 'pg_catalog.pg_class'::regclass
+          AND d.deptype IN ('a', 'i') AND d.refobjid IN (SELECT oid FROM loaded)
+       UNION
+       SELECT ad.adrelid, ad.adnum, d.refobjid FROM pg_catalog.pg_attrdef ad
+         JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_attrdef'::regclass AND d.objid = ad.oid
+                                    AND d.refclassid = 'pg_catalog.pg_class'::regclass
+        WHERE ad.adrelid IN (SELECT oid FROM loaded))
+     SELECT tn.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name,
             sn.nspname AS sequence_schema, s.relname AS sequence_name, q.seqincrement < 0 AS descending
-       FROM unnest($1::text[], $2::text[]) AS t(schema, name)
-       JOIN pg_catalog.pg_namespace tn ON tn.nspname = t.schema
-       JOIN pg_catalog.pg_class c ON c.relnamespace = tn.oid AND c.relname = t.name
-       JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_class'::regclass AND d.refobjid = c.oid
-                                  AND d.classid = 'pg_catalog.pg_class'::regclass AND d.deptype IN ('a', 'i')
-       JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S'
-       JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
+       FROM filled f
+       JOIN pg_catalog.pg_class c ON c.oid = f.relid JOIN pg_catalog.pg_namespace tn ON tn.oid = c.relnamespace
+       JOIN pg_catalog.pg_attribute a ON a.attrelid = f.relid AND a.attnum = f.attnum AND NOT a.attisdropped
+       JOIN pg_catalog.pg_class s ON s.oid = f.seq AND s.relkind = 'S' JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
        JOIN pg_catalog.pg_sequence q ON q.seqrelid = s.oid
-       JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.refobjsubid AND NOT a.attisdropped
       WHERE a.atttypid IN ('pg_catalog.int2'::regtype, 'pg_catalog.int4'::regtype, 'pg_catalog.int8'::regtype)
+        AND pg_catalog.has_column_privilege(f.relid, a.attnum, 'SELECT')
         AND pg_catalog.has_sequence_privilege(s.oid, 'SELECT') AND pg_catalog.has_sequence_privilege(s.oid, 'UPDATE')`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );

@@ -13,7 +13,7 @@ import type { LoadReport } from '../contract/load-report';
 import { ErrorCode } from '../errors';
 import { isTableSet, runLabel } from '../contract/table-selection';
 import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
-import { describeFailure, isSnapshotLost } from './failure-kind';
+import { describeFailure, isSnapshotLost, rootFailure } from './failure-kind';
 import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
 
@@ -188,7 +188,7 @@ async function extractWithFreshSnapshots(
       if (attempt >= input.maxSnapshotAttempts) {
         throw ApplicationFailure.create({
           type: ErrorCode.ATTEMPTS_EXHAUSTED,
-          message: `the snapshot was lost ${attempt} times`,
+          message: `the snapshot was lost ${attempt === 1 ? 'once' : `${attempt} times`} (the last time, ${rootFailure(err) ?? describeFailure(err)})`,
           nonRetryable: true,
           details: [attempts],
         });

@@ -38,6 +38,13 @@ export function holderLostSnapshot(err: unknown, planReceived: boolean): boolean
   return false;
 }
 
+/** The innermost ApplicationFailure of `err` as `TYPE: message` (why a snapshot was lost, under the SNAPSHOT_LOST that says so), if any. */
+export function rootFailure(err: unknown): string | undefined {
+  let root: ApplicationFailure | undefined;
+  for (const e of causes(err)) if (e instanceof ApplicationFailure) root = e;
+  return root && `${root.type ?? ErrorCode.FAILED}: ${root.message}`;
+}
+
 export function isSnapshotLost(err: unknown): boolean {
   return failureType(err) === ErrorCode.SNAPSHOT_LOST;
 }

@@ -165,13 +165,13 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
     });
 
-    it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table, and a sequence it may not set left as it is', async () => {
+    it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table, and its sequence left as it is (the role may set it but not read the ids)', async () => {
       await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
       try {
         await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_inserter`);
         await onTarget((c) =>
           c.query(`CREATE SEQUENCE dst.u_id_seq OWNED BY dst.u.id; ALTER TABLE dst.u ALTER id SET DEFAULT nextval('dst.u_id_seq');
-                   GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter; GRANT USAGE ON dst.u_id_seq TO pgx_inserter`),
+                   GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter; GRANT USAGE, SELECT, UPDATE ON dst.u_id_seq TO pgx_inserter`),
         );
         const inserter = activitiesAs('pgx_inserter').loadTarget;
         const report: LoadReport = await env.run(inserter, request({ operationId: 'op-inserter' }));

@@ -13,6 +13,7 @@ import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { causes } from '../../src/errors';
 import { onTarget, recreateTarget, targetUrl } from '../target/target-db';
 
 describe('source guards in the workflow (live Temporal + PostgreSQL)', function () {
@@ -114,6 +115,15 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
       await seed();
       const rewrite = await changedWhileLocking('ALTER TABLE sgr.t ALTER v TYPE bigint', request);
       assert.deepEqual(rewrite, { rows: 900, attempts: ['snapshot_lost', 'completed'] }, JSON.stringify(request));
+      // With one snapshot allowed, the run ends there and says why.
+      await seed();
+      const once = { ...request, maxSnapshotAttempts: 1 };
+      await assert.rejects(changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', once), (err: unknown) => {
+        const chain = [...causes(err)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
+        return /ATTEMPTS_EXHAUSTED: the snapshot was lost once \(the last time, SNAPSHOT_LOST: sgr\.t changed after the snapshot was taken, before it was locked/.test(
+          chain,
+        );
+      });
       // A change that leaves the file (rows added) is read as MVCC reads it: the snapshot's 900, in one attempt.
       await seed();
       const insert = await changedWhileLocking('INSERT INTO sgr.t SELECT g, g FROM generate_series(901, 1000) g', request);
@@ -157,34 +167,43 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     await admin().query('DROP SCHEMA sgr CASCADE');
   });
 
-  it('a partition attached while the partitions are read (ATTACH does not wait for their ACCESS SHARE): the holder finds it before it completes, and a fresh snapshot reads the table with it', async () => {
+  it('a partition attached while the table is read (ATTACH does not wait for ACCESS SHARE): found before the receipt completes, and a fresh snapshot reads the table with it (partitions, a whole copy, batched files)', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr;
       CREATE TABLE sgr.t (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
       CREATE TABLE sgr.t1 PARTITION OF sgr.t FOR VALUES FROM (0) TO (200000); CREATE TABLE sgr.t2 PARTITION OF sgr.t FOR VALUES FROM (200000) TO (400000);
-      INSERT INTO sgr.t SELECT g, repeat('v', 100) FROM generate_series(1, 300000) g;
-      CREATE TABLE sgr.t3 (id int PRIMARY KEY, v text); INSERT INTO sgr.t3 SELECT g, 'v' FROM generate_series(400000, 400049) g; ANALYZE sgr.t`);
+      INSERT INTO sgr.t SELECT g, repeat('v', 100) FROM generate_series(1, 300000) g; ANALYZE sgr.t`);
     try {
-      const result = await withWorker(async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, { table: 'sgr.t', partitions: 2 }, { taskQueue });
-        const copying = async () =>
-          (await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND query LIKE 'COPY%sgr%'`)).rows[0]
-            .n > 0;
-        await eventually(copying, 'a partition copying', { timeoutMs: 30_000, intervalMs: 5 });
-        await admin().query('ALTER TABLE sgr.t ATTACH PARTITION sgr.t3 FOR VALUES FROM (400000) TO (500000)');
-        await waitForManifest(handle);
-        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
-        return (await handle.result()) as ExtractionResult;
-      });
-      assert.deepEqual(
-        { rows: result.manifest.totals.rows, attempts: result.attempts.map((a) => [a.result, a.reason]) },
-        {
-          rows: 300_050,
-          attempts: [
-            ['snapshot_lost', 'SNAPSHOT_LOST'],
-            ['completed', null],
-          ],
-        },
-      );
+      for (const request of [
+        { table: 'sgr.t', partitions: 2 },
+        { table: 'sgr.t', partitions: 1 },
+        { table: 'sgr.t', partitions: 1, maxFileRows: 60_000 },
+      ] satisfies Omit<ExtractionRequest, 'source'>[]) {
+        await admin().query(`DROP TABLE IF EXISTS sgr.t3;
+          CREATE TABLE sgr.t3 (id int PRIMARY KEY, v text); INSERT INTO sgr.t3 SELECT g, 'v' FROM generate_series(400000, 400049) g`);
+        const result = await withWorker(async ({ taskQueue }) => {
+          const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+          const copying = async () =>
+            (await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND query LIKE 'COPY%sgr%'`))
+              .rows[0].n > 0;
+          await eventually(copying, 'a copy running', { timeoutMs: 30_000, intervalMs: 5 });
+          await admin().query('ALTER TABLE sgr.t ATTACH PARTITION sgr.t3 FOR VALUES FROM (400000) TO (500000)');
+          await waitForManifest(handle);
+          await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+          return (await handle.result()) as ExtractionResult;
+        });
+        assert.deepEqual(
+          { rows: result.manifest.totals.rows, attempts: result.attempts.map((a) => [a.result, a.reason]) },
+          {
+            rows: 300_050,
+            attempts: [
+              ['snapshot_lost', 'SNAPSHOT_LOST'],
+              ['completed', null],
+            ],
+          },
+          JSON.stringify(request),
+        );
+        await admin().query('ALTER TABLE sgr.t DETACH PARTITION sgr.t3');
+      }
     } finally {
       await admin().query('DROP SCHEMA sgr CASCADE');
     }

@@ -1,0 +1,109 @@
+/**
+ * A hot standby as the source (live: a primary and its streaming standby of our own). The standby
+ * exports and imports snapshots as a primary does; a recovery conflict (the standby replaying the
+ * primary's removal of rows a snapshot still sees, hot_standby_feedback off) ends the run with
+ * SOURCE_RECOVERY_CONFLICT and what to change, not an unnamed SQLSTATE_40001.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { WorkflowFailedError } from '@temporalio/client';
+import { Client } from 'pg';
+import { type PostgresService, startLocalPostgres } from '../../devenv/postgres-service';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
+import { causes } from '../../src/errors';
+import { eventually } from '../support/eventually';
+import { live } from '../support/services';
+import { withWorker } from '../support/worker';
+
+async function query<T>(url: string, sql: string): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+describe('a hot standby as the source (live)', function () {
+  this.timeout(180_000);
+  let primary: PostgresService | undefined;
+  let standby: PostgresService | undefined;
+
+  before(async () => {
+    primary = await startLocalPostgres();
+    await query(
+      primary.url,
+      `CREATE SCHEMA rs;
+       CREATE TABLE rs.a (id int PRIMARY KEY, v text); INSERT INTO rs.a SELECT g, md5(g::text) FROM generate_series(1, 200000) g;
+       CREATE TABLE rs.b (id int PRIMARY KEY, a int NOT NULL REFERENCES rs.a); INSERT INTO rs.b SELECT g, g FROM generate_series(1, 1000) g;
+       CREATE TABLE rs.churn (id int PRIMARY KEY, n int); INSERT INTO rs.churn VALUES (1, 0)`,
+    );
+    // A conflict cancels the standby's reads at once instead of after 30 s.
+    standby = await startLocalPostgres({ standbyOf: primary.url, settings: { max_standby_streaming_delay: '0' } });
+    const caughtUp = async () => (await query<{ n: number }>(standby!.url, 'SELECT count(*)::int AS n FROM rs.b').catch(() => [{ n: 0 }]))[0]!.n === 1000;
+    await eventually(caughtUp, 'the standby replaying the primary');
+  });
+  after(async () => {
+    await standby?.stop();
+    await primary?.stop();
+  });
+
+  it('exports a set of tables at one exported snapshot, as from a primary', async () => {
+    assert.deepEqual(await query(standby!.url, 'SELECT pg_is_in_recovery() AS standby'), [{ standby: true }]);
+    const result = await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, { tables: ['rs.a', 'rs.b'], partitions: 3 }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        const ids = (await Promise.all(manifest.files.map((f) => readFile(f.path, 'utf8'))))
+          .flatMap((body) => body.trimEnd().split('\n').slice(1))
+          .map((line) => Number(line.split(',')[0]));
+        assert.deepEqual([ids.length, ids.reduce((a, b) => a + b, 0)], [201_000, (200_000 * 200_001) / 2 + (1000 * 1001) / 2]);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        return (await handle.result()) as ExtractionResult;
+      },
+      { sourceUrl: standby!.url },
+    );
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.equal(result.extractionReceipt?.snapshotAuthority, 'postgresql.exported_snapshot');
+  });
+
+  it('a recovery conflict ends the run with SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
+    // The primary updating and vacuuming one row, over and over: each replayed cleanup conflicts with every older snapshot.
+    const churner = new Client({ connectionString: primary!.url });
+    await churner.connect();
+    let churning = true;
+    const churn = (async () => {
+      while (churning) {
+        await churner.query('UPDATE rs.churn SET n = n + 1');
+        await churner.query('VACUUM rs.churn');
+      }
+    })();
+    try {
+      const failure = await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(live().temporal.client, { tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }, { taskQueue });
+          // Waits for the manifest, which a failed run never publishes (it rejects with the run's failure).
+          return waitForManifest(handle).then(
+            async () => {
+              await handle.terminate('extracted despite the conflicts');
+              assert.fail('the run extracted despite the conflicts');
+            },
+            (err: unknown) => err,
+          );
+        },
+        { sourceUrl: standby!.url },
+      );
+      assert.ok(failure instanceof WorkflowFailedError);
+      const chain = [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
+      assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
+      assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
+    } finally {
+      churning = false;
+      await churn;
+      await churner.end();
+    }
+  });
+});
