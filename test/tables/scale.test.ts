@@ -1,6 +1,6 @@
 /**
- * Table sets at scale, live: 2,000 small tables of 50 columns in one run, and one table split into
- * 200 partitions. Reports each run's history (events and bytes, the parent's and its batches')
+ * Table sets at scale, live: 2,000 small tables of 50 columns in one run, loaded into a target in one
+ * transaction, and one table split into 200 partitions. Reports each run's history (events and bytes, the parent's and its batches')
  * against Temporal's limits: 51,200 events and 50 MB per history, 2 MB per payload.
  */
 import assert from 'node:assert/strict';
@@ -8,9 +8,11 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
+import { TARGET_DB, onTarget, recreateTarget, targetUrl } from '../target/target-db';
 
 const TABLES = 2000;
 /**
@@ -76,36 +78,46 @@ describe('table sets at scale (live)', function () {
   this.timeout(900_000);
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it(`${TABLES} small tables of 50 columns in one run: one snapshot, one file each, history bounded by batches, no payload growing with the columns`, async () => {
+  it(`${TABLES} small tables of 50 columns in one run, loaded in one target transaction: one snapshot, one file each, history bounded by batches, no payload growing with the columns`, async () => {
     await dropScale();
     await admin().query('CREATE SCHEMA tscale');
+    await recreateTarget('CREATE SCHEMA tscale');
     // In steps: one transaction creating 2,000 tables (and their indexes) would take 8,000 locks.
-    for (let from = 0; from < TABLES; from += 250) {
-      await admin().query(`DO $$ BEGIN FOR i IN ${from}..${from + 249} LOOP
+    const createTables = (rows: boolean) => (from: number) =>
+      `DO $$ BEGIN FOR i IN ${from}..${from + 249} LOOP
         EXECUTE format('CREATE TABLE tscale.%I (id int PRIMARY KEY, v text, ${WIDE_COLUMNS})', 't' || lpad(i::text, 4, '0'));
-        EXECUTE format('INSERT INTO tscale.%I SELECT g, %L || g FROM generate_series(1, 3) g', 't' || lpad(i::text, 4, '0'), 'row ');
-      END LOOP; END $$`);
+        ${rows ? "EXECUTE format('INSERT INTO tscale.%I SELECT g, %L || g FROM generate_series(1, 3) g', 't' || lpad(i::text, 4, '0'), 'row ');" : ''}
+      END LOOP; END $$`;
+    for (let from = 0; from < TABLES; from += 250) {
+      await admin().query(createTables(true)(from));
+      await onTarget((c) => c.query(createTables(false)(from)));
     }
     try {
       await withWorker(
         async ({ taskQueue }) => {
           const started = Date.now();
-          const handle = await startExtraction(live().temporal.client, { schema: 'tscale', maxInFlight: 16 }, { taskQueue });
+          const target = { name: 'warehouse', schema: 'tscale' };
+          const handle = await startExtraction(live().temporal.client, { schema: 'tscale', maxInFlight: 16, target }, { taskQueue });
           const manifest = await waitForManifest(handle, 1000);
-          const seconds = (Date.now() - started) / 1000;
+          const extracted = (Date.now() - started) / 1000;
           assert.equal(manifest.files.length, TABLES);
           assert.equal(new Set(manifest.files.map((f) => f.table)).size, TABLES);
           assert.equal(manifest.totals.rows, 3 * TABLES);
           assert.ok(manifest.files.every((f) => f.snapshotDigest === manifest.snapshotDigest));
-          await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
-          await handle.result();
-          console.log(`      ${TABLES} tables extracted in ${seconds.toFixed(1)} s`);
+          const result = (await handle.result()) as ExtractionResult;
+          console.log(
+            `      ${TABLES} tables extracted in ${extracted.toFixed(1)} s, loaded ${((Date.now() - started) / 1000 - extracted).toFixed(1)} s later`,
+          );
+          assert.deepEqual([result.terminalReceipt.outcome, result.load], ['success', { outcome: 'committed', reason: null, rows: 3 * TABLES }]);
+          const loaded = await onTarget(async (c) => (await c.query(`SELECT count(*)::int AS n, max(v) AS v FROM tscale.t1999`)).rows[0]);
+          assert.deepEqual(loaded, { n: 3, v: 'row 3' });
           report(`${TABLES} tables`, await runHistories(handle));
         },
-        { maxConcurrentActivities: 32 },
+        { maxConcurrentActivities: 32, targets: { warehouse: targetUrl() } },
       );
     } finally {
       await dropScale();
+      await admin().query(`DROP DATABASE IF EXISTS ${TARGET_DB} WITH (FORCE)`);
     }
   });
 
