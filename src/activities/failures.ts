@@ -35,10 +35,11 @@ export function toActivityFailure(err: unknown): Error {
 /**
  * A hot standby's recovery conflict ("canceling statement due to conflict with recovery",
  * "terminating connection due to conflict with recovery"): PostgreSQL gives it the SQLSTATE of a
- * serialization failure, so only the message (in English, the server's default) tells it apart.
+ * serialization failure (of a deadlock, for a buffer pin), so only the message (in English, the
+ * server's default) tells it apart.
  */
 function isRecoveryConflict(e: { code?: unknown; message?: string }): boolean {
-  return e?.code === '40001' && /conflict with recovery/.test(String(e.message));
+  return (e?.code === '40001' || e?.code === '40P01') && /conflict with recovery/.test(String(e.message));
 }
 
 /**

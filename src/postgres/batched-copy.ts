@@ -15,7 +15,7 @@ import type { ResolvedTable } from './catalog';
 import type { ExportFormat } from '../contract/formats';
 import { FileReleaseAuthority } from '../storage/file-release';
 import { beginRepeatableRead, serverNow } from './server-clock';
-import { WHILE_READ, requireUnchanged } from './table-lock';
+import { readAsSnapshotSaw } from './table-lock';
 
 export type { BatchFile };
 
@@ -74,9 +74,8 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
       evidence.push({ name: name(file.location), rows: file.rows, bytes: file.bytes, sha256: file.sha256 });
       yield file;
     }
-    // Reached only after the terminal batch read nothing: the table is exhausted at the snapshot. Its lock came
-    // before the snapshot, but ATTACH PARTITION does not wait for it.
-    await requireUnchanged(c, [this.#table], WHILE_READ);
+    // Reached only after the terminal batch read nothing: the table is exhausted at the snapshot.
+    await readAsSnapshotSaw(c, this.#table);
     this.authority.complete(evidence, await serverNow(c));
   }
 

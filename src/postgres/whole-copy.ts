@@ -11,7 +11,7 @@ import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
 import { beginRepeatableRead, serverNow } from './server-clock';
-import { WHILE_READ, requireUnchanged } from './table-lock';
+import { readAsSnapshotSaw } from './table-lock';
 
 export interface WholeCopyFile extends CopiedOutput {
   backendPid: number;
@@ -39,8 +39,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
     await options.onSnapshot?.();
     const written = await exportToOutput(client, selectSql(table), sourceColumns(table), options.format, output, options);
     committed = true;
-    // Its lock came before the snapshot, but ATTACH PARTITION does not wait for it.
-    await requireUnchanged(client, [table], WHILE_READ);
+    await readAsSnapshotSaw(client, table);
     const completedAt = await serverNow(client);
     const file: WholeCopyFile = {
       location: written.location,

@@ -21,8 +21,8 @@ interface ColumnSequence {
 
 /**
  * The integer columns of `tables` filled from a sequence: one the column owns (serial's OWNED BY,
- * an identity) or one its default calls (a partition's copy of its parent's default, a sequence
- * several tables share). Only where this role may read the column (SELECT on it) and read and set
+ * an identity) or one whose next value is its default (a partition's copy of its parent's default,
+ * a sequence several tables share). Only where this role may read the column (SELECT on it) and read and set
  * the sequence (SELECT and UPDATE on it); anything else is left as it is.
  */
 async function columnSequences(client: Client, tables: readonly { schema: string; table: string }[]): Promise<ColumnSequence[]> {
@@ -36,10 +36,13 @@ async function columnSequences(client: Client, tables: readonly { schema: string
         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.refclassid = 'pg_catalog.pg_class'::regclass
           AND d.deptype IN ('a', 'i') AND d.refobjid IN (SELECT oid FROM loaded)
        UNION
+       -- A default that is the sequence's next value and nothing else (as serial writes it); not one that computes
+       -- with it (nextval(…) * 1000), whose values the sequence would be set to.
        SELECT ad.adrelid, ad.adnum, d.refobjid FROM pg_catalog.pg_attrdef ad
          JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_attrdef'::regclass AND d.objid = ad.oid
                                     AND d.refclassid = 'pg_catalog.pg_class'::regclass
-        WHERE ad.adrelid IN (SELECT oid FROM loaded))
+        WHERE ad.adrelid IN (SELECT oid FROM loaded)
+          AND pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) = pg_catalog.format('nextval(%L::regclass)', d.refobjid::regclass::text))
      SELECT tn.nspname AS table_schema, c.relname AS table_name, a.attname AS column_name,
             sn.nspname AS sequence_schema, s.relname AS sequence_name, q.seqincrement < 0 AS descending
        FROM filled f
@@ -74,7 +77,7 @@ export async function sequencesPastRows(client: Client, tables: readonly { schem
     const next = `CASE WHEN q.is_called THEN q.last_value::numeric + p.seqincrement ELSE q.last_value END`;
     const behind = s.descending ? `${next} >= e.edge` : `${next} <= e.edge`;
     return `SELECT pg_catalog.setval(${oid}, e.edge)
-              FROM ${sequence} q, pg_catalog.pg_sequence p, (SELECT ${edge}::bigint AS edge) e
+              FROM ${sequence} q, pg_catalog.pg_sequence p, (SELECT ${edge}::bigint AS edge OFFSET 0) e
              WHERE p.seqrelid = ${oid} AND ${behind} AND e.edge BETWEEN p.seqmin AND p.seqmax`;
   });
   const r = await client.query<{ moved: string }>(`SELECT count(*)::text AS moved FROM (${moves.join('\n UNION ALL ')}) m`);

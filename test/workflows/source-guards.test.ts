@@ -167,7 +167,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     await admin().query('DROP SCHEMA sgr CASCADE');
   });
 
-  it('a partition attached while the table is read (ATTACH does not wait for ACCESS SHARE): found before the receipt completes, and a fresh snapshot reads the table with it (partitions, a whole copy, batched files)', async () => {
+  it('a partition attached while the table is read (ATTACH does not wait for ACCESS SHARE): found before the receipt completes, and a fresh snapshot reads the table with it (partitions, batched files)', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr;
       CREATE TABLE sgr.t (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
       CREATE TABLE sgr.t1 PARTITION OF sgr.t FOR VALUES FROM (0) TO (200000); CREATE TABLE sgr.t2 PARTITION OF sgr.t FOR VALUES FROM (200000) TO (400000);
@@ -175,7 +175,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     try {
       for (const request of [
         { table: 'sgr.t', partitions: 2 },
-        { table: 'sgr.t', partitions: 1 },
+        // Each batch is a read planned afresh: one after the ATTACH takes the new partition.
         { table: 'sgr.t', partitions: 1, maxFileRows: 60_000 },
       ] satisfies Omit<ExtractionRequest, 'source'>[]) {
         await admin().query(`DROP TABLE IF EXISTS sgr.t3;
