@@ -134,6 +134,16 @@ export async function requireUnchanged(
 }
 
 /**
+ * A query's CTE `tree(root, oid)`: each partitioned relation of its CTE `rel` with its partitions at
+ * every depth, as the snapshot's catalog has them (not one it sees a DETACH CONCURRENTLY left pending
+ * on: reads leave those out).
+ */
+const PARTITION_TREES = `tree(root, oid) AS (
+       SELECT rel.oid, rel.oid FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid AND c.relkind = 'p'
+       UNION
+       SELECT tree.root, i.inhrelid FROM tree JOIN pg_catalog.pg_inherits i ON i.inhparent = tree.oid AND NOT i.inhdetachpending)`;
+
+/**
  * changedSince's partitioned tables whose partitions differ: each one reached (a named one, a view's, a
  * sub-partitioned one's) in the snapshot's catalog against pg_partition_tree(), which reads them as they
  * are now (the lock took those): a partition attached or detached in between would be read, or not, by
@@ -168,10 +178,7 @@ async function changedSince(client: ClientBase, tables: readonly { schema: strin
        SELECT seen FROM named WHERE seen = now
        UNION
        SELECT e.child FROM rel JOIN (${LOCKED_WITH}) e ON e.parent = rel.oid),
-     tree(root, oid) AS (
-       SELECT rel.oid, rel.oid FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid AND c.relkind = 'p'
-       UNION
-       SELECT tree.root, i.inhrelid FROM tree JOIN pg_catalog.pg_inherits i ON i.inhparent = tree.oid AND NOT i.inhdetachpending)
+     ${PARTITION_TREES}
      SELECT label FROM named WHERE seen IS DISTINCT FROM now
      UNION${partitions ? PARTITIONS_CHANGED : ''}
      SELECT pg_catalog.format('%I.%I', n.nspname, c.relname)
@@ -198,10 +205,7 @@ async function requireReadPartitionsUnchanged(client: ClientBase, table: { schem
        SELECT pg_catalog.to_regclass($1)::oid
        UNION
        SELECT e.child FROM rel JOIN (${LOCKED_WITH}) e ON e.parent = rel.oid),
-     tree(root, oid) AS (
-       SELECT rel.oid, rel.oid FROM rel JOIN pg_catalog.pg_class c ON c.oid = rel.oid AND c.relkind = 'p'
-       UNION
-       SELECT tree.root, i.inhrelid FROM tree JOIN pg_catalog.pg_inherits i ON i.inhparent = tree.oid AND NOT i.inhdetachpending)
+     ${PARTITION_TREES}
      SELECT DISTINCT pg_catalog.format('%I.%I', n.nspname, c.relname) AS label
        FROM pg_catalog.pg_locks l
        CROSS JOIN LATERAL pg_catalog.pg_partition_ancestors(l.relation) AS a(ancestor)
