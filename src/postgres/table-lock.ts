@@ -123,13 +123,10 @@ export async function requireUnchanged(
     // pg_partition_tree() locks each partition; the locked ones are ours already, so a lock it waited for
     // (within the caller's lock_timeout) is on a partition attached since.
     if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
-    return [`a partition of ${listed(tables.map((t) => quoteQualified(t.schema, t.table)))}`];
+    return [`a partition of ${listed(tables.map((t) => `${t.schema}.${t.table}`))} (a lock on it not granted: ${(err as Error).message})`];
   });
   if (changed.length) {
-    throw new PgExtractError(
-      ErrorCode.SNAPSHOT_LOST,
-      `${listed(changed)} changed after the snapshot was taken, ${when}: the snapshot would read what is there now`,
-    );
+    throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, `${listed(changed)} changed after the snapshot was taken, ${when}: the snapshot reads what is there now`);
   }
 }
 
@@ -222,7 +219,7 @@ async function requireReadPartitionsUnchanged(client: ClientBase, table: { schem
   if (r.rows.length) {
     throw new PgExtractError(
       ErrorCode.SNAPSHOT_LOST,
-      `${listed(r.rows.map((row) => row.label))} changed after the snapshot was taken, ${WHILE_READ}: the snapshot read what is there now`,
+      `${listed(r.rows.map((row) => row.label))} changed after the snapshot was taken, ${WHILE_READ}: the snapshot reads what is there now`,
     );
   }
 }

@@ -32,12 +32,14 @@ async function columnSequences(client: Client, tables: readonly { schema: string
          JOIN pg_catalog.pg_namespace n ON n.nspname = t.schema
          JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = t.name),
      filled(relid, attnum, seq) AS (
+       -- Owned (an identity has no default); a default, if any, is the sequence's next value and nothing else (as serial
+       -- writes it), not one that computes with it (nextval(…) * 1000), whose values the sequence would be set to.
        SELECT d.refobjid, d.refobjsubid, d.objid FROM pg_catalog.pg_depend d
+         LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = d.refobjid AND ad.adnum = d.refobjsubid
         WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.refclassid = 'pg_catalog.pg_class'::regclass
           AND d.deptype IN ('a', 'i') AND d.refobjid IN (SELECT oid FROM loaded)
+          AND (ad.oid IS NULL OR pg_catalog.pg_get_expr(ad.adbin, ad.adrelid) = pg_catalog.format('nextval(%L::regclass)', d.objid::regclass::text))
        UNION
-       -- A default that is the sequence's next value and nothing else (as serial writes it); not one that computes
-       -- with it (nextval(…) * 1000), whose values the sequence would be set to.
        SELECT ad.adrelid, ad.adnum, d.refobjid FROM pg_catalog.pg_attrdef ad
          JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_attrdef'::regclass AND d.objid = ad.oid
                                     AND d.refclassid = 'pg_catalog.pg_class'::regclass

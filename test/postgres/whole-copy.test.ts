@@ -124,10 +124,10 @@ describe('whole COPY (live PostgreSQL)', () => {
       CREATE TABLE wcp.t (id int PRIMARY KEY, v text) PARTITION BY RANGE (id); CREATE TABLE wcp.t1 PARTITION OF wcp.t FOR VALUES FROM (0) TO (100);
       INSERT INTO wcp.t SELECT g, 'v' FROM generate_series(1, 50) g;
       CREATE MATERIALIZED VIEW wcp.mv AS SELECT id, v FROM wcp.t1`);
-    const attach = (n: number) =>
-      admin()
-        .query(`CREATE TABLE wcp.t${n} (id int PRIMARY KEY, v text); INSERT INTO wcp.t${n} SELECT g, 'v' FROM generate_series(${n * 100}, ${n * 100 + 9}) g;
-        ALTER TABLE wcp.t ATTACH PARTITION wcp.t${n} FOR VALUES FROM (${n * 100}) TO (${n * 100 + 100})`);
+    // Tables filled before any snapshot, attached later: their rows are ones the snapshot sees, but not under wcp.t.
+    await admin().query(`CREATE TABLE wcp.t2 (id int PRIMARY KEY, v text); INSERT INTO wcp.t2 SELECT g, 'v' FROM generate_series(200, 209) g;
+      CREATE TABLE wcp.t3 (id int PRIMARY KEY, v text); INSERT INTO wcp.t3 SELECT g, 'v' FROM generate_series(300, 309) g`);
+    const attach = (n: number) => admin().query(`ALTER TABLE wcp.t ATTACH PARTITION wcp.t${n} FOR VALUES FROM (${n * 100}) TO (${n * 100 + 100})`);
     const dir = join(live().outRoot, 'wcp');
     await import('node:fs/promises').then((fs) => fs.mkdir(dir, { recursive: true }));
     const client = await openSession(live().pg.url, 'whole-copy');
@@ -138,7 +138,8 @@ describe('whole COPY (live PostgreSQL)', () => {
           name: `${name}.csv`,
           onSnapshot: async () => void (await onSnapshot()),
         });
-      // Before: the COPY read wcp.t2 (10 rows the snapshot's table did not have), and the refreshed view's new file (0 rows).
+      // Before: the COPY read wcp.t2 (10 rows the snapshot's table did not have), and the refreshed view's new file (its
+      // rows frozen, so the snapshot read the refreshed contents, 51 rows, not its own 50).
       await assert.rejects(
         copy('t', () => attach(2)),
         { code: 'SNAPSHOT_LOST', message: /^wcp\.t changed after the snapshot was taken, while it was read \(a partition attached\)/ },
