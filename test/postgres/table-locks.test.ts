@@ -223,20 +223,20 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
 
   describe('partitions attached or detached under the export', () => {
     beforeEach(() =>
-      admin().query(`DROP TABLE IF EXISTS lk.parted, lk.parted_3 CASCADE;
+      admin().query(`DROP TABLE IF EXISTS lk.parted, lk.parted_2, lk.parted_3 CASCADE;
         CREATE TABLE lk.parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
         CREATE TABLE lk.parted_1 PARTITION OF lk.parted FOR VALUES FROM (0) TO (500); CREATE TABLE lk.parted_2 PARTITION OF lk.parted FOR VALUES FROM (500) TO (1000);
         INSERT INTO lk.parted SELECT g, 'v' || g FROM generate_series(1, 900) g; CREATE VIEW lk.parted_view AS SELECT id, v FROM lk.parted;
         CREATE TABLE lk.parted_3 (id int PRIMARY KEY, v text); INSERT INTO lk.parted_3 SELECT g, 'v' || g FROM generate_series(1000, 1049) g`),
     );
-    after(() => admin().query('DROP TABLE IF EXISTS lk.parted, lk.parted_3 CASCADE'));
+    after(() => admin().query('DROP TABLE IF EXISTS lk.parted, lk.parted_2, lk.parted_3 CASCADE'));
 
     /** Exports `table` on a fresh coordinator; `work` gets it and a partition session, both closed however it ends. */
-    async function exported(table: string, work: (c: SnapshotCoordinator, reader: Client) => Promise<void>): Promise<void> {
+    async function exported(table: string, work: (c: SnapshotCoordinator, reader: Client) => Promise<void>, lockTimeoutMs = 5000): Promise<void> {
       const coordinatorClient = await openSession(live().pg.url, 'coordinator');
       const reader = await openSession(live().pg.url, 'partition');
       try {
-        const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'lk', table }, { partitions: 1 });
+        const c = await SnapshotCoordinator.export(coordinatorClient, { schema: 'lk', table }, { partitions: 1 }, { lockTimeoutMs });
         await work(c, reader);
         await c.abort();
       } finally {
@@ -293,7 +293,43 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
         assert.equal((await read(c, reader, 'parted')).rows, 499);
         await c.requireUnchanged();
       });
+      // LOCK TABLE still takes it with its parent, so a LOCK_TIMEOUT names a blocker on it.
+      await whileHeldExclusive(['lk.parted_2'], async (holderPid, client) => {
+        await assert.rejects(
+          SnapshotCoordinator.export(client, { schema: 'lk', table: 'parted' }, { partitions: 1 }, { lockTimeoutMs: 300 }),
+          (err: Error & { code?: string }) => {
+            assert.equal(err.code, ErrorCode.LOCK_TIMEOUT);
+            assert.match(err.message, new RegExp(`pid ${holderPid}\\b.* holds AccessExclusiveLock on "lk"\\."parted_2"`));
+            return true;
+          },
+        );
+      });
       await admin().query('ALTER TABLE lk.parted DETACH PARTITION lk.parted_2 FINALIZE');
+    });
+
+    it('one attached and held ACCESS EXCLUSIVE by another session: the check is not granted its lock, and says SNAPSHOT_LOST within lock_timeout', async () => {
+      await exported(
+        'parted',
+        async (c) => {
+          await admin().query('ALTER TABLE lk.parted ATTACH PARTITION lk.parted_3 FOR VALUES FROM (1000) TO (2000)');
+          const holder = await admin().connect();
+          try {
+            await holder.query('BEGIN; LOCK TABLE lk.parted_3 IN ACCESS EXCLUSIVE MODE');
+            await assert.rejects(within(10_000, c.requireUnchanged()), (err: Error & { code?: string }) => {
+              assert.equal(err.code, ErrorCode.SNAPSHOT_LOST);
+              assert.match(
+                err.message,
+                /^a partition of lk\.parted \(a lock on it not granted: canceling statement due to lock timeout\) changed after the snapshot was taken/,
+              );
+              return true;
+            });
+          } finally {
+            await holder.query('ROLLBACK');
+            holder.release();
+          }
+        },
+        300,
+      );
     });
   });
 
