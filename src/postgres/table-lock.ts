@@ -156,9 +156,10 @@ const PARTITIONS_CHANGED = `
 
 /**
  * The tables whose name now leads to another relation than in the snapshot's catalog, the
- * partitioned tables whose partitions are not the snapshot's catalog's, and the
- * locked tables (and partitions of locked partitioned tables, and the relations a locked view
- * reads, as LOCK TABLE locks them) whose file is not the one the snapshot's catalog names: `pg_class` read in the snapshot, against `to_regclass()` and
+ * partitioned tables whose partitions are not the snapshot's catalog's (with `partitions`: see
+ * {@link PARTITIONS_CHANGED}), and the locked tables (with the partitions and a view's relations
+ * LOCK TABLE locks with them) whose file is not the one the snapshot's catalog names: `pg_class`
+ * read in the snapshot, against `to_regclass()` and
  * `pg_relation_filenode()`, which read the catalog as it is now (taken in with the lock). VACUUM
  * FULL, CLUSTER and SET TABLESPACE also give a table a new file, though the snapshot could still
  * read it: for them the fresh attempt is one more than needed.

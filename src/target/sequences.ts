@@ -22,8 +22,8 @@ interface ColumnSequence {
 /**
  * The integer columns of `tables` filled from a sequence: one the column owns (serial's OWNED BY,
  * an identity) or one whose next value is its default (a partition's copy of its parent's default,
- * a sequence several tables share). Only where this role may read the column (SELECT on it) and read and set
- * the sequence (SELECT and UPDATE on it); anything else is left as it is.
+ * a sequence several tables share). Only where this role may read the column (SELECT on it) and
+ * read and set the sequence (SELECT and UPDATE on it); anything else is left as it is.
  */
 async function columnSequences(client: Client, tables: readonly { schema: string; table: string }[]): Promise<ColumnSequence[]> {
   const r = await client.query<ColumnSequence>(
