@@ -143,6 +143,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
                 evidenceName: (location) => store.evidenceName(location),
                 onBytes: (bytes) => (progress.bytes = bytes),
                 signal: Context.current().cancellationSignal,
+                lockTimeoutMs: input.timeouts.lockTimeoutMs,
               });
               const files: BatchFile[] = [];
               for await (const f of copy) files.push(f);

@@ -123,6 +123,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
             name: store.evidenceName(output.location),
             onBytes: (bytes) => (progress.bytes = bytes),
             signal: Context.current().cancellationSignal,
+            lockTimeoutMs: input.timeouts.lockTimeoutMs,
           });
           const f = result.artifact;
           countExtracted(f, 'whole_copy');

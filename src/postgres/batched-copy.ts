@@ -16,6 +16,7 @@ import type { ExportFormat } from '../contract/formats';
 import { FileReleaseAuthority } from '../storage/file-release';
 import { beginRepeatableRead, serverNow } from './server-clock';
 import { readAsSnapshotSaw } from './table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 
 export type { BatchFile };
 
@@ -29,6 +30,8 @@ export interface BatchedCopyOptions {
   evidenceName?: (location: string) => string;
   onBytes?: (bytes: number) => void;
   signal?: AbortSignal;
+  /** How long a lock on the table may be waited for (then LOCK_TIMEOUT). @default {@link DEFAULT_LOCK_TIMEOUT_MS} */
+  lockTimeoutMs?: number;
 }
 
 export class BatchedCopy implements AsyncIterable<BatchFile> {
@@ -66,7 +69,12 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
     this.#started = true;
     const c = this.#client;
     this.#inTransaction = true;
-    ({ backendPid: this.backendPid, snapshotDigest: this.snapshotDigest } = await beginRepeatableRead(c, this.authority, [this.#table]));
+    ({ backendPid: this.backendPid, snapshotDigest: this.snapshotDigest } = await beginRepeatableRead(
+      c,
+      this.authority,
+      [this.#table],
+      this.#options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    ));
     const evidence: FileReceipt[] = [];
     const name = this.#options.evidenceName ?? ((location: string) => location);
     for await (const file of copyBatchFiles(c, this.#table, { kind: 'all' }, this.#options)) {

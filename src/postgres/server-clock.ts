@@ -7,7 +7,8 @@
 import type { ClientBase } from 'pg';
 import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
-import { type LockableTable, lockBeforeSnapshot } from './table-lock';
+import { addNote } from '../errors';
+import { type LockableTable, lockBeforeSnapshot, lockTimeoutError, setLockTimeout } from './table-lock';
 
 /** SQL for an instant as an ISO-8601 UTC string with microseconds. */
 export function utcText(expr: string): string {
@@ -22,7 +23,9 @@ export async function serverNow(client: ClientBase): Promise<string> {
 
 /**
  * Opens `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`, locks `tables` (see
- * ./table-lock.ts lockBeforeSnapshot) and runs its first statement, which
+ * ./table-lock.ts lockBeforeSnapshot; a lock not granted within `lockTimeoutMs`, the rest of the
+ * transaction's too, is LOCK_TIMEOUT naming who holds or waits for a conflicting one, the
+ * transaction rolled back) and runs its first statement, which
  * takes the snapshot: the window starts at that statement (statement_timestamp) and the snapshot
  * is recorded as read during it (clock_timestamp), with the digest of pg_current_snapshot().
  */
@@ -30,9 +33,16 @@ export async function beginRepeatableRead(
   client: ClientBase,
   authority: ExtractionLifecycleAuthority,
   tables: readonly LockableTable[],
+  lockTimeoutMs: number,
 ): Promise<{ backendPid: number; snapshotDigest: string }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-  await lockBeforeSnapshot(client, tables);
+  await setLockTimeout(client, lockTimeoutMs);
+  try {
+    await lockBeforeSnapshot(client, tables);
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => addNote(err, 'rollback failed'));
+    throw await lockTimeoutError(client, err, tables, lockTimeoutMs);
+  }
   const first = await client.query<{ snapshot: string; started: string; snapshot_at: string; pid: number }>(
     `SELECT pg_current_snapshot()::text AS snapshot, ${utcText('statement_timestamp()')} AS started,
             ${utcText('clock_timestamp()')} AS snapshot_at, pg_backend_pid() AS pid`,

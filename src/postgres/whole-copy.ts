@@ -12,6 +12,7 @@ import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
 import { beginRepeatableRead, serverNow } from './server-clock';
 import { readAsSnapshotSaw } from './table-lock';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 
 export interface WholeCopyFile extends CopiedOutput {
   backendPid: number;
@@ -28,6 +29,8 @@ export interface WholeCopyOptions {
   /** Awaited once the snapshot exists and before any row is read (progress, audit, tests). */
   onSnapshot?: () => Promise<void> | void;
   signal?: AbortSignal;
+  /** How long a lock on the table may be waited for (then LOCK_TIMEOUT). @default {@link DEFAULT_LOCK_TIMEOUT_MS} */
+  lockTimeoutMs?: number;
 }
 
 /** Runs on a fresh session the caller closes. On failure: rolled back, no output left. */
@@ -35,7 +38,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
   let committed = false;
   try {
-    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority, [table]);
+    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority, [table], options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
     await options.onSnapshot?.();
     const written = await exportToOutput(client, selectSql(table), sourceColumns(table), options.format, output, options);
     committed = true;

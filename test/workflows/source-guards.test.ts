@@ -25,22 +25,25 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
   });
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it('a table held ACCESS EXCLUSIVE fails the run with LOCK_TIMEOUT after timeouts.lockTimeoutMs, naming the holder', async () => {
+  it('a table held ACCESS EXCLUSIVE fails the run with LOCK_TIMEOUT after timeouts.lockTimeoutMs, naming the holder (partitions, a whole copy, batched files)', async () => {
     const holder = await admin().connect();
     try {
       const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       await holder.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
       await withWorker(async ({ taskQueue }) => {
-        const started = Date.now();
-        const handle = await startExtraction(live().temporal.client, { table, partitions: 2, timeouts: { lockTimeoutMs: 1_000 } }, { taskQueue });
-        await assert.rejects(handle.result(), (err: unknown) => {
-          assert.ok(err instanceof WorkflowFailedError);
-          const failure = JSON.stringify(err.cause);
-          assert.match(failure, /LOCK_TIMEOUT/);
-          assert.match(failure, new RegExp(`pid ${pid}\\b`));
-          return true;
-        });
-        assert.ok(Date.now() - started < 20_000, 'the run did not wait for the lock holder');
+        // A one-session copy waited for the holder for as long as it held the lock.
+        for (const request of [{ partitions: 2 }, { partitions: 1 }, { partitions: 1, maxFileRows: 10_000 }]) {
+          const started = Date.now();
+          const handle = await startExtraction(live().temporal.client, { table, ...request, timeouts: { lockTimeoutMs: 500 } }, { taskQueue });
+          await assert.rejects(handle.result(), (err: unknown) => {
+            assert.ok(err instanceof WorkflowFailedError);
+            const failure = JSON.stringify(err.cause);
+            assert.match(failure, /LOCK_TIMEOUT/);
+            assert.match(failure, new RegExp(`pid ${pid}\\b`));
+            return true;
+          });
+          assert.ok(Date.now() - started < 30_000, `${JSON.stringify(request)}: the run did not wait for the lock holder`);
+        }
       });
     } finally {
       await holder.query('ROLLBACK');
