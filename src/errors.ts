@@ -144,8 +144,8 @@ const CODES = {
   SOURCE_READ_FAILED: TRANSIENT,
   /**
    * A hot standby cancelled a read (or ended its session) to replay the primary's removal of rows
-   * the snapshot still sees, or for a lock replay needs: SQLSTATE 40001 (40P01 for a buffer pin's deadlock), told
-   * apart from a serialization failure (or deadlock) by its message.
+   * the snapshot still sees, or for a lock replay needs: SQLSTATE 40001 (40P01 for a buffer pin's
+   * deadlock), told apart from a serialization failure (or deadlock) by its message.
    */
   SOURCE_RECOVERY_CONFLICT: {
     ...TRANSIENT,

@@ -125,9 +125,12 @@ export async function requireUnchanged(
     if ((err as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw err;
     return [`a partition of ${listed(tables.map((t) => `${t.schema}.${t.table}`))} (a lock on it not granted: ${(err as Error).message})`];
   });
-  if (changed.length) {
-    throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, `${listed(changed)} changed after the snapshot was taken, ${when}: the snapshot reads what is there now`);
-  }
+  if (changed.length) throw changedSinceSnapshot(changed, when);
+}
+
+/** SNAPSHOT_LOST naming the relations that changed after the snapshot was taken, and `when`. */
+function changedSinceSnapshot(changed: readonly string[], when: string): PgExtractError {
+  return new PgExtractError(ErrorCode.SNAPSHOT_LOST, `${listed(changed)} changed after the snapshot was taken, ${when}: the snapshot reads what is there now`);
 }
 
 /**
@@ -217,12 +220,11 @@ async function requireReadPartitionsUnchanged(client: ClientBase, table: { schem
       ORDER BY 1`,
     [quoteQualified(table.schema, table.table)],
   );
-  if (r.rows.length) {
-    throw new PgExtractError(
-      ErrorCode.SNAPSHOT_LOST,
-      `${listed(r.rows.map((row) => row.label))} changed after the snapshot was taken, ${WHILE_READ}: the snapshot reads what is there now`,
+  if (r.rows.length)
+    throw changedSinceSnapshot(
+      r.rows.map((row) => row.label),
+      WHILE_READ,
     );
-  }
 }
 
 /**
