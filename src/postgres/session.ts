@@ -6,7 +6,7 @@
  */
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Client } from 'pg';
+import { Client, type ClientConfig } from 'pg';
 import { reusedReadSocket } from './reused-read-socket';
 
 /** The application_name prefix of every session this product opens. */
@@ -55,16 +55,44 @@ const SESSION_SETTINGS: Record<string, string> = {
 const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
 const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
 
+/** What pg says of a query on a session whose connection has ended. */
+const NOT_QUERYABLE = 'Client has encountered a connection error and is not queryable';
+
+/**
+ * A client that keeps the error that ended its connection. A session that ends while idle (a
+ * standby's recovery conflict, pg_terminate_backend, idle_in_transaction_session_timeout: all a
+ * FATAL sent between queries) fails its next query with only pg's {@link NOT_QUERYABLE}; this one
+ * fails it with the server's own error, whose SQLSTATE and message say what happened.
+ */
+class Session extends Client {
+  #ended: Error | undefined;
+
+  constructor(config: ClientConfig) {
+    super(config);
+    // Also needed without the record: an unhandled 'error' on an idle client would crash the worker process.
+    this.on('error', (err) => (this.#ended ??= err));
+  }
+
+  // Callers see pg's overloads (openSession returns a Client). Only the promise form, the one a query
+  // between two others uses, is mapped: a submittable (a COPY) gets pg's error through its handleError.
+  override query(...args: unknown[]): any {
+    const result = (super.query as (...a: unknown[]) => unknown).apply(this, args);
+    const ended = this.#ended;
+    if (!ended || !(result instanceof Promise)) return result;
+    return result.catch((err: unknown) => {
+      throw err instanceof Error && err.message === NOT_QUERYABLE ? ended : err;
+    });
+  }
+}
+
 export async function openSession(url: string, role: SessionRole): Promise<Client> {
-  const client = new Client({
+  const client = new Session({
     connectionString: url,
     application_name: `${APPLICATION_NAME}/${role}`,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
     stream: sessionSocket,
   });
-  // An unhandled 'error' on an idle client (backend terminated) would crash the worker process.
-  client.on('error', () => undefined);
   await client.connect();
   const settings = READS_SOURCE_ROWS.has(role) ? { ...SESSION_SETTINGS, ...SOURCE_READ_SETTINGS } : SESSION_SETTINGS;
   try {

@@ -2,17 +2,20 @@
  * A hot standby as the source (live: a primary and its streaming standby of our own). The standby
  * exports and imports snapshots as a primary does; a recovery conflict (the standby replaying the
  * primary's removal of rows a snapshot still sees, hot_standby_feedback off) ends the run with
- * SOURCE_RECOVERY_CONFLICT and what to change, not an unnamed SQLSTATE_40001.
+ * SOURCE_RECOVERY_CONFLICT and what to change, not an unnamed SQLSTATE_40001, also when it ends a
+ * session between two queries (where pg alone reports only that the session is not queryable).
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { WorkflowFailedError } from '@temporalio/client';
+import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { Client } from 'pg';
 import { type PostgresService, startLocalPostgres } from '../../devenv/postgres-service';
 import { startExtraction, waitForManifest } from '../../src/client';
+import { toActivityFailure } from '../../src/activities/failures';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { causes } from '../../src/errors';
+import { ErrorCode, causes } from '../../src/errors';
+import { closeSession, openSession } from '../../src/postgres/session';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -70,18 +73,46 @@ describe('a hot standby as the source (live)', function () {
     assert.equal(result.extractionReceipt?.snapshotAuthority, 'postgresql.exported_snapshot');
   });
 
-  it('a recovery conflict ends the run with SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
-    // The primary updating and vacuuming one row, over and over: each replayed cleanup conflicts with every older snapshot.
+  /** Runs `work` while the primary updates and vacuums one row over and over: each replayed cleanup conflicts with every older snapshot. */
+  async function churning<T>(work: () => Promise<T>): Promise<T> {
     const churner = new Client({ connectionString: primary!.url });
     await churner.connect();
-    let churning = true;
+    let going = true;
     const churn = (async () => {
-      while (churning) {
+      while (going) {
         await churner.query('UPDATE rs.churn SET n = n + 1');
         await churner.query('VACUUM rs.churn');
       }
     })();
     try {
+      return await work();
+    } finally {
+      going = false;
+      await churn;
+      await churner.end();
+    }
+  }
+
+  it('a session a conflict ends while it sits between two queries fails its next query with the conflict, not with "not queryable"', async () => {
+    const session = await openSession(standby!.url, 'coordinator');
+    try {
+      await session.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await session.query('SELECT n FROM rs.churn');
+      // Idle in its transaction, the session cannot be sent an ERROR: the standby ends it (FATAL) instead.
+      await churning(() => new Promise((resolve) => session.once('end', resolve)));
+      const ended = await session.query('SELECT 1').then(
+        () => assert.fail('the session outlived the conflict'),
+        (err: Error & { code?: string }) => err,
+      );
+      assert.deepEqual([ended.code, ended.message], ['40001', 'terminating connection due to conflict with recovery']);
+      assert.equal((toActivityFailure(ended) as ApplicationFailure).type, ErrorCode.SOURCE_RECOVERY_CONFLICT);
+    } finally {
+      await closeSession(session);
+    }
+  });
+
+  it('a recovery conflict ends the run with SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
+    await churning(async () => {
       const failure = await withWorker(
         async ({ taskQueue }) => {
           const handle = await startExtraction(live().temporal.client, { tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }, { taskQueue });
@@ -100,10 +131,6 @@ describe('a hot standby as the source (live)', function () {
       const chain = [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
       assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
       assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
-    } finally {
-      churning = false;
-      await churn;
-      await churner.end();
-    }
+    });
   });
 });
