@@ -55,6 +55,15 @@ const SESSION_SETTINGS: Record<string, string> = {
 const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
 const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
 
+/**
+ * Set on every session but a target's: an empty search_path, as pg_dump sets on its own. Every name
+ * of ours is schema-qualified, so only pg_catalog resolves an unqualified one: a function or operator
+ * placed earlier on the role's or database's path is never called, and reg* values (regclass,
+ * regproc…) are written schema-qualified, so they load under any path. A target session keeps the
+ * server's path: a trigger a load fires resolves its names as it does for any INSERT.
+ */
+const SECURE_SEARCH_PATH: Record<string, string> = { search_path: '' };
+
 /** What pg says of a query on a session whose connection has ended. */
 const NOT_QUERYABLE = 'Client has encountered a connection error and is not queryable';
 
@@ -94,10 +103,16 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
     stream: sessionSocket,
   });
   await client.connect();
-  const settings = READS_SOURCE_ROWS.has(role) ? { ...SESSION_SETTINGS, ...SOURCE_READ_SETTINGS } : SESSION_SETTINGS;
+  const settings = {
+    ...SESSION_SETTINGS,
+    ...(READS_SOURCE_ROWS.has(role) ? SOURCE_READ_SETTINGS : {}),
+    ...(role === 'target' ? {} : SECURE_SEARCH_PATH),
+  };
   try {
+    // Qualified: the session's search_path is still the role's or database's here.
     await client.query(
-      'SELECT set_config(name, value, false) FROM unnest($1::text[], $2::text[]) AS s(name, value) WHERE current_setting(name, true) IS NOT NULL',
+      `SELECT pg_catalog.set_config(name, value, false) FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) AS s(name, value)
+        WHERE pg_catalog.current_setting(name, true) IS NOT NULL`,
       [Object.keys(settings), Object.values(settings)],
     );
   } catch (err) {

@@ -136,4 +136,31 @@ describe('session settings are pinned, whatever the databases default to (live)'
     assert.equal(source.length, ROWS);
     assert.deepEqual(await rowsText(TARGET_DB), source, 'the target holds exactly the source rows');
   });
+
+  it("a source's sessions read with an empty search_path, as pg_dump's: reg* values are written schema-qualified, and a function the database's path puts before pg_catalog is never called", async () => {
+    // Before, set_config resolved to the planted one and every session failed; and the regclass was written as the bare `t`.
+    await on(SOURCE_DB, (c) =>
+      c.query(`CREATE SCHEMA trap;
+        CREATE FUNCTION trap.set_config(text, text, boolean) RETURNS text LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'trap.set_config called'; END $$;
+        CREATE TABLE public.regs (id int PRIMARY KEY, r regclass, f regproc); INSERT INTO public.regs VALUES (1, 'public.t', 'pg_catalog.now')`),
+    );
+    await admin().query(`ALTER DATABASE ${SOURCE_DB} SET search_path = trap, public, pg_catalog`);
+    try {
+      await withWorker(
+        async ({ client, taskQueue }) => {
+          for (const request of [{ table: 'public.regs', partitions: 2 }, { tables: ['public.regs', 'public.t'] }]) {
+            const handle = await startExtraction(client, request, { taskQueue });
+            const manifest = await waitForManifest(handle);
+            const files = manifest.files.filter((f) => (f.table ?? 'public.regs') === 'public.regs');
+            const rows = (await Promise.all(files.map((f) => readFile(f.path, 'utf8')))).flatMap((body) => body.trimEnd().split('\n').slice(1));
+            await reportCommit(client, handle.workflowId, { outcome: 'failed' });
+            assert.deepEqual(rows, ['1,public.t,now'], JSON.stringify(request));
+          }
+        },
+        { sourceUrl: urlOf(SOURCE_DB) },
+      );
+    } finally {
+      await admin().query(`ALTER DATABASE ${SOURCE_DB} RESET search_path`);
+    }
+  });
 });
