@@ -56,16 +56,28 @@ const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
 const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
 
 /**
- * Set on every session but a target's: an empty search_path, as pg_dump sets on its own. Every name
- * of ours is schema-qualified, so only pg_catalog resolves an unqualified one: a function or operator
- * placed earlier on the role's or database's path is never called, and reg* values (regclass,
- * regproc…) are written schema-qualified, so they load under any path. A target session keeps the
- * server's path: a trigger a load fires resolves its names as it does for any INSERT.
+ * Set on every session but a target's: an empty search_path, as pg_dump sets on its own. Every user
+ * object we name is schema-qualified, so only pg_catalog resolves an unqualified name: a function or
+ * operator placed earlier on the role's or database's path is never called, and reg* values
+ * (regclass, regproc…) outside pg_catalog are written schema-qualified, so they load under any path.
+ * A target session keeps the server's path: a trigger a load fires resolves its names as it does for
+ * any INSERT.
  */
 const SECURE_SEARCH_PATH: Record<string, string> = { search_path: '' };
 
 /** What pg says of a query on a session whose connection has ended. */
 const NOT_QUERYABLE = 'Client has encountered a connection error and is not queryable';
+
+/** A query object pg hands the connection to (a COPY stream); pg reports its failure through `handleError`. */
+interface ErrorHandlingSubmittable {
+  submit: (...args: unknown[]) => void;
+  handleError: (err: Error, ...rest: unknown[]) => void;
+}
+
+function isSubmittable(value: unknown): value is ErrorHandlingSubmittable {
+  const v = value as Partial<ErrorHandlingSubmittable> | null;
+  return typeof v?.submit === 'function' && typeof v.handleError === 'function';
+}
 
 /**
  * A client that keeps the error that ended its connection. A session that ends while idle (a
@@ -82,15 +94,23 @@ class Session extends Client {
     this.on('error', (err) => (this.#ended ??= err));
   }
 
-  // Callers see pg's overloads (openSession returns a Client). Only the promise form, the one a query
-  // between two others uses, is mapped: a submittable (a COPY) gets pg's error through its handleError.
+  // Callers see pg's overloads (openSession returns a Client). The promise form and a submittable
+  // (a COPY stream) are what we send; pg's callback form is left as pg reports it.
   override query(...args: unknown[]): any {
-    const result = (super.query as (...a: unknown[]) => unknown).apply(this, args);
     const ended = this.#ended;
-    if (!ended || !(result instanceof Promise)) return result;
-    return result.catch((err: unknown) => {
-      throw err instanceof Error && err.message === NOT_QUERYABLE ? ended : err;
-    });
+    if (!ended) return (super.query as (...a: unknown[]) => unknown).apply(this, args);
+    const named = (err: unknown) => (err instanceof Error && err.message === NOT_QUERYABLE ? ended : err);
+    const [submittable] = args;
+    if (isSubmittable(submittable)) {
+      const handleError = submittable.handleError.bind(submittable);
+      submittable.handleError = (err, ...rest) => handleError(named(err) as Error, ...rest);
+    }
+    const result = (super.query as (...a: unknown[]) => unknown).apply(this, args);
+    return result instanceof Promise
+      ? result.catch((err: unknown) => {
+          throw named(err);
+        })
+      : result;
   }
 }
 

@@ -15,6 +15,7 @@ import { toActivityFailure } from '../../src/activities/failures';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { ErrorCode, causes } from '../../src/errors';
+import { CopyOutStream } from '../../src/postgres/copy-out-stream';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
@@ -93,7 +94,7 @@ describe('a hot standby as the source (live)', function () {
     }
   }
 
-  it('a session a conflict ends while it sits between two queries fails its next query with the conflict, not with "not queryable"', async () => {
+  it('a session a conflict ends while it sits between two queries fails its next query or COPY with the conflict, not with "not queryable"', async () => {
     const session = await openSession(standby!.url, 'coordinator');
     try {
       await session.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -106,6 +107,9 @@ describe('a hot standby as the source (live)', function () {
       );
       assert.deepEqual([ended.code, ended.message], ['40001', 'terminating connection due to conflict with recovery']);
       assert.equal((toActivityFailure(ended) as ApplicationFailure).type, ErrorCode.SOURCE_RECOVERY_CONFLICT);
+      // A COPY (a stream pg hands the connection to) fails the same way: the next query between two batches of files is one.
+      const copy = session.query(new CopyOutStream('COPY rs.b TO STDOUT'));
+      assert.equal(await new Promise((resolve) => copy.once('error', resolve)), ended);
     } finally {
       await closeSession(session);
     }
