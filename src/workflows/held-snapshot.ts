@@ -12,12 +12,21 @@ import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
 import type { AttemptScope } from './attempts';
-import { asHolderFailure, isSnapshotLost } from './failure-kind';
+import { asHolderFailure, isRecoveryConflict, isSnapshotLost } from './failure-kind';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
 
 export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
 export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
+export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-planning';
+
+/**
+ * A standby's recovery conflict that ends the holder while it plans loses the snapshot (a fresh
+ * attempt), as one after the plan does. Runs started before failed with it, and replay so.
+ */
+function conflictLoses(err: unknown): boolean {
+  return isRecoveryConflict(err) && patched(RECOVERY_CONFLICT_WHILE_PLANNING);
+}
 
 /** The copy under way: its files, and a promise that settles once every reader has stopped. */
 export interface Copying {
@@ -70,14 +79,17 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     (err: unknown) => {
       // A cancelled hold (TRY_CANCEL) rejects at once, while the activity runs on until it learns of it.
       holdOver = !isCancellation(err);
-      throw asHolderFailure(err, planReceived);
+      throw asHolderFailure(err, planReceived, !planReceived && conflictLoses(err));
     },
   );
   holdEnded.catch(() => undefined);
   const copyScope = new CancellationScope();
   let settled: Promise<unknown> = Promise.resolve();
   try {
-    const plan = await Promise.race([awaitPlan(holder.control, attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false))), holdEnded]);
+    const plan = await Promise.race([
+      awaitPlan(holder.control, attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false, conflictLoses(err)))),
+      holdEnded,
+    ]);
     planReceived = true;
     await (folderReady ?? quick.prepareOutputFolder(scope.folder));
     const copying = await copy(plan, copyScope, attemptKey);

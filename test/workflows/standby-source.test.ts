@@ -13,6 +13,7 @@ import { type PostgresService, startLocalPostgres } from '../../devenv/postgres-
 import { startExtraction, waitForManifest } from '../../src/client';
 import { toActivityFailure } from '../../src/activities/failures';
 import { commitUpdate } from '../../src/contract/definitions';
+import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { ErrorCode, causes } from '../../src/errors';
 import { CopyOutStream } from '../../src/postgres/copy-out-stream';
@@ -115,26 +116,38 @@ describe('a hot standby as the source (live)', function () {
     }
   });
 
+  /** Runs `request` on the standby, which must fail; returns its failure's cause chain as `TYPE: message` lines. */
+  async function failureChain(request: Omit<ExtractionRequest, 'source'>): Promise<string> {
+    const failure = await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+        // Waits for the manifest, which a failed run never publishes (it rejects with the run's failure).
+        return waitForManifest(handle).then(
+          async () => {
+            await handle.terminate('extracted despite the conflicts');
+            assert.fail('the run extracted despite the conflicts');
+          },
+          (err: unknown) => err,
+        );
+      },
+      { sourceUrl: standby!.url },
+    );
+    assert.ok(failure instanceof WorkflowFailedError);
+    return [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
+  }
+
   it('a recovery conflict ends the run with SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
-    await churning(async () => {
-      const failure = await withWorker(
-        async ({ taskQueue }) => {
-          const handle = await startExtraction(live().temporal.client, { tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }, { taskQueue });
-          // Waits for the manifest, which a failed run never publishes (it rejects with the run's failure).
-          return waitForManifest(handle).then(
-            async () => {
-              await handle.terminate('extracted despite the conflicts');
-              assert.fail('the run extracted despite the conflicts');
-            },
-            (err: unknown) => err,
-          );
-        },
-        { sourceUrl: standby!.url },
-      );
-      assert.ok(failure instanceof WorkflowFailedError);
-      const chain = [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
-      assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
-      assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
-    });
+    const chain = await churning(() => failureChain({ tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }));
+    assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
+    assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
+  });
+
+  it('a conflict that ends the holder while it plans (counting a slow view) loses the snapshot: fresh ones until maxSnapshotAttempts, then ATTEMPTS_EXHAUSTED naming it', async () => {
+    await query(primary!.url, 'CREATE VIEW rs.slow AS SELECT g AS id FROM generate_series(1, 300) g WHERE pg_sleep(0.01) IS NOT NULL');
+    const replayed = async () => (await query<{ r: string | null }>(standby!.url, "SELECT to_regclass('rs.slow')::text AS r"))[0]!.r;
+    await eventually(replayed, 'the standby replaying the view');
+    const chain = await churning(() => failureChain({ tables: ['rs.slow', 'rs.b'], maxSnapshotAttempts: 2 }));
+    // Before, the first conflict failed the run: before its plan, only a timeout lost the holder's snapshot.
+    assert.match(chain, /^ATTEMPTS_EXHAUSTED: the snapshot was lost 2 times \(the last time, SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/m, chain);
   });
 });
