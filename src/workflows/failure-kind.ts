@@ -28,14 +28,14 @@ export function activityTimeout(err: unknown): TimeoutFailure | undefined {
  * Whether a holder failure means the snapshot is gone. Once the plan was handed out, any end of
  * the holder (its worker died, its session was killed or timed out) loses the snapshot. Before
  * that, only a timeout does (the holding worker vanished), and a standby's recovery conflict when
- * `conflictLoses` (it ended that snapshot; a fresh one may not meet it); an error such as an unknown
+ * `recoveryConflictLoses` (it ended that snapshot; a fresh one may not meet it); an error such as an unknown
  * table or an unreachable source is the run's own failure, and a fresh snapshot would not help.
  */
-export function holderLostSnapshot(err: unknown, planReceived: boolean, conflictLoses = false): boolean {
+export function holderLostSnapshot(err: unknown, planReceived: boolean, recoveryConflictLoses = false): boolean {
   // Outputs the holder cannot see stay unseen under a fresh snapshot: the run's own failure.
   if (failureType(err) === ErrorCode.OUTPUT_NOT_VISIBLE) return false;
   if (planReceived || failureType(err) === ErrorCode.SNAPSHOT_LOST) return true;
-  if (conflictLoses && isRecoveryConflict(err)) return true;
+  if (recoveryConflictLoses && isRecoveryConflict(err)) return true;
   for (const e of causes(err)) if (e instanceof TimeoutFailure) return true;
   return false;
 }
@@ -64,7 +64,7 @@ export function describeFailure(err: unknown): string {
 }
 
 /** Re-raises a holder failure as SNAPSHOT_LOST when it lost the snapshot, else unchanged. */
-export function asHolderFailure(err: unknown, planReceived: boolean, conflictLoses = false): unknown {
-  if (isCancellation(err) || !holderLostSnapshot(err, planReceived, conflictLoses)) return err;
+export function asHolderFailure(err: unknown, planReceived: boolean, recoveryConflictLoses = false): unknown {
+  if (isCancellation(err) || !holderLostSnapshot(err, planReceived, recoveryConflictLoses)) return err;
   return ApplicationFailure.create({ type: ErrorCode.SNAPSHOT_LOST, message: 'the snapshot holder was lost', cause: err instanceof Error ? err : undefined });
 }

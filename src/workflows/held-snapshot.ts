@@ -22,7 +22,7 @@ export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-plannin
 
 /**
  * A standby's recovery conflict that ends the holder while it plans loses the snapshot (a fresh
- * attempt), as one after the plan does. Runs started before failed with it, and replay so.
+ * attempt), as one after the plan does. Runs that met it before this change failed with it, and replay so.
  */
 function conflictLoses(err: unknown): boolean {
   return isRecoveryConflict(err) && patched(RECOVERY_CONFLICT_WHILE_PLANNING);
@@ -79,6 +79,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     (err: unknown) => {
       // A cancelled hold (TRY_CANCEL) rejects at once, while the activity runs on until it learns of it.
       holdOver = !isCancellation(err);
+      // After the plan any end loses the snapshot: no patch marker to record then.
       throw asHolderFailure(err, planReceived, !planReceived && conflictLoses(err));
     },
   );

@@ -136,7 +136,7 @@ describe('a hot standby as the source (live)', function () {
     return [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
   }
 
-  it('a recovery conflict ends the run with SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
+  it('a recovery conflict ends the run naming SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
     const chain = await churning(() => failureChain({ tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }));
     assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
     assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
