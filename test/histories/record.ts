@@ -1,7 +1,7 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
  * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, a load refused or
- * cancelled, cancelled, waiting for its commit). Run it only when a new shape of history is worth
+ * cancelled, cancelled, waiting for its commit, a standby's conflict while planning). Run it only when a new shape of history is worth
  * keeping — on the code that is deployed, so later workflow changes are checked against what real
  * runs recorded:
  *
@@ -20,6 +20,7 @@ import { commitUpdate, statusQuery, targetCommitSignal } from '../../src/contrac
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import { admin, seedMixedTable } from '../support/database';
 import { live } from '../support/services';
+import { churning, startStandbyPair } from '../support/standby';
 import { withWorker } from '../support/worker';
 
 const HERE = join(__dirname, '..', '..', '..', 'test', 'histories');
@@ -259,6 +260,31 @@ describe('record workflow histories', function () {
       },
       { targets: { local: live().pg.url } },
     );
+  });
+
+  // Recorded at 0c1b015, where a conflict before the plan failed the run; later code loses the snapshot
+  // instead (patched 'recovery-conflict-while-planning'), and must replay this the old way.
+  it('a hot standby whose recovery conflicts end the holder while it plans (counting a slow view)', async () => {
+    const pair = await startStandbyPair(`CREATE SCHEMA hs; CREATE TABLE hs.churn (id int PRIMARY KEY, n int); INSERT INTO hs.churn VALUES (1, 0);
+      CREATE VIEW hs.slow AS SELECT g AS id FROM generate_series(1, 300) g WHERE pg_sleep(0.01) IS NOT NULL`);
+    try {
+      await churning(pair.primary.url, 'hs.churn', () =>
+        withWorker(
+          async ({ taskQueue }) => {
+            const handle = await startExtraction(
+              live().temporal.client,
+              { tables: ['hs.slow'], maxSnapshotAttempts: 2 },
+              { taskQueue, workflowId: 'history-recovery-conflict-while-planning' },
+            );
+            await assert.rejects(handle.result());
+            await save('recovery-conflict-while-planning', handle);
+          },
+          { sourceUrl: pair.standby.url },
+        ),
+      );
+    } finally {
+      await pair.stop();
+    }
   });
 
   it('cancelled while awaiting commit', async () => {

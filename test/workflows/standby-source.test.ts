@@ -8,8 +8,6 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
-import { Client } from 'pg';
-import { type PostgresService, startLocalPostgres } from '../../devenv/postgres-service';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { toActivityFailure } from '../../src/activities/failures';
 import { commitUpdate } from '../../src/contract/definitions';
@@ -18,46 +16,30 @@ import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { ErrorCode, causes } from '../../src/errors';
 import { CopyOutStream } from '../../src/postgres/copy-out-stream';
 import { closeSession, openSession } from '../../src/postgres/session';
-import { eventually } from '../support/eventually';
 import { live } from '../support/services';
+import { type StandbyPair, churning as churningRows, query, replayed, startStandbyPair } from '../support/standby';
 import { withWorker } from '../support/worker';
-
-async function query<T>(url: string, sql: string): Promise<T[]> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(sql)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
 
 describe('a hot standby as the source (live)', function () {
   this.timeout(180_000);
-  let primary: PostgresService | undefined;
-  let standby: PostgresService | undefined;
+  let pair: StandbyPair | undefined;
+  const primary = () => pair!.primary;
+  const standby = () => pair!.standby;
 
   before(async () => {
-    primary = await startLocalPostgres();
-    await query(
-      primary.url,
+    pair = await startStandbyPair(
       `CREATE SCHEMA rs;
        CREATE TABLE rs.a (id int PRIMARY KEY, v text); INSERT INTO rs.a SELECT g, md5(g::text) FROM generate_series(1, 200000) g;
        CREATE TABLE rs.b (id int PRIMARY KEY, a int NOT NULL REFERENCES rs.a); INSERT INTO rs.b SELECT g, g FROM generate_series(1, 1000) g;
        CREATE TABLE rs.churn (id int PRIMARY KEY, n int); INSERT INTO rs.churn VALUES (1, 0)`,
     );
-    // A conflict cancels the standby's reads at once instead of after 30 s.
-    standby = await startLocalPostgres({ standbyOf: primary.url, settings: { max_standby_streaming_delay: '0' } });
-    const caughtUp = async () => (await query<{ n: number }>(standby!.url, 'SELECT count(*)::int AS n FROM rs.b').catch(() => [{ n: 0 }]))[0]!.n === 1000;
-    await eventually(caughtUp, 'the standby replaying the primary');
   });
   after(async () => {
-    await standby?.stop();
-    await primary?.stop();
+    await pair?.stop();
   });
 
   it('exports a set of tables at one exported snapshot, as from a primary', async () => {
-    assert.deepEqual(await query(standby!.url, 'SELECT pg_is_in_recovery() AS standby'), [{ standby: true }]);
+    assert.deepEqual(await query(standby().url, 'SELECT pg_is_in_recovery() AS standby'), [{ standby: true }]);
     const result = await withWorker(
       async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, { tables: ['rs.a', 'rs.b'], partitions: 3 }, { taskQueue });
@@ -69,34 +51,17 @@ describe('a hot standby as the source (live)', function () {
         await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
         return (await handle.result()) as ExtractionResult;
       },
-      { sourceUrl: standby!.url },
+      { sourceUrl: standby().url },
     );
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.equal(result.extractionReceipt?.snapshotAuthority, 'postgresql.exported_snapshot');
   });
 
-  /** Runs `work` while the primary updates and vacuums one row over and over: each replayed cleanup conflicts with every older snapshot. */
-  async function churning<T>(work: () => Promise<T>): Promise<T> {
-    const churner = new Client({ connectionString: primary!.url });
-    await churner.connect();
-    let going = true;
-    const churn = (async () => {
-      while (going) {
-        await churner.query('UPDATE rs.churn SET n = n + 1');
-        await churner.query('VACUUM rs.churn');
-      }
-    })();
-    try {
-      return await work();
-    } finally {
-      going = false;
-      await churn;
-      await churner.end();
-    }
-  }
+  /** Runs `work` while the primary churns rs.churn (see support/standby.ts). */
+  const churning = <T>(work: () => Promise<T>): Promise<T> => churningRows(primary().url, 'rs.churn', work);
 
   it('a session a conflict ends while it sits between two queries fails its next query or COPY with the conflict, not with "not queryable"', async () => {
-    const session = await openSession(standby!.url, 'coordinator');
+    const session = await openSession(standby().url, 'coordinator');
     try {
       await session.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await session.query('SELECT n FROM rs.churn');
@@ -130,7 +95,7 @@ describe('a hot standby as the source (live)', function () {
           (err: unknown) => err,
         );
       },
-      { sourceUrl: standby!.url },
+      { sourceUrl: standby().url },
     );
     assert.ok(failure instanceof WorkflowFailedError);
     return [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
@@ -143,9 +108,8 @@ describe('a hot standby as the source (live)', function () {
   });
 
   it('a conflict that ends the holder while it plans (counting a slow view) loses the snapshot: fresh ones until maxSnapshotAttempts, then ATTEMPTS_EXHAUSTED naming it', async () => {
-    await query(primary!.url, 'CREATE VIEW rs.slow AS SELECT g AS id FROM generate_series(1, 300) g WHERE pg_sleep(0.01) IS NOT NULL');
-    const replayed = async () => (await query<{ r: string | null }>(standby!.url, "SELECT to_regclass('rs.slow')::text AS r"))[0]!.r;
-    await eventually(replayed, 'the standby replaying the view');
+    await query(primary().url, 'CREATE VIEW rs.slow AS SELECT g AS id FROM generate_series(1, 300) g WHERE pg_sleep(0.01) IS NOT NULL');
+    await replayed(primary().url, standby().url);
     const chain = await churning(() => failureChain({ tables: ['rs.slow', 'rs.b'], maxSnapshotAttempts: 2 }));
     // Before, the first conflict failed the run: before its plan, only a timeout lost the holder's snapshot.
     assert.match(chain, /^ATTEMPTS_EXHAUSTED: the snapshot was lost 2 times \(the last time, SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/m, chain);
