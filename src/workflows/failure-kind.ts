@@ -28,14 +28,15 @@ export function activityTimeout(err: unknown): TimeoutFailure | undefined {
  * Whether a holder failure means the snapshot is gone. Once the plan was handed out, any end of
  * the holder (its worker died, its session was killed or timed out) loses the snapshot. Before
  * that, only a timeout does (the holding worker vanished), and a standby's recovery conflict when
- * `recoveryConflictLoses` (it ended that snapshot; a fresh one may not meet it); an error such as an unknown
- * table or an unreachable source is the run's own failure, and a fresh snapshot would not help.
+ * `recoveryConflictLoses` (it ended that snapshot; a fresh one may not meet it); an error such as
+ * an unknown table or an unreachable source is the run's own failure, and a fresh snapshot would
+ * not help.
  */
 export function holderLostSnapshot(err: unknown, planReceived: boolean, recoveryConflictLoses = false): boolean {
   // Outputs the holder cannot see stay unseen under a fresh snapshot: the run's own failure.
   if (failureType(err) === ErrorCode.OUTPUT_NOT_VISIBLE) return false;
   if (planReceived || failureType(err) === ErrorCode.SNAPSHOT_LOST) return true;
-  if (recoveryConflictLoses && isRecoveryConflict(err)) return true;
+  if (recoveryConflictLoses && isRecoveryConflictFailure(err)) return true;
   for (const e of causes(err)) if (e instanceof TimeoutFailure) return true;
   return false;
 }
@@ -47,7 +48,8 @@ export function rootFailure(err: unknown): string | undefined {
   return root && `${root.type ?? ErrorCode.FAILED}: ${root.message}`;
 }
 
-export function isRecoveryConflict(err: unknown): boolean {
+/** Whether an activity failed with SOURCE_RECOVERY_CONFLICT (a standby cancelled its read or ended its session). */
+export function isRecoveryConflictFailure(err: unknown): boolean {
   return failureType(err) === ErrorCode.SOURCE_RECOVERY_CONFLICT;
 }
 

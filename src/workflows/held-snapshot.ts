@@ -12,7 +12,7 @@ import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
 import type { AttemptScope } from './attempts';
-import { asHolderFailure, isRecoveryConflict, isSnapshotLost } from './failure-kind';
+import { asHolderFailure, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
 
@@ -22,10 +22,11 @@ export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-plannin
 
 /**
  * A standby's recovery conflict that ends the holder while it plans loses the snapshot (a fresh
- * attempt), as one after the plan does. Runs that met it before this change failed with it, and replay so.
+ * attempt), as one after the plan does. Runs that met it before this change failed with it, and
+ * replay so.
  */
 function conflictLoses(err: unknown): boolean {
-  return isRecoveryConflict(err) && patched(RECOVERY_CONFLICT_WHILE_PLANNING);
+  return isRecoveryConflictFailure(err) && patched(RECOVERY_CONFLICT_WHILE_PLANNING);
 }
 
 /** The copy under way: its files, and a promise that settles once every reader has stopped. */
