@@ -73,7 +73,7 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
       c,
       this.authority,
       [this.#table],
-      this.#options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+      this.#options.lockTimeoutMs,
     ));
     const evidence: FileReceipt[] = [];
     const name = this.#options.evidenceName ?? ((location: string) => location);

@@ -7,6 +7,7 @@
 import type { ClientBase } from 'pg';
 import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
+import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { addNote } from '../errors';
 import { type LockableTable, lockBeforeSnapshot, lockTimeoutError, setLockTimeout } from './table-lock';
 
@@ -33,7 +34,7 @@ export async function beginRepeatableRead(
   client: ClientBase,
   authority: ExtractionLifecycleAuthority,
   tables: readonly LockableTable[],
-  lockTimeoutMs: number,
+  lockTimeoutMs = DEFAULT_LOCK_TIMEOUT_MS,
 ): Promise<{ backendPid: number; snapshotDigest: string }> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   await setLockTimeout(client, lockTimeoutMs);

@@ -98,15 +98,14 @@ class Session extends Client {
   // (a COPY stream) are what we send; pg's callback form is left as pg reports it.
   override query(...args: unknown[]): any {
     const ended = this.#ended;
-    if (!ended) return (super.query as (...a: unknown[]) => unknown).apply(this, args);
-    const named = (err: unknown) => (err instanceof Error && err.message === NOT_QUERYABLE ? ended : err);
+    const named = (err: unknown) => (ended && err instanceof Error && err.message === NOT_QUERYABLE ? ended : err);
     const [submittable] = args;
-    if (isSubmittable(submittable)) {
+    if (ended && isSubmittable(submittable)) {
       const handleError = submittable.handleError.bind(submittable);
       submittable.handleError = (err, ...rest) => handleError(named(err) as Error, ...rest);
     }
     const result = (super.query as (...a: unknown[]) => unknown).apply(this, args);
-    return result instanceof Promise
+    return ended && result instanceof Promise
       ? result.catch((err: unknown) => {
           throw named(err);
         })

@@ -264,7 +264,7 @@ export async function lockTimeoutError(
   tables: readonly { schema: string; table: string }[],
   timeoutMs: number,
 ): Promise<unknown> {
-  if ((err as { code?: unknown })?.code !== '55P03') return err;
+  if ((err as { code?: unknown })?.code !== LOCK_NOT_AVAILABLE) return err;
   const relations = tables.map((t) => quoteQualified(t.schema, t.table));
   let blockers: string;
   try {

@@ -38,7 +38,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
   let committed = false;
   try {
-    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority, [table], options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+    const { backendPid, snapshotDigest } = await beginRepeatableRead(client, authority, [table], options.lockTimeoutMs);
     await options.onSnapshot?.();
     const written = await exportToOutput(client, selectSql(table), sourceColumns(table), options.format, output, options);
     committed = true;

@@ -17,7 +17,7 @@ import { ErrorCode, causes } from '../../src/errors';
 import { CopyOutStream } from '../../src/postgres/copy-out-stream';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { live } from '../support/services';
-import { type StandbyPair, churning as churningRows, query, replayed, startStandbyPair } from '../support/standby';
+import { type StandbyPair, churning, query, replayed, startStandbyPair } from '../support/standby';
 import { withWorker } from '../support/worker';
 
 describe('a hot standby as the source (live)', function () {
@@ -57,16 +57,13 @@ describe('a hot standby as the source (live)', function () {
     assert.equal(result.extractionReceipt?.snapshotAuthority, 'postgresql.exported_snapshot');
   });
 
-  /** Runs `work` while the primary churns rs.churn (see support/standby.ts). */
-  const churning = <T>(work: () => Promise<T>): Promise<T> => churningRows(primary().url, 'rs.churn', work);
-
   it('a session a conflict ends while it sits between two queries fails its next query or COPY with the conflict, not with "not queryable"', async () => {
     const session = await openSession(standby().url, 'coordinator');
     try {
       await session.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await session.query('SELECT n FROM rs.churn');
       // Idle in its transaction, the session cannot be sent an ERROR: the standby ends it (FATAL) instead.
-      await churning(() => new Promise((resolve) => session.once('end', resolve)));
+      await churning(primary().url, 'rs.churn', () => new Promise((resolve) => session.once('end', resolve)));
       const ended = await session.query('SELECT 1').then(
         () => assert.fail('the session outlived the conflict'),
         (err: Error & { code?: string }) => err,
@@ -102,7 +99,7 @@ describe('a hot standby as the source (live)', function () {
   }
 
   it('a recovery conflict ends the run naming SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
-    const chain = await churning(() => failureChain({ tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }));
+    const chain = await churning(primary().url, 'rs.churn', () => failureChain({ tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }));
     assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
     assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
   });
@@ -110,7 +107,7 @@ describe('a hot standby as the source (live)', function () {
   it('a conflict that ends the holder while it plans (counting a slow view) loses the snapshot: fresh ones until maxSnapshotAttempts, then ATTEMPTS_EXHAUSTED naming it', async () => {
     await query(primary().url, 'CREATE VIEW rs.slow AS SELECT g AS id FROM generate_series(1, 300) g WHERE pg_sleep(0.01) IS NOT NULL');
     await replayed(primary().url, standby().url);
-    const chain = await churning(() => failureChain({ tables: ['rs.slow', 'rs.b'], maxSnapshotAttempts: 2 }));
+    const chain = await churning(primary().url, 'rs.churn', () => failureChain({ tables: ['rs.slow', 'rs.b'], maxSnapshotAttempts: 2 }));
     // Before, the first conflict failed the run: before its plan, only a timeout lost the holder's snapshot.
     assert.match(chain, /^ATTEMPTS_EXHAUSTED: the snapshot was lost 2 times \(the last time, SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/m, chain);
   });
