@@ -15,6 +15,7 @@ import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
 import { causes } from '../../src/errors';
+import { failureChain } from '../support/failure-chain';
 import { cli, liveCliEnv } from '../support/cli';
 import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } from '../support/database';
 import { eventually } from '../support/eventually';
@@ -372,9 +373,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       const outDir = `tset-refused-${Math.random().toString(36).slice(2)}`;
       await withWorker(async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, { ...request, outDir }, { taskQueue });
-        // Each failure of the chain as `TYPE: message`.
-        const failures = (err: unknown): string => [...causes(err)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
-        await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && code.test(failures(err)));
+        await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && code.test(failureChain(err)));
       });
       await admin().query('DROP SCHEMA tset_parts CASCADE');
       assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file or folder');

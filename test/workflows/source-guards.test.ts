@@ -13,7 +13,7 @@ import { admin, seedMixedTable, settleSessions } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
-import { causes } from '../../src/errors';
+import { failureChain } from '../support/failure-chain';
 import { onTarget, recreateTarget, targetUrl } from '../target/target-db';
 
 describe('source guards in the workflow (live Temporal + PostgreSQL)', function () {
@@ -122,7 +122,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
       await seed();
       const once = { ...request, maxSnapshotAttempts: 1 };
       await assert.rejects(changedWhileLocking('TRUNCATE sgr.t; INSERT INTO sgr.t SELECT g, g FROM generate_series(1, 50) g', once), (err: unknown) => {
-        const chain = [...causes(err)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
+        const chain = failureChain(err);
         return /ATTEMPTS_EXHAUSTED: the snapshot was lost once \(the last time, SNAPSHOT_LOST: sgr\.t changed after the snapshot was taken, before it was locked/.test(
           chain,
         );

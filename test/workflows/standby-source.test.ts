@@ -13,7 +13,8 @@ import { toActivityFailure } from '../../src/activities/failures';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { ErrorCode, causes } from '../../src/errors';
+import { ErrorCode } from '../../src/errors';
+import { failureChain } from '../support/failure-chain';
 import { CopyOutStream } from '../../src/postgres/copy-out-stream';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { live } from '../support/services';
@@ -79,7 +80,7 @@ describe('a hot standby as the source (live)', function () {
   });
 
   /** Runs `request` on the standby, which must fail; returns its failure's cause chain as `TYPE: message` lines. */
-  async function failureChain(request: Omit<ExtractionRequest, 'source'>): Promise<string> {
+  async function failedRunChain(request: Omit<ExtractionRequest, 'source'>): Promise<string> {
     const failure = await withWorker(
       async ({ taskQueue }) => {
         const handle = await startExtraction(live().temporal.client, request, { taskQueue });
@@ -95,11 +96,11 @@ describe('a hot standby as the source (live)', function () {
       { sourceUrl: standby().url },
     );
     assert.ok(failure instanceof WorkflowFailedError);
-    return [...causes(failure)].map((e) => `${(e as { type?: string }).type}: ${(e as Error).message}`).join('\n');
+    return failureChain(failure);
   }
 
   it('a recovery conflict ends the run naming SOURCE_RECOVERY_CONFLICT, not an unnamed SQLSTATE_40001', async () => {
-    const chain = await churning(primary().url, 'rs.churn', () => failureChain({ tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }));
+    const chain = await churning(primary().url, 'rs.churn', () => failedRunChain({ tables: ['rs.a', 'rs.b'], partitions: 3, maxSnapshotAttempts: 2 }));
     assert.match(chain, /SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/, chain);
     assert.doesNotMatch(chain, /SQLSTATE_40001/, chain);
   });
@@ -107,7 +108,7 @@ describe('a hot standby as the source (live)', function () {
   it('a conflict that ends the holder while it plans (counting a slow view) loses the snapshot: fresh ones until maxSnapshotAttempts, then ATTEMPTS_EXHAUSTED naming it', async () => {
     await query(primary().url, 'CREATE VIEW rs.slow AS SELECT g AS id FROM generate_series(1, 300) g WHERE pg_sleep(0.01) IS NOT NULL');
     await replayed(primary().url, standby().url);
-    const chain = await churning(primary().url, 'rs.churn', () => failureChain({ tables: ['rs.slow', 'rs.b'], maxSnapshotAttempts: 2 }));
+    const chain = await churning(primary().url, 'rs.churn', () => failedRunChain({ tables: ['rs.slow', 'rs.b'], maxSnapshotAttempts: 2 }));
     // Before, the first conflict failed the run: before its plan, only a timeout lost the holder's snapshot.
     assert.match(chain, /^ATTEMPTS_EXHAUSTED: the snapshot was lost 2 times \(the last time, SOURCE_RECOVERY_CONFLICT: .*conflict with recovery/m, chain);
   });
