@@ -7,8 +7,8 @@
  *   npm run bench -- [--rows 5000000] [--runs 3] [--quick] [--scaling] [--tables 200] [--only REGEXP] (./options.ts)
  *
  * Rows named `… 200-table schema …` time a whole schema (bench/table-set.ts: `--tables` tables, the
- * same `--rows` in all) through `--schema` against `pg_dump -Fd -j2 -a -n`; the schema is seeded
- * only when one of them is selected.
+ * same `--rows` in all) through `--schema` against `pg_dump -Fd -j2 -a -n`, and loaded PG → PG
+ * against `pgcopydb copy table-data`; the schema is seeded only when one of them is selected.
  * `--scaling` also times the 2-partition workflow on 1 M and 10 M rows and reports the ratio and
  * each size's peak RSS. The worker runs as users are told to run it (src/worker/runtime.ts, and it
  * bundles its workflows at start, as `npm run worker` does), and its peak RSS is reset before each
@@ -32,7 +32,7 @@ import type { ExtractionRequest } from '../src/contract/extraction-input';
 import { workerProcessEnv } from '../src/worker/runtime';
 import { BENCH_COLUMNS, createBenchTable } from './bench-table';
 import { BENCH_USAGE, type BenchOptions, BenchUsageError, benchOptions } from './options';
-import { seedTableSet, tableSetRows } from './table-set';
+import { seedTableSet, tableSetNames, tableSetRows } from './table-set';
 import { readProcStat, reapedChildrenCpuSeconds, treeCpuSeconds } from './cpu-time';
 
 const run = promisify(execFile);
@@ -325,67 +325,94 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     // Parquet on 8 lanes: the worker's memory with that many conversions at once.
     ours(`--schema parquet, ${SET_LABEL}`, { format: 'parquet' }, { schema: SET_SCHEMA }),
   ];
-  // The PG → PG path through our built-in loader, against a fresh target table each run: csv (the
+  // The PG → PG path through our built-in loader, against a fresh target each run: csv (the
   // default, which tolerates differing column types) and binary (same types; cheaper to parse).
-  const freshTarget = async (): Promise<void> => {
+  /** A fresh target database holding the tables `ddl()` creates (run outside the method's time and CPU). */
+  const freshTarget = (ddl: () => Promise<string[]>) => async (): Promise<void> => {
     await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
     await psql('CREATE DATABASE bench_target');
-    await run('psql', [targetUrl, '-q', '-c', TABLE_DDL]);
+    await run('psql', [targetUrl, '-q', '-v', 'ON_ERROR_STOP=1', ...(await ddl())]);
   };
+  const freshTable = freshTarget(async () => ['-c', TABLE_DDL]);
+  // The schema's tables as pg_dump writes them, dumped once the schema is seeded (the first prepare).
+  const setDdlFile = join(scratch, 'set-ddl.sql');
+  let setDdl: Promise<string[]> | undefined;
+  const freshSet = freshTarget(() => (setDdl ??= run('pg_dump', ['-d', pg.url, '-s', '-n', SET_SCHEMA, '-f', setDdlFile]).then(() => ['-f', setDdlFile])));
   for (const format of ['csv', 'binary'] as const) {
     const loaderRun = ours(`2 partitions ${format} → PG (built-in loader)`, {
       partitions: 2,
       format,
       target: { name: 'bench', table: 'bench.t', mode: 'append' },
     });
-    methods.push({ ...loaderRun, prepare: freshTarget });
+    methods.push({ ...loaderRun, prepare: freshTable });
     // The same PG → PG load with no files: each partition's COPY TO piped into a COPY FROM.
     const streamRun = ours(`2 partitions ${format} → PG (--via stream)`, {
       partitions: 2,
       format,
       target: { name: 'bench', table: 'bench.t', mode: 'append', via: 'stream' },
     });
-    methods.push({ ...streamRun, prepare: freshTarget });
+    methods.push({ ...streamRun, prepare: freshTable });
+  }
+  // The many-table schema PG → PG (issue #18): every table loaded in one target transaction.
+  for (const format of ['csv', 'binary'] as const) {
+    const setLoad = ours(
+      `--schema ${format} → PG (built-in loader), ${SET_LABEL}`,
+      { format, target: { name: 'bench', schema: SET_SCHEMA, mode: 'append' } },
+      { schema: SET_SCHEMA },
+    );
+    methods.push({ ...setLoad, prepare: freshSet });
   }
   const pgcopydb = await run('pgcopydb', ['--version']).then(
     () => true,
     () => false,
   );
+  /**
+   * `pgcopydb copy table-data` on two sessions of what `filters` (its filter file's text) selects,
+   * tables over 1 MB split in parts, into the fresh target `prepare` makes.
+   */
+  const pgcopydbTableData = (name: string, filters: string, prepare: () => Promise<void>): Method => ({
+    name,
+    kind: 'baseline',
+    prepare,
+    async once() {
+      const dir = out('pgcopydb');
+      const filterFile = join(scratch, 'pgcopydb-filters.ini');
+      writeFileSync(filterFile, filters);
+      await run(
+        'pgcopydb',
+        [
+          'copy',
+          'table-data',
+          '--source',
+          pg.url,
+          '--target',
+          targetUrl,
+          '--table-jobs',
+          '2',
+          '--split-tables-larger-than',
+          '1MB',
+          '--dir',
+          join(dir, 'work'),
+          '--filters',
+          filterFile,
+          '--not-consistent',
+        ],
+        { maxBuffer: 64 << 20 },
+      );
+      return NO_FILES;
+    },
+  });
   if (pgcopydb) {
-    methods.push({
-      name: 'pgcopydb copy table-data ×2 (PG → PG)',
-      kind: 'baseline',
-      prepare: freshTarget,
-      async once() {
-        const dir = out('pgcopydb');
-        const filters = join(scratch, 'pgcopydb-filters.ini');
-        writeFileSync(filters, '[include-only-table]\nbench.t\n');
-        await run(
-          'pgcopydb',
-          [
-            'copy',
-            'table-data',
-            '--source',
-            pg.url,
-            '--target',
-            targetUrl,
-            '--table-jobs',
-            '2',
-            '--split-tables-larger-than',
-            '1MB',
-            '--dir',
-            join(dir, 'work'),
-            '--filters',
-            filters,
-            '--not-consistent',
-          ],
-          { maxBuffer: 64 << 20 },
-        );
-        return NO_FILES;
-      },
-    });
+    methods.push(pgcopydbTableData('pgcopydb copy table-data ×2 (PG → PG)', '[include-only-table]\nbench.t\n', freshTable));
+    methods.push(
+      pgcopydbTableData(
+        `pgcopydb copy table-data ×2 (PG → PG), ${SET_LABEL}`,
+        `[include-only-table]\n${tableSetNames(SET_SCHEMA, SET_TABLES).join('\n')}\n`,
+        freshSet,
+      ),
+    );
   } else {
-    console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baseline is skipped');
+    console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baselines are skipped');
   }
 
   // DuckDB's own PostgreSQL scanner writing the same table to Parquet on as many threads as our partitions (bench/duckdb-postgres-scanner.py).
@@ -595,6 +622,15 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
         binaryVsJ2: ratio(`pg-extract --schema binary, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
         csvVsJ4: ratio(`pg-extract --schema csv, ${SET_LABEL}`, `pg_dump -Fd -j4 -a, ${SET_LABEL}`),
       },
+      /** `--schema` into a target database (every table in one transaction) / pgcopydb on two sessions, on the many-table schema. */
+      schemaToPgVsPgcopydb: pgcopydb
+        ? Object.fromEntries(
+            (['csv', 'binary'] as const).map((f) => [
+              f,
+              ratio(`pg-extract --schema ${f} → PG (built-in loader), ${SET_LABEL}`, `pgcopydb copy table-data ×2 (PG → PG), ${SET_LABEL}`),
+            ]),
+          )
+        : null,
     },
     overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
     scaling,
@@ -631,6 +667,8 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   console.log(
     `${SET_LABEL}: --schema / pg_dump -j2 = ${schema.csvVsJ2} (csv), ${schema.csv2InFlightVsJ2} (csv, 2 in flight), ${schema.binaryVsJ2} (binary); csv / pg_dump -j4 = ${schema.csvVsJ4}`,
   );
+  const setToPg = summary.goals.schemaToPgVsPgcopydb;
+  console.log(`${SET_LABEL} → PG: --schema (built-in loader) / pgcopydb = ${setToPg ? `${setToPg.csv} (csv), ${setToPg.binary} (binary)` : 'n/a'}`);
   // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });

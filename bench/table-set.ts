@@ -19,13 +19,19 @@ export function tableSetRows(tables: number, rows: number): number[] {
   return counts;
 }
 
-/** Creates schema `schema` (dropped first) with tables t000, t001, … of `counts` rows each. */
+/** The schema's `tables` tables, `schema.t000`, `schema.t001`, …, biggest first. */
+export function tableSetNames(schema: string, tables: number): string[] {
+  return Array.from({ length: tables }, (_, i) => `${schema}.t${String(i).padStart(3, '0')}`);
+}
+
+/** Creates schema `schema` (dropped first) with the tables {@link tableSetNames} names, of `counts` rows each. */
 export async function seedTableSet(url: string, schema: string, counts: number[]): Promise<void> {
   const pg = new PgClient({ connectionString: url });
   await pg.connect();
   try {
     await pg.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-    for (const [i, rows] of counts.entries()) await createBenchTable(pg, `${schema}.t${String(i).padStart(3, '0')}`, rows);
+    const names = tableSetNames(schema, counts.length);
+    for (const [i, rows] of counts.entries()) await createBenchTable(pg, names[i]!, rows);
   } finally {
     await pg.end();
   }
