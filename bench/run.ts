@@ -46,6 +46,9 @@ const RUNS = OPTIONS.runs;
 const SET_TABLES = OPTIONS.tables;
 const SET_LABEL = `${SET_TABLES}-table schema`;
 const SET_SCHEMA = 'bench_set';
+/** The PG → PG baselines: pgcopydb on the single table and on the many-table schema. */
+const PGCOPYDB = 'pgcopydb copy table-data ×2 (PG → PG)';
+const PGCOPYDB_SET = `${PGCOPYDB}, ${SET_LABEL}`;
 
 interface Method {
   name: string;
@@ -80,6 +83,15 @@ interface Result {
   cpuSeconds: { server: number; client: number; temporal: number };
   ratioToBestBaseline?: number;
 }
+
+/** A ratio per format; null where `--only` left one of its methods out. */
+interface PerFormat {
+  csv: number | null;
+  binary: number | null;
+}
+
+/** `a (csv), b (binary)`, or n/a when the baseline did not run (pgcopydb not installed). */
+const formats = (ratios: PerFormat | null): string => (ratios ? `${ratios.csv} (csv), ${ratios.binary} (binary)` : 'n/a');
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -325,19 +337,18 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     // Parquet on 8 lanes: the worker's memory with that many conversions at once.
     ours(`--schema parquet, ${SET_LABEL}`, { format: 'parquet' }, { schema: SET_SCHEMA }),
   ];
-  // The PG → PG path through our built-in loader, against a fresh target each run: csv (the
-  // default, which tolerates differing column types) and binary (same types; cheaper to parse).
-  /** A fresh target database holding the tables `ddl()` creates (run outside the method's time and CPU). */
-  const freshTarget = (ddl: () => Promise<string[]>) => async (): Promise<void> => {
+  /** A fresh target database made by `ddl` (run outside the method's time and CPU). */
+  const freshTarget = (ddl: string) => async (): Promise<void> => {
     await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
     await psql('CREATE DATABASE bench_target');
-    await run('psql', [targetUrl, '-q', '-v', 'ON_ERROR_STOP=1', ...(await ddl())]);
+    await run('psql', [targetUrl, '-q', '-v', 'ON_ERROR_STOP=1', '-c', ddl]);
   };
-  const freshTable = freshTarget(async () => ['-c', TABLE_DDL]);
-  // The schema's tables as pg_dump writes them, dumped once the schema is seeded (the first prepare).
-  const setDdlFile = join(scratch, 'set-ddl.sql');
-  let setDdl: Promise<string[]> | undefined;
-  const freshSet = freshTarget(() => (setDdl ??= run('pg_dump', ['-d', pg.url, '-s', '-n', SET_SCHEMA, '-f', setDdlFile]).then(() => ['-f', setDdlFile])));
+  const freshTable = freshTarget(TABLE_DDL);
+  const freshSet = freshTarget(
+    [`CREATE SCHEMA ${SET_SCHEMA}`, ...tableSetNames(SET_SCHEMA, SET_TABLES).map((name) => `CREATE TABLE ${name} ${BENCH_COLUMNS}`)].join('; '),
+  );
+  // The PG → PG path through our built-in loader, against a fresh target each run: csv (the
+  // default, which tolerates differing column types) and binary (same types; cheaper to parse).
   for (const format of ['csv', 'binary'] as const) {
     const loaderRun = ours(`2 partitions ${format} → PG (built-in loader)`, {
       partitions: 2,
@@ -367,50 +378,46 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     () => false,
   );
   /**
-   * `pgcopydb copy table-data` on two sessions of what `filters` (its filter file's text) selects,
-   * tables over 1 MB split in parts, into the fresh target `prepare` makes.
+   * `pgcopydb copy table-data` on two sessions of `tables` (pgcopydb 0.10 has no include-only-schema
+   * section), tables over 1 MB split in parts, into the fresh target `prepare` makes.
    */
-  const pgcopydbTableData = (name: string, filters: string, prepare: () => Promise<void>): Method => ({
-    name,
-    kind: 'baseline',
-    prepare,
-    async once() {
-      const dir = out('pgcopydb');
-      const filterFile = join(scratch, 'pgcopydb-filters.ini');
-      writeFileSync(filterFile, filters);
-      await run(
-        'pgcopydb',
-        [
-          'copy',
-          'table-data',
-          '--source',
-          pg.url,
-          '--target',
-          targetUrl,
-          '--table-jobs',
-          '2',
-          '--split-tables-larger-than',
-          '1MB',
-          '--dir',
-          join(dir, 'work'),
-          '--filters',
-          filterFile,
-          '--not-consistent',
-        ],
-        { maxBuffer: 64 << 20 },
-      );
-      return NO_FILES;
-    },
-  });
+  const pgcopydbTableData = (name: string, tables: string[], prepare: () => Promise<void>): Method => {
+    const filterFile = join(scratch, `pgcopydb-filters-${tables.length}.ini`);
+    writeFileSync(filterFile, `[include-only-table]\n${tables.join('\n')}\n`);
+    return {
+      name,
+      kind: 'baseline',
+      prepare,
+      async once() {
+        const dir = out('pgcopydb');
+        await run(
+          'pgcopydb',
+          [
+            'copy',
+            'table-data',
+            '--source',
+            pg.url,
+            '--target',
+            targetUrl,
+            '--table-jobs',
+            '2',
+            '--split-tables-larger-than',
+            '1MB',
+            '--dir',
+            join(dir, 'work'),
+            '--filters',
+            filterFile,
+            '--not-consistent',
+          ],
+          { maxBuffer: 64 << 20 },
+        );
+        return NO_FILES;
+      },
+    };
+  };
   if (pgcopydb) {
-    methods.push(pgcopydbTableData('pgcopydb copy table-data ×2 (PG → PG)', '[include-only-table]\nbench.t\n', freshTable));
-    methods.push(
-      pgcopydbTableData(
-        `pgcopydb copy table-data ×2 (PG → PG), ${SET_LABEL}`,
-        `[include-only-table]\n${tableSetNames(SET_SCHEMA, SET_TABLES).join('\n')}\n`,
-        freshSet,
-      ),
-    );
+    methods.push(pgcopydbTableData(PGCOPYDB, ['bench.t'], freshTable));
+    methods.push(pgcopydbTableData(PGCOPYDB_SET, tableSetNames(SET_SCHEMA, SET_TABLES), freshSet));
   } else {
     console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baselines are skipped');
   }
@@ -575,6 +582,8 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     time: ratio(compressed, plain),
     ratio: shrink(plain, compressed),
   });
+  /** A ratio for each of csv and binary. */
+  const perFormat = (ratioOf: (f: 'csv' | 'binary') => number | null): PerFormat => ({ csv: ratioOf('csv'), binary: ratioOf('binary') });
   const summary = {
     rows: ROWS,
     runs: RUNS,
@@ -597,23 +606,10 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       /** 2 partitions to Parquet / DuckDB's PostgreSQL scanner to Parquet on 2 threads. */
       parquetVsDuckdbScanner: ratio('pg-extract 2 partitions parquet', 'DuckDB postgres scanner → parquet, 2 threads'),
       workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0), scaling?.peakRssMb1M ?? 0, scaling?.peakRssMb10M ?? 0),
-      pgToPgVsPgcopydb: pgcopydb
-        ? Object.fromEntries(
-            (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (built-in loader)`, 'pgcopydb copy table-data ×2 (PG → PG)')]),
-          )
-        : null,
+      pgToPgVsPgcopydb: pgcopydb ? perFormat((f) => ratio(`pg-extract 2 partitions ${f} → PG (built-in loader)`, PGCOPYDB)) : null,
       /** `--via stream` / pgcopydb, and / the file-based loader (same format). */
-      streamVsPgcopydb: pgcopydb
-        ? Object.fromEntries(
-            (['csv', 'binary'] as const).map((f) => [f, ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, 'pgcopydb copy table-data ×2 (PG → PG)')]),
-          )
-        : null,
-      streamVsLoader: Object.fromEntries(
-        (['csv', 'binary'] as const).map((f) => [
-          f,
-          ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`),
-        ]),
-      ),
+      streamVsPgcopydb: pgcopydb ? perFormat((f) => ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, PGCOPYDB)) : null,
+      streamVsLoader: perFormat((f) => ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`)),
       /** `--schema` at its defaults (csv, binary) and at 2 in flight / pg_dump -j2 (and -j4) on the many-table schema. */
       schemaVsPgDump: {
         tables: SET_TABLES,
@@ -622,15 +618,8 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
         binaryVsJ2: ratio(`pg-extract --schema binary, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
         csvVsJ4: ratio(`pg-extract --schema csv, ${SET_LABEL}`, `pg_dump -Fd -j4 -a, ${SET_LABEL}`),
       },
-      /** `--schema` into a target database (every table in one transaction) / pgcopydb on two sessions, on the many-table schema. */
-      schemaToPgVsPgcopydb: pgcopydb
-        ? Object.fromEntries(
-            (['csv', 'binary'] as const).map((f) => [
-              f,
-              ratio(`pg-extract --schema ${f} → PG (built-in loader), ${SET_LABEL}`, `pgcopydb copy table-data ×2 (PG → PG), ${SET_LABEL}`),
-            ]),
-          )
-        : null,
+      /** Not a goal of its own: `--schema` into a target database (every table in one transaction) / pgcopydb on two sessions, on the many-table schema. */
+      schemaToPgVsPgcopydb: pgcopydb ? perFormat((f) => ratio(`pg-extract --schema ${f} → PG (built-in loader), ${SET_LABEL}`, PGCOPYDB_SET)) : null,
     },
     overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
     scaling,
@@ -651,24 +640,20 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
       `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}; planning ${scaling.planning1M} s and ${scaling.planning10M} s (in the holder ${scaling.holderPlanning1M} s and ${scaling.holderPlanning10M} s)`,
     );
   }
-  const pgToPg = summary.goals.pgToPgVsPgcopydb;
-  const stream = summary.goals.streamVsPgcopydb;
+  const { pgToPgVsPgcopydb, streamVsPgcopydb, streamVsLoader, schemaToPgVsPgcopydb } = summary.goals;
   const zstd = summary.goals.compressedVsPlain;
   console.log(
-    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; parquet / DuckDB scanner = ${summary.goals.parquetVsDuckdbScanner}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${pgToPg ? `${pgToPg.csv} (csv), ${pgToPg.binary} (binary)` : 'n/a'}`,
+    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; parquet / DuckDB scanner = ${summary.goals.parquetVsDuckdbScanner}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${formats(pgToPgVsPgcopydb)}`,
   );
   console.log(
     `compressed / plain, 2 partitions: zstd csv ×${zstd.csv.time} time at ratio ${zstd.csv.ratio}, zstd binary ×${zstd.binary.time} at ratio ${zstd.binary.ratio}; gzip csv ×${zstd.csvGzip.time} at ratio ${zstd.csvGzip.ratio}`,
   );
-  console.log(
-    `--via stream: / pgcopydb = ${stream ? `${stream.csv} (csv), ${stream.binary} (binary)` : 'n/a'}; / built-in loader = ${summary.goals.streamVsLoader.csv} (csv), ${summary.goals.streamVsLoader.binary} (binary)`,
-  );
+  console.log(`--via stream: / pgcopydb = ${formats(streamVsPgcopydb)}; / built-in loader = ${formats(streamVsLoader)}`);
   const schema = summary.goals.schemaVsPgDump;
   console.log(
     `${SET_LABEL}: --schema / pg_dump -j2 = ${schema.csvVsJ2} (csv), ${schema.csv2InFlightVsJ2} (csv, 2 in flight), ${schema.binaryVsJ2} (binary); csv / pg_dump -j4 = ${schema.csvVsJ4}`,
   );
-  const setToPg = summary.goals.schemaToPgVsPgcopydb;
-  console.log(`${SET_LABEL} → PG: --schema (built-in loader) / pgcopydb = ${setToPg ? `${setToPg.csv} (csv), ${setToPg.binary} (binary)` : 'n/a'}`);
+  console.log(`${SET_LABEL} → PG: --schema (built-in loader) / pgcopydb = ${formats(schemaToPgVsPgcopydb)}`);
   // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });

@@ -1,6 +1,7 @@
 /**
  * The many-table bench schema (issue #18): `tables` tables of the bench's shape, a few big and many
- * small, `rows` rows in all, to time `--schema` against `pg_dump -Fd -j2 -n` on the same tables.
+ * small, `rows` rows in all, to time `--schema` against `pg_dump -Fd -j2 -n` on the same tables, and
+ * its load into a target database against `pgcopydb copy table-data`.
  */
 import { Client as PgClient } from 'pg';
 import { createBenchTable } from './bench-table';
@@ -19,7 +20,7 @@ export function tableSetRows(tables: number, rows: number): number[] {
   return counts;
 }
 
-/** The schema's `tables` tables, `schema.t000`, `schema.t001`, …, biggest first. */
+/** The schema's `tables` tables, `schema.t000`, `schema.t001`, …, in {@link tableSetRows}' order. */
 export function tableSetNames(schema: string, tables: number): string[] {
   return Array.from({ length: tables }, (_, i) => `${schema}.t${String(i).padStart(3, '0')}`);
 }
