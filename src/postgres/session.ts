@@ -101,15 +101,17 @@ class Session extends Client {
   // Callers see pg's overloads (openSession returns a Client). The promise form and a submittable
   // (a COPY stream) are what we send; pg's callback form is left as pg reports it.
   override query(...args: unknown[]): any {
+    const query = () => (super.query as (...a: unknown[]) => unknown).apply(this, args);
     const ended = this.#ended;
-    const named = (err: unknown) => (ended && err instanceof Error && err.message === NOT_QUERYABLE ? ended : err);
+    if (!ended) return query();
+    const named = (err: unknown) => (err instanceof Error && err.message === NOT_QUERYABLE ? ended : err);
     const [submittable] = args;
-    if (ended && isSubmittable(submittable)) {
+    if (isSubmittable(submittable)) {
       const handleError = submittable.handleError.bind(submittable);
       submittable.handleError = (err, ...rest) => handleError(named(err) as Error, ...rest);
     }
-    const result = (super.query as (...a: unknown[]) => unknown).apply(this, args);
-    return ended && result instanceof Promise
+    const result = query();
+    return result instanceof Promise
       ? result.catch((err: unknown) => {
           throw named(err);
         })
