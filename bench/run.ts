@@ -222,7 +222,6 @@ async function postmasterPid(url: string): Promise<number> {
 async function measure(pgUrl: string, temporal: { address: string; pid: number | null }, worker: ChildProcess, scratch: string): Promise<void> {
   const pg = { url: pgUrl };
   const targetUrl = benchTargetUrl(pg.url);
-  const TABLE_DDL = `CREATE SCHEMA bench; CREATE TABLE bench.t ${BENCH_COLUMNS}`;
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   const psql = (sql: string) => run('psql', [pg.url, '-v', 'ON_ERROR_STOP=1', '-q', '-c', sql], { maxBuffer: 1 << 20 });
   /** Folders baselines wrote in the current run, removed once it is measured (see the run loop). */
@@ -337,16 +336,16 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     // Parquet on 8 lanes: the worker's memory with that many conversions at once.
     ours(`--schema parquet, ${SET_LABEL}`, { format: 'parquet' }, { schema: SET_SCHEMA }),
   ];
-  /** A fresh target database made by `ddl` (run outside the method's time and CPU). */
-  const freshTarget = (ddl: string) => async (): Promise<void> => {
+  /** Fresh target tables: a new target database with `schema` and its `tables` of the bench's shape (run outside the method's time and CPU). */
+  const freshTarget = (schema: string, tables: string[]) => async (): Promise<void> => {
     await psql('DROP DATABASE IF EXISTS bench_target WITH (FORCE)');
     await psql('CREATE DATABASE bench_target');
+    const ddl = [`CREATE SCHEMA ${schema}`, ...tables.map((name) => `CREATE TABLE ${name} ${BENCH_COLUMNS}`)].join('; ');
     await run('psql', [targetUrl, '-q', '-v', 'ON_ERROR_STOP=1', '-c', ddl]);
   };
-  const freshTable = freshTarget(TABLE_DDL);
-  const freshSet = freshTarget(
-    [`CREATE SCHEMA ${SET_SCHEMA}`, ...tableSetNames(SET_SCHEMA, SET_TABLES).map((name) => `CREATE TABLE ${name} ${BENCH_COLUMNS}`)].join('; '),
-  );
+  const setTables = tableSetNames(SET_SCHEMA, SET_TABLES);
+  const freshTable = freshTarget('bench', ['bench.t']);
+  const freshSet = freshTarget(SET_SCHEMA, setTables);
   // The PG → PG path through our built-in loader, against a fresh target each run: csv (the
   // default, which tolerates differing column types) and binary (same types; cheaper to parse).
   for (const format of ['csv', 'binary'] as const) {
@@ -379,45 +378,46 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   );
   /**
    * `pgcopydb copy table-data` on two sessions of `tables` (pgcopydb 0.10 has no include-only-schema
-   * section), tables over 1 MB split in parts, into the fresh target `prepare` makes.
+   * section), tables over 1 MB split in parts, into the fresh target `freshTables` makes. Its filter
+   * file is written with the target, outside the run's time.
    */
-  const pgcopydbTableData = (name: string, tables: string[], prepare: () => Promise<void>): Method => {
-    const filterFile = join(scratch, `pgcopydb-filters-${tables.length}.ini`);
-    writeFileSync(filterFile, `[include-only-table]\n${tables.join('\n')}\n`);
-    return {
-      name,
-      kind: 'baseline',
-      prepare,
-      async once() {
-        const dir = out('pgcopydb');
-        await run(
-          'pgcopydb',
-          [
-            'copy',
-            'table-data',
-            '--source',
-            pg.url,
-            '--target',
-            targetUrl,
-            '--table-jobs',
-            '2',
-            '--split-tables-larger-than',
-            '1MB',
-            '--dir',
-            join(dir, 'work'),
-            '--filters',
-            filterFile,
-            '--not-consistent',
-          ],
-          { maxBuffer: 64 << 20 },
-        );
-        return NO_FILES;
-      },
-    };
-  };
+  const filterFile = join(scratch, 'pgcopydb-filters.ini');
+  const pgcopydbTableData = (name: string, tables: string[], freshTables: () => Promise<void>): Method => ({
+    name,
+    kind: 'baseline',
+    async prepare() {
+      writeFileSync(filterFile, `[include-only-table]\n${tables.join('\n')}\n`);
+      await freshTables();
+    },
+    async once() {
+      const dir = out('pgcopydb');
+      await run(
+        'pgcopydb',
+        [
+          'copy',
+          'table-data',
+          '--source',
+          pg.url,
+          '--target',
+          targetUrl,
+          '--table-jobs',
+          '2',
+          '--split-tables-larger-than',
+          '1MB',
+          '--dir',
+          join(dir, 'work'),
+          '--filters',
+          filterFile,
+          '--not-consistent',
+        ],
+        { maxBuffer: 64 << 20 },
+      );
+      return NO_FILES;
+    },
+  });
   if (pgcopydb) {
     methods.push(pgcopydbTableData(PGCOPYDB, ['bench.t'], freshTable));
-    methods.push(pgcopydbTableData(PGCOPYDB_SET, tableSetNames(SET_SCHEMA, SET_TABLES), freshSet));
+    methods.push(pgcopydbTableData(PGCOPYDB_SET, setTables, freshSet));
   } else {
     console.error('pgcopydb is not installed (Debian: apt-get install pgcopydb): its PG → PG baselines are skipped');
   }
