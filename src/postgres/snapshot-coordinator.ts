@@ -216,7 +216,7 @@ export async function planRanges(
     const n = wanted(bounds.rowCount);
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
       bounds.quantiles =
-        (await statisticsQuantiles(client, relation, table.key, n)) ??
+        (await statisticsQuantiles(client, table, table.key, n)) ??
         (await sampleQuantiles(client, from, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
@@ -299,7 +299,7 @@ const INSUFFICIENT_PRIVILEGE = '42501';
  * Statistics only balance the ranges: the ranges are open-ended and their cuts strictly increasing,
  * so coverage never depends on them.
  */
-async function statisticsQuantiles(client: ClientBase, relation: string, key: SplitKey, n: number): Promise<string[] | null> {
+async function statisticsQuantiles(client: ClientBase, table: ResolvedTable, key: SplitKey, n: number): Promise<string[] | null> {
   if (key.kind === 'text') return null;
   // An error aborts the whole transaction, snapshot and all: a savepoint keeps a refused view to this query.
   await client.query('SAVEPOINT pg_extract_statistics');
@@ -309,14 +309,16 @@ async function statisticsQuantiles(client: ClientBase, relation: string, key: Sp
       `SELECT s.histogram_bounds::text::text[] AS bounds
          FROM pg_catalog.pg_class c
          JOIN pg_catalog.pg_namespace ns ON ns.oid = c.relnamespace
-         JOIN pg_catalog.pg_stats s ON s.schemaname = ns.nspname AND s.tablename = c.relname AND s.attname = $2 AND NOT s.inherited
+         -- The names as constants too: joined only on the view's columns, pg_stats was read whole (0.5 ms against 5.6 at 200 tables).
+         JOIN pg_catalog.pg_stats s ON s.schemaname = ns.nspname AND s.tablename = c.relname AND s.schemaname = $4 AND s.tablename = $5
+                                   AND s.attname = $2 AND NOT s.inherited
          LEFT JOIN pg_catalog.pg_stat_all_tables st ON st.relid = c.oid
         WHERE c.oid = $1::regclass AND c.relkind IN ('r', 'm')
           AND s.histogram_bounds IS NOT NULL AND s.most_common_vals IS NULL
           AND c.relpages > 0 AND c.reltuples > 0
           AND pg_catalog.pg_relation_size(c.oid) / current_setting('block_size')::int <= c.relpages * (1 + $3::float8)
           AND coalesce(st.n_mod_since_analyze, 0) <= c.reltuples * $3::float8`,
-      [relation, key.name, STATISTICS_STALE_FRACTION],
+      [quoteQualified(table.schema, table.table), key.name, STATISTICS_STALE_FRACTION, table.schema, table.table],
     );
     bounds = r.rows[0]?.bounds;
     await client.query('RELEASE SAVEPOINT pg_extract_statistics');
