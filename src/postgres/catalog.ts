@@ -72,7 +72,7 @@ export async function resolveTable(client: ClientBase, request: TableRequest, op
  * through domains over domains, with the typmod the domain declares (`base.typmod`: a domain over
  * numeric(12,2) is numeric(12,2), and so is one over it); a type that is no domain is itself.
  * Each step looks its type up by oid: as a join, the planner hashed a scan of all of pg_type for
- * every column (1,400 columns of 200 tables: 90–160 ms of the plan, against 17 ms this way).
+ * every column (the 1,400 columns of 200 tables: 89–149 ms, against 16–23 ms this way).
  */
 export const ATTRIBUTE_BASE_TYPE = `CROSS JOIN LATERAL (
                  WITH RECURSIVE chain(oid, typmod, depth) AS (
@@ -81,7 +81,8 @@ export const ATTRIBUTE_BASE_TYPE = `CROSS JOIN LATERAL (
                    SELECT t.typbasetype, GREATEST(chain.typmod, t.typtypmod), chain.depth + 1
                      FROM chain CROSS JOIN LATERAL (
                             -- OFFSET 0 keeps it a lookup: pulled up into a join, it is hashed again.
-                            SELECT typbasetype, typtypmod FROM pg_catalog.pg_type WHERE oid = chain.oid AND typtype = 'd' OFFSET 0) AS t)
+                            SELECT typbasetype, typtypmod FROM pg_catalog.pg_type
+                             WHERE oid = chain.oid AND typtype = 'd' OFFSET 0) AS t)
                  SELECT oid, typmod FROM chain ORDER BY depth DESC LIMIT 1) AS base`;
 
 /** What one catalog query returns per requested table (null oid: no such readable relation). */

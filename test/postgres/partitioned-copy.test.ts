@@ -234,6 +234,31 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     });
   }
 
+  it('a table whose names need quoting (mixed case, a space, a dot) still takes its cuts from its histogram', async () => {
+    await admin().query(
+      `DROP SCHEMA IF EXISTS "Pq Mixed" CASCADE; CREATE SCHEMA "Pq Mixed"; CREATE TABLE "Pq Mixed"."T.x" (id bigint PRIMARY KEY) WITH (autovacuum_enabled = false);
+       INSERT INTO "Pq Mixed"."T.x" SELECT g FROM generate_series(1, 100000) g; ANALYZE "Pq Mixed"."T.x"`,
+    );
+    const bounds = new Set(await histogram('Pq Mixed.T.x'));
+    assert.ok(bounds.size > 4, 'ANALYZE made a histogram');
+    const client = await openSession(live().pg.url, 'coordinator');
+    try {
+      const c = await SnapshotCoordinator.export(client, { schema: 'Pq Mixed', table: 'T.x' }, { partitions: 4 });
+      const read = await rowsRead(client, '"Pq Mixed"."T.x"');
+      assert.ok(read < 10, `read ${read} rows while planning`);
+      const cuts = c.plan.ranges.slice(0, -1).map((r) => (r as KeyRange).upper!);
+      assert.equal(cuts.length, 3);
+      assert.ok(
+        cuts.every((cut) => bounds.has(cut)),
+        `cuts ${cuts.join(' ')} are histogram bounds`,
+      );
+      await c.abort();
+    } finally {
+      await closeSession(client);
+      await admin().query('DROP SCHEMA "Pq Mixed" CASCADE');
+    }
+  });
+
   it('a key with most-common values takes its cuts from a sample: the histogram leaves those values out', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS pmc CASCADE; CREATE SCHEMA pmc; CREATE TABLE pmc.t (k int, v int) WITH (autovacuum_enabled = false)`);
     // A tenth of the rows share k = 0.
