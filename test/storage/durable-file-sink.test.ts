@@ -24,7 +24,7 @@ const openDescriptors = (path: string): string[] => descriptorsOf((target) => ta
  * of `path` was opened with O_DIRECT; then ends the stream and waits for it to close.
  */
 async function writesDirect(sink: DurableFileSink, path: string, bytes: Buffer): Promise<boolean> {
-  // The write's callback runs once the sink has opened the file (both its descriptors) and taken the bytes.
+  // The write's callback runs once the sink has opened the file (and its direct descriptor, once a buffer filled) and taken the bytes.
   await new Promise<void>((resolve, reject) => sink.write(bytes, (err) => (err ? reject(err) : resolve())));
   const direct = openDescriptors(path).some(isDirect);
   sink.end();
@@ -67,6 +67,16 @@ describe('DurableFileSink', () => {
   it('bypasses the page cache, and gives its aligned buffer back once closed', async () => {
     const path = join(dir, 'direct.bin');
     assert.equal(await writesDirect(new DurableFileSink(path), path, randomBytes(3 << 20)), true);
+    assert.deepEqual(openDescriptors(path), []);
+    assert.ok(everyAlignedBufferFree());
+  });
+
+  it('writes a file shorter than its aligned buffer through the page cache, never opening it direct', async () => {
+    // A small table's file: one write on the descriptor that created it, no second open, no padding, no truncate.
+    const path = join(dir, 'small.bin');
+    const bytes = randomBytes(ALIGNED_BUFFER_BYTES - 4097);
+    assert.equal(await writesDirect(new DurableFileSink(path), path, bytes), false);
+    assert.ok(readFileSync(path).equals(bytes));
     assert.deepEqual(openDescriptors(path), []);
     assert.ok(everyAlignedBufferFree());
   });
