@@ -59,7 +59,9 @@ describe('DurableFileSink', () => {
 
   it('writes every byte in order directly, around the aligned buffer and at every kind of last piece', async () => {
     await writesExactly(uneven());
-    for (const length of [0, 1, 4095, 4096, 4097, ALIGNED_BUFFER_BYTES, ALIGNED_BUFFER_BYTES + 1, 3 * ALIGNED_BUFFER_BYTES - 512]) {
+    const A = ALIGNED_BUFFER_BYTES;
+    // Under one buffer the file goes through the page cache; past it, direct, its last piece padded or not.
+    for (const length of [0, 1, 4095, 4096, 4097, A, A + 1, A + 4095, A + 4096, A + 4097, 3 * A - 512]) {
       await writesExactly(length === 0 ? [] : [randomBytes(length)]);
     }
   });
@@ -131,6 +133,21 @@ describe('DurableFileSink', () => {
     assert.equal((await failed)?.message, 'cancelled');
     await closed(sink);
     assert.deepEqual(openDescriptors(path), []);
+    assert.ok(everyAlignedBufferFree());
+  });
+
+  it('closes the direct descriptor, and writes nothing, when destroyed while it opens it', async () => {
+    const path = join(dir, 'destroyed-opening.bin');
+    const sink = new DurableFileSink(path);
+    // Once this callback runs the file is open; the next write fills the buffer, which starts the direct open.
+    await new Promise<void>((resolve, reject) => sink.write(randomBytes(4096), (err) => (err ? reject(err) : resolve())));
+    sink.write(randomBytes(ALIGNED_BUFFER_BYTES - 4096));
+    sink.destroy();
+    await closed(sink);
+    // The open finishes on the thread pool after the close: what it opened must be closed, and the buffer not written from.
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(openDescriptors(path), []);
+    assert.equal(statSync(path).size, 0);
     assert.ok(everyAlignedBufferFree());
   });
 
