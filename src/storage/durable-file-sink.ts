@@ -15,14 +15,15 @@
  * (a small table's) is one write through the page cache on the first descriptor, with no second
  * open, no padding and no truncate: such a file's cost is its file system calls, each a round trip
  * through libuv's thread pool, and six calls instead of nine (the caller's rename included) took its
- * worker CPU from about 2.0 to 1.2 ms here (a 120 kB file). Where the direct open is refused (EINVAL: a file system without
- * O_DIRECT, such as tmpfs before Linux 6.6) or a direct write is (an alignment beyond 4 KiB), the
- * rest of the file goes through the page cache, still a buffer at a time; where the process has no
- * aligned buffer left or the caller turned direct I/O off (PG_EXTRACT_DIRECT_IO=off, files the
- * built-in loader reads back), the bytes are written as they come. Through the page cache, writeback
- * starts while the COPY runs, an fdatasync in the background every `syncEveryBytes` (at most one in
- * flight; writes go on meanwhile), because a single fsync at the end would find gigabytes of dirty
- * pages the kernel had not begun to write (about 0.25 s per 600 MB here, up to 1.5 s on a slower disk).
+ * worker CPU from about 2.0 to 1.2 ms here (a 120 kB file). Where the direct open is refused
+ * (EINVAL: a file system without O_DIRECT, such as tmpfs before Linux 6.6) or a direct write is (an
+ * alignment beyond 4 KiB), the rest of the file goes through the page cache, still a buffer at a
+ * time; where the process has no aligned buffer left or the caller turned direct I/O off
+ * (PG_EXTRACT_DIRECT_IO=off, files the built-in loader reads back), the bytes are written as they
+ * come. Through the page cache, writeback starts while the COPY runs, an fdatasync in the background
+ * every `syncEveryBytes` (at most one in flight; writes go on meanwhile), because a single fsync at
+ * the end would find gigabytes of dirty pages the kernel had not begun to write (about 0.25 s per
+ * 600 MB here, up to 1.5 s on a slower disk).
  */
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';

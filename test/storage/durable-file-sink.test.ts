@@ -57,7 +57,7 @@ describe('DurableFileSink', () => {
   // Uneven chunk sizes: pieces straddle the aligned buffer's ends.
   const uneven = (): Buffer[] => Array.from({ length: 300 }, (_, i) => randomBytes(1 + ((i * 7919) % 70_000)));
 
-  it('writes every byte in order directly, around the aligned buffer and at every kind of last piece', async () => {
+  it('writes every byte in order, around the aligned buffer and at every kind of last piece', async () => {
     await writesExactly(uneven());
     const A = ALIGNED_BUFFER_BYTES;
     // Under one buffer the file goes through the page cache; past it, direct, its last piece padded or not.
