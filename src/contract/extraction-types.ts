@@ -8,7 +8,7 @@ import type { SourceColumn } from './source-column';
 
 export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done';
 
-/** What the target owner says about its commit (validated by commitReportSchema). */
+/** What the target owner says about its commit (checked by parseCommitReport). */
 export type { TargetCommit, TargetCommitOutcome } from './commit-report';
 
 /** One written file: its receipt (`name` is the path relative to the output root or the `s3://` URL, as in the evidence), where it lives, what it holds. */

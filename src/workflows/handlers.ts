@@ -5,7 +5,7 @@
  */
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { ApplicationFailure, condition, log, patched, setHandler } from '@temporalio/workflow';
-import { type TargetCommit, commitReportSchema, parseCommitReport } from '../contract/commit-report';
+import { type TargetCommit, parseCommitReport } from '../contract/commit-report';
 import { commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery, targetCommitSignal } from '../contract/definitions';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 import { ErrorCode } from '../errors';
@@ -37,8 +37,11 @@ function signalledCommit(raw: unknown): TargetCommit | null {
     // Before reports were strict, a signal's extra keys were ignored; runs that took such a signal replay that way.
     if (!patched('strict-commit-signal')) {
       const { outcome, operationId } = (raw ?? {}) as Partial<Record<string, unknown>>;
-      const lenient = commitReportSchema.safeParse(operationId === undefined ? { outcome } : { outcome, operationId });
-      if (lenient.success) return lenient.data;
+      try {
+        return parseCommitReport(operationId === undefined ? { outcome } : { outcome, operationId });
+      } catch {
+        // Not even its two keys make a report.
+      }
     }
     log.warn('ignored a malformed targetCommit signal', { reason: (err as Error).message });
     return null;

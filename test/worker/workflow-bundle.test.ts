@@ -15,10 +15,14 @@ import { cli } from '../support/cli';
 
 const src = join(__dirname, '..', '..', 'src');
 
-/** What a bundle is: our workflows, with the inline source map the Temporal worker requires. */
+/**
+ * What a bundle is: our workflows, with the inline source map the Temporal worker requires, and no
+ * zod (every workflow execution evaluates the bundle's modules afresh: see src/contract/commit-report.ts).
+ */
 function assertIsOurBundle(code: string): void {
   for (const name of ['extractionWorkflow', 'copyBatchWorkflow']) assert.ok(code.includes(name), `the bundle has ${name}`);
   assert.ok(/\/\/# sourceMappingURL=data:application\/json;[^,]*base64,/.test(code), 'the bundle has its source map inline');
+  assert.ok(!code.includes('node_modules/zod/'), 'no zod in the workflow bundle: a schema module was imported into workflow code');
 }
 
 describe('workflow bundle', function () {

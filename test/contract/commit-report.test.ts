@@ -1,0 +1,38 @@
+/**
+ * The commit report's parser, pure: what it accepts comes back as exactly the report, and each way
+ * a report can be wrong is INPUT_INVALID naming its field. The live fuzz test
+ * (test/faults/hostile-commit.test.ts) sends the refused kinds through the signal and the update.
+ */
+import assert from 'node:assert/strict';
+import { parseCommitReport } from '../../src/contract/commit-report';
+import { ErrorCode, PgExtractError } from '../../src/errors';
+
+const refusedAt = (raw: unknown, field: string): void =>
+  assert.throws(
+    () => parseCommitReport(raw),
+    (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.INPUT_INVALID && err.field === field && err.message.startsWith(`${field}: `),
+    JSON.stringify(raw),
+  );
+
+describe('commit report', () => {
+  it('accepts each outcome, with or without an operation id of up to 200 characters, and returns a fresh object of those keys', () => {
+    for (const outcome of ['committed', 'failed', 'unknown'] as const) {
+      const raw = { outcome };
+      const parsed = parseCommitReport(raw);
+      assert.deepEqual(parsed, { outcome });
+      assert.notEqual(parsed, raw);
+    }
+    assert.deepEqual(parseCommitReport({ outcome: 'failed', operationId: 'x'.repeat(200) }), { outcome: 'failed', operationId: 'x'.repeat(200) });
+    assert.deepEqual(parseCommitReport({ outcome: 'unknown', operationId: undefined }), { outcome: 'unknown' }, 'an absent id, as JSON would drop it');
+  });
+
+  it('refuses a report that is not a plain object, a bad or inherited outcome, a bad operation id, and any other own key', () => {
+    for (const raw of [null, undefined, 'committed', 3, ['committed']]) refusedAt(raw, 'input');
+    for (const outcome of ['maybe', 'Committed', 'constructor', 'toString', '__proto__', 1, null, undefined]) refusedAt({ outcome }, 'outcome');
+    refusedAt(Object.create({ outcome: 'committed' }), 'outcome');
+    refusedAt({ outcome: 'committed', operationId: 'x'.repeat(201) }, 'operationId');
+    refusedAt({ outcome: 'committed', operationId: 7 }, 'operationId');
+    refusedAt({ outcome: 'committed', note: 'x' }, 'input');
+    refusedAt(JSON.parse('{"outcome":"committed","__proto__":{"outcome":"committed"}}'), 'input');
+  });
+});
