@@ -11,7 +11,11 @@ import { ErrorCode, PgExtractError } from '../errors';
 export const COMMIT_OUTCOMES = ['committed', 'failed', 'unknown'] as const;
 export type TargetCommitOutcome = (typeof COMMIT_OUTCOMES)[number];
 
-/** Longest operation id a report may carry. */
+/**
+ * Longest operation id a report may carry, in Unicode code points: a character beyond the Basic
+ * Multilingual Plane (two UTF-16 units) counts once, as the zod schema this parser replaced counted it,
+ * so every report accepted before is accepted now (and a recorded signal replays as it ran).
+ */
 export const OPERATION_ID_MAX_LENGTH = 200;
 
 export interface TargetCommit {
@@ -32,7 +36,8 @@ export function parseCommitReport(raw: unknown): TargetCommit {
   if (!isOutcome(outcome)) throw invalid('outcome', `expected one of ${COMMIT_OUTCOMES.join(', ')}`);
   const operationId = own.get('operationId');
   if (operationId !== undefined && typeof operationId !== 'string') throw invalid('operationId', 'expected a string');
-  if (operationId !== undefined && operationId.length > OPERATION_ID_MAX_LENGTH) {
+  // The string iterator yields code points (a lone surrogate as one), so this counts as zod did.
+  if (operationId !== undefined && [...operationId].length > OPERATION_ID_MAX_LENGTH) {
     throw invalid('operationId', `at most ${OPERATION_ID_MAX_LENGTH} characters`);
   }
   const extra = [...own.keys()].filter((key) => key !== 'outcome' && key !== 'operationId');

@@ -24,6 +24,10 @@ describe('commit report', () => {
     }
     assert.deepEqual(parseCommitReport({ outcome: 'failed', operationId: 'x'.repeat(200) }), { outcome: 'failed', operationId: 'x'.repeat(200) });
     assert.deepEqual(parseCommitReport({ outcome: 'unknown', operationId: undefined }), { outcome: 'unknown' }, 'an absent id, as JSON would drop it');
+    // Counted in code points: a character beyond the BMP is two UTF-16 units and one character.
+    for (const operationId of ['😀'.repeat(200), `${'x'.repeat(199)}😀`, `${'x'.repeat(199)}\ud800`]) {
+      assert.deepEqual(parseCommitReport({ outcome: 'committed', operationId }), { outcome: 'committed', operationId });
+    }
   });
 
   it('refuses a report that is not a plain object, a bad or inherited outcome, a bad operation id, and any other own key', () => {
@@ -31,6 +35,8 @@ describe('commit report', () => {
     for (const outcome of ['maybe', 'Committed', 'constructor', 'toString', '__proto__', 1, null, undefined]) refusedAt({ outcome }, 'outcome');
     refusedAt(Object.create({ outcome: 'committed' }), 'outcome');
     refusedAt({ outcome: 'committed', operationId: 'x'.repeat(201) }, 'operationId');
+    refusedAt({ outcome: 'committed', operationId: '😀'.repeat(201) }, 'operationId');
+    refusedAt({ outcome: 'committed', operationId: `${'x'.repeat(199)}\ud800\ud800` }, 'operationId');
     refusedAt({ outcome: 'committed', operationId: 7 }, 'operationId');
     refusedAt({ outcome: 'committed', note: 'x' }, 'input');
     refusedAt(JSON.parse('{"outcome":"committed","__proto__":{"outcome":"committed"}}'), 'input');

@@ -49,7 +49,8 @@ function isValidReport(v: unknown): boolean {
     keys.every((k) => k === 'outcome' || k === 'operationId') &&
     keys.includes('outcome') &&
     OUTCOMES.includes(outcome as string) &&
-    (!keys.includes('operationId') || (typeof operationId === 'string' && operationId.length <= 200))
+    // At most 200 characters, counted in code points.
+    (!keys.includes('operationId') || (typeof operationId === 'string' && [...operationId].length <= 200))
   );
 }
 
