@@ -3,7 +3,7 @@
  * and update. Unlike the other messages it is checked by hand rather than by a zod schema: workflow
  * code imports it, and a worker evaluates a workflow's imports afresh for every execution it starts
  * (Temporal's reusable V8 context shares only the SDK's own modules), where loading zod cost about
- * 11 ms of CPU per workflow started, and this is the workflow bundle's only use of zod.
+ * 11 ms of CPU per workflow started, and this schema was the workflow bundle's only use of zod.
  */
 import { ErrorCode, PgExtractError } from '../errors';
 
