@@ -246,7 +246,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         if (!held?.read) throw lost();
         try {
           // The manifest lists only what one reader can open: every output must be visible here.
-          await Promise.all(req.evidence.map((f) => stores.of(f.name).checkVisible(f.name, f.bytes)));
+          await stores.checkVisible(req.evidence);
         } catch (err) {
           held.finished.resolve();
           throw err;

@@ -48,15 +48,10 @@ async function storedPackage(stores: OutputStores, manifest: Manifest): Promise<
   const receipt = manifest.dataPackage;
   if (!receipt)
     throw new PgExtractError(ErrorCode.DATA_PACKAGE_ABSENT, `${manifest.workflowId} has no data package (no files, or started by an older version)`);
-  for (const { name, bytes } of [...manifest.files, receipt]) {
-    await stores
-      .of(name)
-      .checkVisible(name, bytes)
-      .catch((err: unknown) => {
-        if (errorCodeOf(err) !== ErrorCode.OUTPUT_NOT_VISIBLE) throw err;
-        throw new PgExtractError(ErrorCode.RUN_FILES_GONE, `a file of ${manifest.workflowId} is gone: ${(err as Error).message}`, { cause: err });
-      });
-  }
+  await stores.checkVisible([...manifest.files, receipt]).catch((err: unknown) => {
+    if (errorCodeOf(err) !== ErrorCode.OUTPUT_NOT_VISIBLE) throw err;
+    throw new PgExtractError(ErrorCode.RUN_FILES_GONE, `a file of ${manifest.workflowId} is gone: ${(err as Error).message}`, { cause: err });
+  });
   const body = await buffer(await stores.of(receipt.name).read(receipt.name));
   return { pkg: JSON.parse(body.toString('utf8')) as DataPackage, folder: posix.dirname(receipt.name) };
 }

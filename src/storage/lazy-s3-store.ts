@@ -8,7 +8,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputSink } from './output-sink';
-import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch, VisibleOutput } from './output-store';
 import type { S3Store } from './s3-store';
 
 export class LazyS3Store implements OutputStore {
@@ -62,7 +62,7 @@ export class LazyS3Store implements OutputStore {
     return (await this.store()).read(location);
   }
 
-  async checkVisible(name: string, bytes: number): Promise<void> {
-    return (await this.store()).checkVisible(name, bytes);
+  async checkVisible(outputs: readonly VisibleOutput[]): Promise<void> {
+    return (await this.store()).checkVisible(outputs);
   }
 }

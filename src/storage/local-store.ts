@@ -15,10 +15,10 @@ import { ErrorCode, PgExtractError } from '../errors';
 import { FileReleaseAuthority, releaseErrorCode } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { OWNER_MARKER, folderOwner } from './output-owner';
-import { assertRealInside, checkOutputFile, confinedPath, prepareOutputFolder } from './output-root';
+import { assertRealInside, checkOutputFile, confinedPath, prepareOutputFolder, realRootOnce } from './output-root';
 import { LocalFileSink, TEMP_FILE, fsyncDirectory } from './local-file-sink';
 import type { OutputSink } from './output-sink';
-import type { OutputStore, ReleaseRequest, SinkBatch, SinkOptions } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch, SinkOptions, VisibleOutput } from './output-store';
 
 export class LocalStore implements OutputStore {
   /** @param directIo whether files are written with O_DIRECT where the file system allows it (./durable-file-sink.ts). */
@@ -99,13 +99,18 @@ export class LocalStore implements OutputStore {
     return createReadStream(await checkOutputFile(this.root, location));
   }
 
-  async checkVisible(name: string, bytes: number): Promise<void> {
-    const size = await stat(await checkOutputFile(this.root, name)).then(
-      (s) => s.size,
-      () => null,
+  async checkVisible(outputs: readonly VisibleOutput[]): Promise<void> {
+    const rootReal = realRootOnce(this.root);
+    await Promise.all(
+      outputs.map(async ({ name, bytes }) => {
+        const size = await stat(await checkOutputFile(this.root, name, rootReal)).then(
+          (s) => s.size,
+          () => null,
+        );
+        if (size !== bytes)
+          throw notVisible(name, size === null ? 'it is not visible on the worker assembling the manifest' : `it is ${size} bytes there, not ${bytes}`);
+      }),
     );
-    if (size !== bytes)
-      throw notVisible(name, size === null ? 'it is not visible on the worker assembling the manifest' : `it is ${size} bytes there, not ${bytes}`);
   }
 }
 
@@ -132,15 +137,18 @@ function notVisible(name: string, why: string): PgExtractError {
 /** One release's view of the run's folders: their real location and owner, looked up once each. */
 class RunFolders {
   readonly #owners = new Map<string, Promise<'mine' | 'absent'>>();
+  readonly #rootReal: () => Promise<string>;
 
   constructor(
     private readonly root: string,
     private readonly owner: string,
-  ) {}
+  ) {
+    this.#rootReal = realRootOnce(root);
+  }
 
   /** Deletes `path` if it is this run's; resolves when it is gone, rejects with a coded error otherwise. */
   async removeFile(path: string): Promise<void> {
-    await assertRealInside(this.root, path, path);
+    await assertRealInside(this.root, path, path, this.#rootReal);
     const owned = await this.#ownerOf(dirname(path));
     try {
       await unlink(path);
@@ -177,7 +185,7 @@ class RunFolders {
   }
 
   async #ownedInside(folder: string): Promise<'mine' | 'absent'> {
-    await assertRealInside(this.root, folder, folder);
+    await assertRealInside(this.root, folder, folder, this.#rootReal);
     return this.#ownerOf(folder);
   }
 

@@ -47,10 +47,21 @@ async function realPathOfAncestor(path: string): Promise<string> {
   }
 }
 
-/** Checks `path` (lexically inside `root`) through symlinks: its real location must be inside too. */
-export async function assertRealInside(root: string, path: string, name: string): Promise<void> {
+/** The real path of `root` (symlinks followed), the folder made first if need be. */
+async function realRoot(root: string): Promise<string> {
   await mkdir(root, { recursive: true });
-  if (!inside(await realpath(root), await realPathOfAncestor(path))) throw escapes(name);
+  return realpath(root);
+}
+
+/** The real path of `root`, resolved on first call only: one operation over many paths asks for it once, not per path. */
+export function realRootOnce(root: string): () => Promise<string> {
+  let real: Promise<string> | undefined;
+  return () => (real ??= realRoot(root));
+}
+
+/** Checks `path` (lexically inside `root`) through symlinks: its real location must be inside too. */
+export async function assertRealInside(root: string, path: string, name: string, rootReal = () => realRoot(root)): Promise<void> {
+  if (!inside(await rootReal(), await realPathOfAncestor(path))) throw escapes(name);
 }
 
 /**
@@ -75,8 +86,8 @@ export async function prepareOutputFolder(root: string, name: string, { owner, f
  * (the workflow creates it), so a writer that starts after its attempt was discarded fails
  * instead of re-creating the folder.
  */
-export async function checkOutputFile(root: string, name: string): Promise<string> {
+export async function checkOutputFile(root: string, name: string, rootReal?: () => Promise<string>): Promise<string> {
   const path = confinedPath(root, name);
-  await assertRealInside(root, path, name);
+  await assertRealInside(root, path, name, rootReal);
   return path;
 }

@@ -19,6 +19,12 @@ export interface ReleaseRequest {
   prefixes?: string[];
 }
 
+/** An output as a manifest lists it: its name and receipted size. */
+export interface VisibleOutput {
+  name: string;
+  bytes: number;
+}
+
 /** How an output will be used, for a store that can write it to suit. */
 export interface SinkOptions {
   /**
@@ -62,8 +68,8 @@ export interface OutputStore {
   /** The bytes of a committed output, for the built-in loader. */
   read(location: string): Promise<Readable>;
   /**
-   * Throws OUTPUT_NOT_VISIBLE unless the output `name` is visible here with `bytes` bytes: a
-   * manifest lists only what one reader can open.
+   * Throws OUTPUT_NOT_VISIBLE unless every output is visible here with its `bytes`: a manifest lists
+   * only what one reader can open.
    */
-  checkVisible(name: string, bytes: number): Promise<void>;
+  checkVisible(outputs: readonly VisibleOutput[]): Promise<void>;
 }

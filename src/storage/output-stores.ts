@@ -6,7 +6,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { releaseErrorCode } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { LocalStore } from './local-store';
-import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch, VisibleOutput } from './output-store';
 import { LazyS3Store } from './lazy-s3-store';
 import { isS3Url } from '../contract/s3-url';
 
@@ -55,6 +55,16 @@ export class OutputStores {
         for (const batch of batches.values()) await batch.sync();
       },
     };
+  }
+
+  /** Throws OUTPUT_NOT_VISIBLE unless every output is visible through its own store (see {@link OutputStore.checkVisible}). */
+  async checkVisible(outputs: readonly VisibleOutput[]): Promise<void> {
+    await Promise.all(
+      [this.local, this.s3].map((store) => {
+        const mine = outputs.filter((o) => this.of(o.name) === store);
+        return mine.length > 0 ? store.checkVisible(mine) : undefined;
+      }),
+    );
   }
 
   /** Releases what `request` names, each item through its own store. */

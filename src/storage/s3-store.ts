@@ -10,7 +10,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import { FileReleaseAuthority } from './file-release';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputSink } from './output-sink';
-import type { OutputStore, ReleaseRequest, SinkBatch } from './output-store';
+import type { OutputStore, ReleaseRequest, SinkBatch, VisibleOutput } from './output-store';
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { S3ObjectWriter } from './s3-object-writer';
 import { abortUploads, checkBucket, deleteObject, listObjects } from './s3-objects';
@@ -84,15 +84,21 @@ export class S3Store implements OutputStore {
     return got.Body as Readable;
   }
 
-  async checkVisible(name: string, bytes: number): Promise<void> {
-    const { bucket, key } = located(name, 'name');
-    const size = await this.client()
-      .send(new HeadObjectCommand({ Bucket: bucket, Key: key }))
-      .then(
-        (head) => head.ContentLength ?? null,
-        (err: unknown) => (statusOf(err) === 404 ? null : Promise.reject(s3Failure(err, `checking ${name}`))),
-      );
-    if (size !== bytes)
-      throw new PgExtractError(ErrorCode.OUTPUT_NOT_VISIBLE, `${name} is ${size === null ? 'missing' : `${size} bytes, not ${bytes}`}`, { field: 'outDir' });
+  async checkVisible(outputs: readonly VisibleOutput[]): Promise<void> {
+    await Promise.all(
+      outputs.map(async ({ name, bytes }) => {
+        const { bucket, key } = located(name, 'name');
+        const size = await this.client()
+          .send(new HeadObjectCommand({ Bucket: bucket, Key: key }))
+          .then(
+            (head) => head.ContentLength ?? null,
+            (err: unknown) => (statusOf(err) === 404 ? null : Promise.reject(s3Failure(err, `checking ${name}`))),
+          );
+        if (size !== bytes)
+          throw new PgExtractError(ErrorCode.OUTPUT_NOT_VISIBLE, `${name} is ${size === null ? 'missing' : `${size} bytes, not ${bytes}`}`, {
+            field: 'outDir',
+          });
+      }),
+    );
   }
 }
