@@ -105,6 +105,8 @@ const CODES = {
   S3_BUCKET_NOT_FOUND: CALLERS_FAULT,
   S3_CHECKSUM_MISMATCH: TRANSIENT,
   S3_REQUEST_FAILED: TRANSIENT,
+  /** The server refused the request itself (a redirect to another region, a 400): sending it again cannot help. */
+  S3_REQUEST_REFUSED: { ...CALLERS_FAULT, hint: 'check AWS_REGION and the endpoint (AWS_ENDPOINT_URL_S3) against the bucket' },
   S3_UNREACHABLE: CALLERS_FAULT,
   /** An output the manifest would list cannot be seen where the manifest is assembled (workers do not share the output folder). */
   OUTPUT_NOT_VISIBLE: CALLERS_FAULT,

@@ -9,7 +9,7 @@ import { parseOrThrow } from './parse';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkTargetMapping } from './target-mapping';
-import { formatS3Url, isS3Url, parseS3Url } from './s3-url';
+import { S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, parseS3Url } from './s3-url';
 import { parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */
@@ -121,7 +121,9 @@ export const extractionInputSchema = z
           return;
         }
         try {
-          parseS3Url(v);
+          // Checked here, not when the first object is written: the run's keys must fit beneath the prefix.
+          if (keyBytes(parseS3Url(v).key) > S3_PREFIX_MAX_BYTES)
+            ctx.addIssue({ code: 'custom', message: `an S3 prefix of at most ${S3_PREFIX_MAX_BYTES} bytes: the run's folder and file names go beneath it` });
         } catch (err) {
           ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
         }

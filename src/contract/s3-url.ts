@@ -12,6 +12,14 @@ export interface S3Location {
 }
 
 const SCHEME = 's3://';
+/** Bytes of any key we write (S3 allows 1024). */
+const KEY_MAX_BYTES = 900;
+/**
+ * Bytes of an output prefix (`outDir`): a run adds at most about 230 to it, its own folder
+ * (`/<runId>/attempt-N/`) and a file name (a schema and a table name made safe to 60 bytes each,
+ * then `.part-NNNN`, a batch number and the extension), and every key must stay within KEY_MAX_BYTES.
+ */
+export const S3_PREFIX_MAX_BYTES = 640;
 // S3's rules for new buckets: 3–63 of a-z 0-9 . -, starting and ending with a letter or digit.
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
@@ -19,10 +27,15 @@ export function isS3Url(text: string): boolean {
   return text.startsWith(SCHEME);
 }
 
+/** The length of `key` as S3 counts it: UTF-8 bytes. */
+export function keyBytes(key: string): number {
+  return new TextEncoder().encode(key).length;
+}
+
 /** Why `key` is not a confined key, or null when it is. */
 function keyProblem(key: string): string | null {
   if (key.includes('\0')) return 'contains a NUL byte';
-  if (new TextEncoder().encode(key).length > 900) return 'is longer than 900 bytes';
+  if (keyBytes(key) > KEY_MAX_BYTES) return `is longer than ${KEY_MAX_BYTES} bytes`;
   if (key === '') return null;
   const bad = key.split('/').find((s) => s === '' || s === '.' || s === '..');
   return bad === undefined ? null : `has a ${bad === '' ? 'empty' : `"${bad}"`} segment`;
@@ -35,6 +48,8 @@ export function parseS3Url(text: string): S3Location {
   const slash = rest.indexOf('/');
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
   const key = slash < 0 ? '' : rest.slice(slash + 1);
+  // Never echoed: `user:secret@bucket` would put a credential in an error message, and so in history and logs.
+  if (bucket.includes('@')) throw new Error('an S3 location names no credentials (user:secret@…): workers read them from their AWS_* environment');
   if (!BUCKET.test(bucket) || bucket.includes('..')) throw new Error(`${JSON.stringify(bucket)} is not a valid bucket name`);
   const problem = keyProblem(key);
   if (problem) throw new Error(`the key ${problem}`);

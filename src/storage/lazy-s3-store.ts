@@ -45,7 +45,7 @@ export class LazyS3Store implements OutputStore {
     return { sink: (name) => this.sink(name), sync: async () => undefined };
   }
 
-  async removeStartingWith(namePrefix: string): Promise<void> {
+  async removeStartingWith(namePrefix: string): Promise<string[]> {
     return (await this.store()).removeStartingWith(namePrefix);
   }
 

@@ -63,13 +63,15 @@ export class LocalStore implements OutputStore {
     };
   }
 
-  async removeStartingWith(namePrefix: string): Promise<void> {
+  async removeStartingWith(namePrefix: string): Promise<string[]> {
     const prefix = await checkOutputFile(this.root, namePrefix);
     const folder = dirname(prefix);
     // A folder missing here is not this worker's to clean: its sink() then says why.
     const entries = await readdir(folder).catch((err: { code?: string }) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
-    const stale = entries.filter((e) => e.startsWith(basename(prefix)));
-    await Promise.all(stale.map((e) => unlink(join(folder, e)).catch((err: { code?: string }) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))));
+    const stale = entries.filter((e) => e.startsWith(basename(prefix))).map((e) => join(folder, e));
+    await Promise.all(stale.map((path) => unlink(path).catch((err: { code?: string }) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))));
+    // Temp files are a writer's leftovers, not outputs.
+    return stale.filter((path) => !TEMP_FILE.test(path));
   }
 
   evidenceName(location: string): string {

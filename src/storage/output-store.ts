@@ -59,8 +59,9 @@ export interface OutputStore {
   /**
    * Removes every output, temp file and incomplete upload whose name starts with `namePrefix`
    * (a file name prefix inside a prepared folder): what an earlier try of a batched writer left.
+   * Returns the outputs it deleted (paths locally, URLs on S3); a failure has a stable code.
    */
-  removeStartingWith(namePrefix: string): Promise<void>;
+  removeStartingWith(namePrefix: string): Promise<string[]>;
   /** The name an output's receipt evidence uses: relative to the root locally, the URL on S3. */
   evidenceName(location: string): string;
   /** Releases outputs and folders of the run `owner`; every failure is a stable code in the report. */

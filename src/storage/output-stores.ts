@@ -75,16 +75,20 @@ export class OutputStores {
       discardFolders: request.discardFolders.filter((f) => this.of(f) === store),
     });
     const reports = [];
+    const deleted: string[] = [];
     const failures: ReleaseReport['failures'] = [];
     for (const prefix of request.prefixes ?? []) {
       await this.of(prefix)
         .removeStartingWith(prefix)
-        .catch((err: unknown) => failures.push({ path: prefix, code: releaseErrorCode(err) }));
+        .then(
+          (removed) => deleted.push(...removed),
+          (err: unknown) => failures.push({ path: prefix, code: releaseErrorCode(err) }),
+        );
     }
     for (const store of [this.local, this.s3]) {
       const part = split(store);
       if (part.paths.length + part.sweepFolders.length + part.discardFolders.length > 0) reports.push(await store.release(part, owner));
     }
-    return { deleted: reports.flatMap((r) => r.deleted), failures: [...failures, ...reports.flatMap((r) => r.failures)] };
+    return { deleted: [...deleted, ...reports.flatMap((r) => r.deleted)], failures: [...failures, ...reports.flatMap((r) => r.failures)] };
   }
 }

@@ -6,12 +6,25 @@
  */
 import { S3Client } from '@aws-sdk/client-s3';
 
+/** How long a connection to the endpoint may take to open. */
+export const S3_CONNECT_TIMEOUT_MS = 10_000;
+/** How long a request's socket may stay silent (no byte sent or received) before the request fails: a part's upload is never silent that long. */
+export const S3_IDLE_TIMEOUT_MS = 60_000;
+
+/** A request's time limits (see {@link S3_CONNECT_TIMEOUT_MS} and {@link S3_IDLE_TIMEOUT_MS}). */
+export interface S3Timeouts {
+  /** @default S3_CONNECT_TIMEOUT_MS */
+  connectMs?: number;
+  /** @default S3_IDLE_TIMEOUT_MS */
+  idleMs?: number;
+}
+
 /**
  * A client for the environment `env`. With a custom endpoint (SeaweedFS, MinIO, Ceph…) addressing
  * is path-style, which those servers need; on AWS itself the SDK's virtual-hosted style stays.
  * `AWS_S3_FORCE_PATH_STYLE=true|false` overrides either way.
  */
-export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client {
+export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env, timeouts: S3Timeouts = {}): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
   const forced = env.AWS_S3_FORCE_PATH_STYLE;
   const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = env;
@@ -23,6 +36,11 @@ export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env): S3Client 
     forcePathStyle: forced ? forced === 'true' : endpoint !== undefined,
     // Our own retries (Temporal's) decide about failed activities; the SDK retries a request a few times.
     maxAttempts: 3,
+    // A bucket in another region than AWS_REGION: the SDK follows S3's redirect instead of failing every request.
+    followRegionRedirects: true,
+    // No answer is a failure to retry, not a wait: without these a request on a dead connection waits for ever,
+    // and so do the activity (its heartbeats go on) and the discard that waits for its requests.
+    requestHandler: { connectionTimeout: timeouts.connectMs ?? S3_CONNECT_TIMEOUT_MS, socketTimeout: timeouts.idleMs ?? S3_IDLE_TIMEOUT_MS },
     // Uploads carry the SHA-256 we compute anyway; the SDK need not checksum them (or anything) again.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',

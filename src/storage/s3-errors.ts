@@ -11,7 +11,19 @@ interface SdkError {
   $metadata?: { httpStatusCode?: number };
 }
 
-const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'Forbidden']);
+// CredentialsProviderError: the SDK's chain found no credentials at all, so nothing was sent.
+const DENIED = new Set([
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'ExpiredToken',
+  'InvalidToken',
+  'Forbidden',
+  'CredentialsProviderError',
+]);
+/** Answers in 4xx that a later try may not get: a lost object (404 is the caller's to read), a timeout, a conflict, throttling. */
+const RETRYABLE_STATUS = new Set([404, 408, 409, 429]);
+const RETRYABLE_NAMES = new Set(['RequestTimeout', 'SlowDown', 'OperationAborted']);
 // No server answers at all (after the SDK's own retries): a wrong endpoint, not a passing glitch.
 // A reset or a timeout mid-transfer is S3_REQUEST_FAILED, which Temporal retries.
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -29,6 +41,9 @@ export function s3ErrorCode(err: unknown): ErrorCode {
   if (e.name === 'NoSuchBucket') return ErrorCode.S3_BUCKET_NOT_FOUND;
   if ((e.name && DENIED.has(e.name)) || status === 403) return ErrorCode.S3_ACCESS_DENIED;
   if ((e.code && UNREACHABLE.has(e.code)) || (e.name && UNREACHABLE.has(e.name))) return ErrorCode.S3_UNREACHABLE;
+  // A redirect (another region) or a request the server calls malformed is refused again however often it is sent.
+  if (status !== undefined && status >= 300 && status < 500 && !RETRYABLE_STATUS.has(status) && !(e.name && RETRYABLE_NAMES.has(e.name)))
+    return ErrorCode.S3_REQUEST_REFUSED;
   return ErrorCode.S3_REQUEST_FAILED;
 }
 

@@ -68,6 +68,8 @@ export class MultipartStream extends Writable {
   etag: string | null = null;
   /** The object exists in the bucket (its PutObject or CompleteMultipartUpload returned). */
   stored = false;
+  /** Its PutObject or CompleteMultipartUpload was sent: without an answer, the object may exist or not. */
+  storeSent = false;
 
   /** Gets each chunk written back once its bytes are copied into a part (a COPY's blocks are reused). */
   recycle: ((chunk: Buffer) => void) | null = null;
@@ -165,6 +167,7 @@ export class MultipartStream extends Writable {
     if (this.partNumber === 1) {
       // Smaller than one part: a single PutObject is atomic too.
       const { body, digest } = this.closePart();
+      this.storeSent = true;
       const put = await this.send(
         signedWith(new PutObjectCommand({ Bucket, Key, Body: body, ContentLength: body.length, ChecksumSHA256: digest.toString('base64') }), digest),
         'storing',
@@ -172,6 +175,7 @@ export class MultipartStream extends Writable {
       this.etag = put.ETag ?? null;
     } else {
       if (this.filled > 0) await this.uploadPart(this.closePart());
+      this.storeSent = true;
       const done = await this.send(
         new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: this.uploadId!, MultipartUpload: { Parts: this.parts } }),
         'completing the upload of',

@@ -16,7 +16,7 @@ import { AbortMultipartUploadCommand, DeleteObjectCommand, HeadObjectCommand, ty
 import { ErrorCode, PgExtractError } from '../errors';
 import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from './output-sink';
-import { s3Failure } from './s3-errors';
+import { s3Failure, statusOf } from './s3-errors';
 import { MultipartStream } from './s3-multipart-stream';
 import type { PartSizeOptions } from './s3-part-sizes';
 import { type S3Location, formatS3Url } from '../contract/s3-url';
@@ -61,18 +61,22 @@ export class S3ObjectWriter implements OutputSink {
 
   /**
    * Deletes the object once it is stored; before that, aborts the upload (its parts are freed). It
-   * waits for the requests in flight first: a part still uploading could outlive an abort.
+   * waits for the requests in flight first: a part still uploading could outlive an abort. A store
+   * sent and not answered (the server may have applied it) gets both: the abort, then the delete.
    */
   async discard(): Promise<void> {
     if (!this.stream.closed) await new Promise((resolve) => this.stream.once('close', resolve).destroy());
     await this.stream.settled();
     const { bucket: Bucket, key: Key } = this.object;
-    if (this.stream.stored) {
+    const { stored, storeSent, uploadId } = this.stream;
+    if (!stored && uploadId !== null) {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch((err: unknown) => {
+        // An upload that did complete is no longer there to abort: the delete below is what counts.
+        if (!(storeSent && statusOf(err) === 404)) return Promise.reject(s3Failure(err, `aborting the upload of ${this.location}`));
+      });
+    }
+    if (stored || storeSent) {
       await this.client.send(new DeleteObjectCommand({ Bucket, Key })).catch((err: unknown) => Promise.reject(s3Failure(err, `deleting ${this.location}`)));
-    } else if (this.stream.uploadId !== null) {
-      await this.client
-        .send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: this.stream.uploadId }))
-        .catch((err: unknown) => Promise.reject(s3Failure(err, `aborting the upload of ${this.location}`)));
     }
   }
 }

@@ -47,7 +47,9 @@ export async function abortUploads(client: S3Client, prefix: S3Location, keyPref
       .send(new ListMultipartUploadsCommand({ Bucket: prefix.bucket, Prefix: keyPrefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `listing uploads under ${formatS3Url(prefix)}`)));
     for (const u of page.Uploads ?? []) {
-      await client.send(new AbortMultipartUploadCommand({ Bucket: prefix.bucket, Key: u.Key, UploadId: u.UploadId }));
+      await client
+        .send(new AbortMultipartUploadCommand({ Bucket: prefix.bucket, Key: u.Key, UploadId: u.UploadId }))
+        .catch((err: unknown) => Promise.reject(s3Failure(err, `aborting the upload of ${formatS3Url({ bucket: prefix.bucket, key: u.Key ?? '' })}`)));
       aborted++;
     }
     if (!page.IsTruncated) return aborted;
@@ -71,7 +73,7 @@ export async function objectExists(client: S3Client, location: S3Location): Prom
 export interface ObjectRelease {
   url: string;
   released: boolean;
-  code: string | null;
+  code: ErrorCode | null;
 }
 
 /** Deletes the object, then checks it is gone: a delete the server accepted but did not apply is not a release. */

@@ -24,6 +24,17 @@ function located(url: string, field = 'outDir'): S3Location {
   }
 }
 
+/** Deletes every object whose key starts with `keyPrefix`, each checked gone; returns their URLs, or throws with the first failure's code. */
+async function removeObjects(client: S3Client, location: S3Location, keyPrefix: string): Promise<string[]> {
+  const removed: string[] = [];
+  for (const key of await listObjects(client, location, keyPrefix)) {
+    const result = await deleteObject(client, { bucket: location.bucket, key });
+    if (!result.released) throw new PgExtractError(result.code ?? ErrorCode.RELEASE_FAILED, `could not remove ${result.url} (${result.code})`);
+    removed.push(result.url);
+  }
+  return removed;
+}
+
 /** A coded failure the release report carries. */
 class ReleaseFailure extends Error {
   constructor(readonly code: string) {
@@ -48,14 +59,11 @@ export class S3Store implements OutputStore {
     return { sink: (name) => this.sink(name), sync: async () => undefined };
   }
 
-  async removeStartingWith(namePrefix: string): Promise<void> {
+  async removeStartingWith(namePrefix: string): Promise<string[]> {
     const client = this.client();
     const prefix = located(namePrefix, 'name');
     await abortUploads(client, prefix, prefix.key);
-    for (const key of await listObjects(client, prefix, prefix.key)) {
-      const result = await deleteObject(client, { bucket: prefix.bucket, key });
-      if (!result.released) throw new PgExtractError(ErrorCode.S3_REQUEST_FAILED, `could not remove ${result.url} (${result.code})`);
-    }
+    return removeObjects(client, prefix, prefix.key);
   }
 
   evidenceName(location: string): string {
@@ -72,6 +80,17 @@ export class S3Store implements OutputStore {
     // Incomplete uploads are never evidence: every folder of the run loses them, kept or not.
     for (const folder of [...request.sweepFolders, ...request.discardFolders]) {
       await abortUploads(client, located(folder)).catch((err: unknown) => report.failures.push({ path: folder, code: s3ErrorCode(err) }));
+    }
+    // A discarded folder (its run's and attempt's own prefix) keeps nothing, named or not: an object
+    // no request named is one a writer completed after its attempt was given up.
+    if (report.failures.length === 0) {
+      for (const folder of request.discardFolders) {
+        const location = located(folder);
+        await removeObjects(client, location, `${location.key}/`).then(
+          (urls) => report.deleted.push(...urls),
+          (err: unknown) => report.failures.push({ path: folder, code: s3ErrorCode(err) }),
+        );
+      }
     }
     return report;
   }

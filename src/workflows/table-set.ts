@@ -62,6 +62,13 @@ export const SET_DATA_PACKAGE = 'set-data-package';
  */
 export const SET_DATA_PACKAGE_BESIDE_COPY = 'set-data-package-beside-copy';
 
+/**
+ * A failed attempt discards its outputs only once its copy has stopped (the batch's copies acknowledged
+ * their cancellation), as one table's partitions do; runs started before discarded them once the
+ * package was settled, and replay so.
+ */
+export const SET_SETTLES_AFTER_COPY = 'set-settles-after-copy';
+
 /** Consecutive units of at most BATCH_ITEMS ranges each (a group counts its ranges; a group is never split). */
 function batchesOf(units: readonly (BatchItem | BatchGroup)[]): (BatchItem | BatchGroup)[][] {
   const batches: (BatchItem | BatchGroup)[][] = [];
@@ -150,7 +157,9 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
           tables: planned.map((t, i) => ({ table: plan.tables[i]!.table, key: plan.tables[i]!.key, files: t.items.map((item) => baseName(item.name)) })),
         });
       });
-      return { ranges: items.length, files: copy, settled: packageInHold.catch(() => undefined), packageInHold };
+      // Every reader stops before the attempt's outputs are discarded: an object a copy completes after its discard would outlive the run.
+      const settled = patched(SET_SETTLES_AFTER_COPY) ? Promise.allSettled([copy, packageInHold]) : packageInHold.catch(() => undefined);
+      return { ranges: items.length, files: copy, settled, packageInHold };
     },
   );
 }

@@ -5,7 +5,7 @@
  * was made with direct I/O off or the built-in loader reads them back.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -40,6 +40,19 @@ describe('LocalStore sink batch', () => {
     assert.deepEqual(
       readdirSync(join(root, 'run')).filter((f) => f.includes('.tmp-')),
       [],
+    );
+  });
+
+  it("removes an earlier try's files by their name prefix and returns them, temp files removed but not returned", async () => {
+    const batch = store.batch();
+    for (const i of [0, 1]) await write(await batch.sink(`run/p.part-0000-batch-0000${i}.csv`), `batch ${i}\n`);
+    await write(await batch.sink('run/q.part-0000.csv'), 'another table\n');
+    writeFileSync(join(root, 'run', 'p.part-0000-batch-00002.csv.tmp-1-0badcafe'), 'half');
+    const removed = await store.removeStartingWith('run/p.part-0000-batch-');
+    assert.deepEqual(removed.sort(), [join(root, 'run', 'p.part-0000-batch-00000.csv'), join(root, 'run', 'p.part-0000-batch-00001.csv')]);
+    assert.deepEqual(
+      readdirSync(join(root, 'run')).filter((f) => !f.startsWith('.')),
+      ['q.part-0000.csv'],
     );
   });
 

@@ -7,12 +7,16 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, ListMultipartUploadsCommand, type S3Client } from '@aws-sdk/client-s3';
 import { errorCodeOf } from '../../src/errors';
 import { abortUploads, checkBucket, deleteObject, listObjects, objectExists } from '../../src/storage/s3-objects';
 import { S3ObjectWriter } from '../../src/storage/s3-object-writer';
+import { S3Store } from '../../src/storage/s3-store';
+import { s3ClientFromEnv } from '../../src/storage/s3-client';
 import { s3Client, s3Service } from '../support/s3';
 import { eventually } from '../support/eventually';
 
@@ -202,6 +206,105 @@ describe('S3 objects (live SeaweedFS)', function () {
     await writer.commit({ bytes: data.size, sha256: data.sha256 });
     assert.deepEqual(await deleteObject(client, writer.object), { url: `s3://${BUCKET}/del/x.csv`, released: true, code: null });
     assert.equal(await objectExists(client, writer.object), false);
+  });
+
+  it('a request the server refuses is S3_REQUEST_REFUSED; a server that never answers fails the request instead of waiting for ever', async () => {
+    const refusing = createServer((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/xml' });
+      res.end('<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region is wrong</Message></Error>');
+    });
+    const silent = createServer(() => undefined);
+    try {
+      const endpoint = async (server: Server) => {
+        server.listen(0, '127.0.0.1');
+        await once(server, 'listening');
+        return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      };
+      const refused = await s3Client({ AWS_ENDPOINT_URL_S3: await endpoint(refusing) });
+      await assert.rejects(checkBucket(refused, { bucket: BUCKET, key: '' }), (err) => errorCodeOf(err) === 'S3_REQUEST_REFUSED');
+      const env = { ...(await s3Service()).env, AWS_ENDPOINT_URL_S3: await endpoint(silent) };
+      const hung = s3ClientFromEnv(env, { idleMs: 300 });
+      await assert.rejects(checkBucket(hung, { bucket: BUCKET, key: '' }), (err) => errorCodeOf(err) === 'S3_REQUEST_FAILED');
+      // A writer whose upload cannot start fails, and its discard (which waits for its requests) returns: it has nothing to abort.
+      const writer = new S3ObjectWriter(hung, { bucket: BUCKET, key: 'hung/x.csv' });
+      await assert.rejects(pipeline(bytes(FIRST_PART / MiB + 1).stream(), writer.open()), (err) => errorCodeOf(err) === 'S3_REQUEST_FAILED');
+      await writer.discard();
+    } finally {
+      refusing.close();
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
+  it('an object whose completion was applied but never answered is deleted by its discard', async () => {
+    const lossy = await s3Client();
+    // The server completes the upload; the answer is lost on the way back.
+    lossy.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        if (context.commandName === 'CompleteMultipartUploadCommand') throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+        return result;
+      },
+      { step: 'deserialize' },
+    );
+    const writer = new S3ObjectWriter(lossy, { bucket: BUCKET, key: 'lost/x.csv' }, { firstPartSize: 5 * MiB });
+    await assert.rejects(pipeline(bytes(6).stream(), writer.open()), (err) => errorCodeOf(err) === 'S3_REQUEST_FAILED');
+    assert.equal(await objectExists(client, writer.object), true, 'the server did complete it');
+    await writer.discard();
+    assert.equal(await objectExists(client, writer.object), false);
+    assert.equal(await pendingUploads(client, 'lost/'), 0);
+  });
+
+  it('a release of a discarded folder leaves no object in it, named or not, and reports each one deleted; a prefix removal reports its objects', async () => {
+    const store = new S3Store(() => client);
+    const write = async (key: string) => {
+      const data = bytes(1);
+      const writer = new S3ObjectWriter(client, { bucket: BUCKET, key });
+      await pipeline(data.stream(), writer.open());
+      await writer.commit({ bytes: data.size, sha256: data.sha256 });
+    };
+    await write('disc/run/attempt-1/part-0000.csv');
+    await write('disc/run/attempt-1/part-0001.csv');
+    await write('disc/run/attempt-10/part-0000.csv');
+    const report = await store.release({
+      paths: [`s3://${BUCKET}/disc/run/attempt-1/part-0000.csv`],
+      sweepFolders: [],
+      discardFolders: [`s3://${BUCKET}/disc/run/attempt-1`],
+    });
+    assert.deepEqual(report.failures, []);
+    assert.deepEqual(report.deleted.sort(), [`s3://${BUCKET}/disc/run/attempt-1/part-0000.csv`, `s3://${BUCKET}/disc/run/attempt-1/part-0001.csv`]);
+    assert.deepEqual(
+      await listObjects(client, { bucket: BUCKET, key: 'disc/run' }),
+      ['disc/run/attempt-10/part-0000.csv'],
+      'another folder of the same run is not this one',
+    );
+
+    await write('disc/run/attempt-10/part-0000-batch-00000.csv');
+    await write('disc/run/attempt-10/part-0000-batch-00001.csv');
+    assert.deepEqual((await store.removeStartingWith(`s3://${BUCKET}/disc/run/attempt-10/part-0000-batch-`)).sort(), [
+      `s3://${BUCKET}/disc/run/attempt-10/part-0000-batch-00000.csv`,
+      `s3://${BUCKET}/disc/run/attempt-10/part-0000-batch-00001.csv`,
+    ]);
+  });
+
+  it('a denied delete while removing an earlier try keeps its stable code', async () => {
+    const denying = await s3Client();
+    denying.middlewareStack.add(
+      (next, context) => (args) => {
+        if (context.commandName === 'DeleteObjectCommand')
+          throw Object.assign(new Error('denied'), { name: 'AccessDenied', $metadata: { httpStatusCode: 403 } });
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'deny/part-0000-batch-00000.csv' });
+    const data = bytes(1);
+    await pipeline(data.stream(), writer.open());
+    await writer.commit({ bytes: data.size, sha256: data.sha256 });
+    await assert.rejects(
+      new S3Store(() => denying).removeStartingWith(`s3://${BUCKET}/deny/part-0000-batch-`),
+      (err) => errorCodeOf(err) === 'S3_ACCESS_DENIED',
+    );
   });
 
   it('wrong credentials, a missing bucket and an unreachable endpoint have stable codes', async () => {
