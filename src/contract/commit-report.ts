@@ -26,6 +26,19 @@ export interface TargetCommit {
 
 const isOutcome = (value: unknown): value is TargetCommitOutcome => typeof value === 'string' && (COMMIT_OUTCOMES as readonly string[]).includes(value);
 
+/** Extra keys a refusal names at most, each cut to KEY_SHOWN characters. */
+const KEYS_SHOWN = 3;
+const KEY_SHOWN = 40;
+
+/**
+ * A few of `keys`, cut short, and how many more: the refusal's message goes into the update's
+ * rejection, which must stay far below Temporal's payload limit whatever a client sent.
+ */
+function namedKeys(keys: string[]): string {
+  const named = keys.slice(0, KEYS_SHOWN).map((key) => JSON.stringify(key.length > KEY_SHOWN ? `${key.slice(0, KEY_SHOWN)}…` : key));
+  return keys.length > KEYS_SHOWN ? `${named.join(', ')} and ${keys.length - KEYS_SHOWN} more` : named.join(', ');
+}
+
 /** Parses a report or throws INPUT_INVALID naming the first bad field (`input` for the report as a whole). */
 export function parseCommitReport(raw: unknown): TargetCommit {
   const invalid = (field: string, message: string) => new PgExtractError(ErrorCode.INPUT_INVALID, `${field}: ${message}`, { field });
@@ -41,6 +54,6 @@ export function parseCommitReport(raw: unknown): TargetCommit {
     throw invalid('operationId', `at most ${OPERATION_ID_MAX_LENGTH} characters`);
   }
   const extra = [...own.keys()].filter((key) => key !== 'outcome' && key !== 'operationId');
-  if (extra.length > 0) throw invalid('input', `unrecognized key${extra.length > 1 ? 's' : ''}: ${extra.map((key) => JSON.stringify(key)).join(', ')}`);
+  if (extra.length > 0) throw invalid('input', `unrecognized key${extra.length > 1 ? 's' : ''}: ${namedKeys(extra)}`);
   return operationId === undefined ? { outcome } : { outcome, operationId };
 }

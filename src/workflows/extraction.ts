@@ -4,16 +4,18 @@
  * outcome — `success`, `abort`, or `retain_commit_unknown` (files kept as evidence). The steps
  * live beside it: the handlers, the extract-or-load step and the terminal step.
  */
-import { allHandlersFinished, condition } from '@temporalio/workflow';
+import { CancellationScope, allHandlersFinished, condition, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
 import { isTableSet, runLabel } from '../contract/table-selection';
 import { attemptFolders, extractOrLoad, type Progress } from './extract-or-load';
-import { type RunState, setRunHandlers } from './handlers';
+import { DECIDED_BEFORE_CANCEL, type RunState, setRunHandlers } from './handlers';
+import { requireParsedInput } from './input-shape';
 import { decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
+  requireParsedInput(input);
   const status: ExtractionStatus = {
     phase: 'planning',
     table: runLabel(input),
@@ -39,7 +41,10 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   for (const attempt of attempts) countAttempt(attempt);
   status.phase = 'done';
   progress.show();
-  await condition(allHandlersFinished);
+  // Once the outcome is recorded a cancellation changes nothing: the run completes with its receipt.
+  // Runs cancelled here before this ended cancelled, and replay so.
+  if (patched(DECIDED_BEFORE_CANCEL)) await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  else await condition(allHandlersFinished);
   if (cancelled) throw cancelled;
   // A set's files[] (hundreds of bytes per file) would push the result past Temporal's 2 MB payload limit at
   // a few thousand files; its receipt's evidence still names every file with rows, bytes and sha256.

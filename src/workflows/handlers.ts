@@ -4,12 +4,19 @@
  * update answers with the terminal receipt once it exists.
  */
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
-import { ApplicationFailure, condition, log, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler } from '@temporalio/workflow';
 import { type TargetCommit, parseCommitReport } from '../contract/commit-report';
 import { commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery, targetCommitSignal } from '../contract/definitions';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 import { ErrorCode } from '../errors';
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
+
+/**
+ * A cancellation that comes once the outcome is decided, or while it is, neither fails the commit
+ * update waiting for the receipt nor turns the decided run into a cancelled one. Runs that met
+ * one before this replay as they ran.
+ */
+export const DECIDED_BEFORE_CANCEL = 'decided-before-cancel';
 
 /** What the handlers see of a run; the workflow sets each part as its steps return. */
 export interface RunState {
@@ -65,7 +72,9 @@ export function setRunHandlers(state: RunState): void {
     // The validator parsed it (validators do not run on replay, so accepted reports replay as they ran).
     async (c) => {
       state.commit ??= c;
-      await condition(() => state.terminalReceipt !== null);
+      // The receipt comes whatever happens next (a cancellation too is decided, as an abort): the caller gets it.
+      const decided = () => condition(() => state.terminalReceipt !== null);
+      await (patched(DECIDED_BEFORE_CANCEL) ? CancellationScope.nonCancellable(decided) : decided());
       return state.terminalReceipt!;
     },
     {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
@@ -215,6 +215,21 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
+  it('a cancellation once the outcome is decided changes nothing: the commit update gets its receipt and the run completes with it', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 8 });
+      const manifest = await waitForManifest(handle);
+      // Accepted means decided (the report is the first); the cancel lands while the files are released.
+      const update = await handle.startUpdate(commitUpdate, { args: [{ outcome: 'committed' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      await handle.cancel();
+      const receipt = await update.result();
+      assert.equal(receipt.outcome, 'success');
+      const result = (await handle.result()) as ExtractionResult;
+      assert.deepEqual(result.terminalReceipt, receipt);
+      for (const f of manifest.files) assert.equal(await exists(f.path), false);
+    });
+  });
+
   it("cancelling during extraction closes every session (the holder's with the run, not at its next heartbeat) and leaves no file", async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 4, outDir: 'cancel-early' });
@@ -260,6 +275,23 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
 
       const failing = await start(taskQueue, { table: 'wf.does_not_exist', partitions: 2 });
       await assert.rejects(waitForManifest(failing), (err: unknown) => err instanceof WorkflowFailedError && /TABLE_NOT_FOUND/.test(JSON.stringify(err.cause)));
+    });
+  });
+
+  it('a run started without parsed input (no client, no CLI) fails with INPUT_INVALID at once, creating nothing', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      for (const [i, input] of ([null, 's.t', { table }, { tables: [table], schema: 'wf' }] as unknown[]).entries()) {
+        const workflowId = `unparsed-input-${i}-${Date.now()}`;
+        const handle = await live().temporal.client.workflow.start('extractionWorkflow', { taskQueue, workflowId, args: [input] });
+        await assert.rejects(handle.result(), (err: unknown) => {
+          assert.ok(err instanceof WorkflowFailedError);
+          assert.equal((err.cause as { type?: string }).type, 'INPUT_INVALID');
+          return true;
+        });
+        const events = (await handle.fetchHistory()).events ?? [];
+        assert.ok(!events.some((e) => e.activityTaskScheduledEventAttributes), 'no activity ran');
+        assert.ok(!events.some((e) => e.workflowTaskFailedEventAttributes), 'no workflow task failed');
+      }
     });
   });
 
