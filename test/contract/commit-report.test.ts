@@ -44,8 +44,14 @@ describe('commit report', () => {
 
   it('names a few extra keys, cut short, however many and however long a client sends', () => {
     const many = Object.fromEntries([['outcome', 'committed'], ...Array.from({ length: 120_000 }, (_, i) => [`key${i}`, 1])]);
-    assert.throws(() => parseCommitReport(many), (err: Error) => err.message === 'input: unrecognized keys: "key0", "key1", "key2" and 119997 more');
+    assert.throws(
+      () => parseCommitReport(many),
+      (err: Error) => err.message === 'input: unrecognized keys: "key0", "key1", "key2" and 119997 more',
+    );
     const long = { outcome: 'committed', ['k'.repeat(1 << 20)]: 1 };
-    assert.throws(() => parseCommitReport(long), (err: Error) => err.message === `input: unrecognized key: "${'k'.repeat(40)}…"`);
+    assert.throws(
+      () => parseCommitReport(long),
+      (err: Error) => err.message === `input: unrecognized key: "${'k'.repeat(40)}…"`,
+    );
   });
 });
