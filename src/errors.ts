@@ -108,6 +108,11 @@ const CODES = {
   /** The server refused the request itself (a redirect to another region, a 400): sending it again cannot help. */
   S3_REQUEST_REFUSED: { ...CALLERS_FAULT, hint: 'check AWS_REGION and the endpoint (AWS_ENDPOINT_URL_S3) against the bucket' },
   S3_UNREACHABLE: CALLERS_FAULT,
+  /** The run's manifest, its result or a step's result would not fit in one Temporal payload (2 MB): too many files, or too long their paths. */
+  RUN_EXCEEDS_PAYLOAD_LIMIT: {
+    ...CALLERS_FAULT,
+    hint: 'split the run (fewer tables: --include/--exclude), or write fewer files: fewer --partitions, larger --max-file-bytes/--max-file-rows, a shorter --out',
+  },
   /** An output the manifest would list cannot be seen where the manifest is assembled (workers do not share the output folder). */
   OUTPUT_NOT_VISIBLE: CALLERS_FAULT,
   // Readers of a run's files (`pg-extract reader`).

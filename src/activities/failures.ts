@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { ErrorCode, PgExtractError, codeInfo } from '../errors';
 import { redactUrl } from '../config';
+import { PAYLOAD_BUDGET_BYTES, jsonBytes } from '../contract/payload-limit';
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
 export function failureTypeOf(e: { name?: string; code?: unknown }): string {
@@ -42,14 +43,25 @@ function isRecoveryConflict(e: { code?: unknown; message?: string }): boolean {
   return (e?.code === '40001' || e?.code === '40P01') && /conflict with recovery/.test(String(e.message));
 }
 
+/** `result`, unless it would not fit in the payload that returns it (the SDK would fail it on every try). */
+function requireFits<T>(result: T): T {
+  const bytes = jsonBytes(result);
+  if (bytes <= PAYLOAD_BUDGET_BYTES) return result;
+  throw new PgExtractError(
+    ErrorCode.RUN_EXCEEDS_PAYLOAD_LIMIT,
+    `this step's result takes ${bytes} bytes, more than one Temporal payload carries (${PAYLOAD_BUDGET_BYTES}): the run has too many files`,
+  );
+}
+
 /**
- * Runs `work`, converting any error with {@link toActivityFailure}. Once the activity is
+ * Runs `work`, converting any error with {@link toActivityFailure}, and refusing a result too
+ * large to return (RUN_EXCEEDS_PAYLOAD_LIMIT, not retried). Once the activity is
  * cancelled, whatever the cancellation caused (an aborted COPY, a closed session) is reported as
  * the cancellation itself, so the server records it cancelled and never retries it.
  */
 export async function withFailures<T>(work: () => Promise<T>): Promise<T> {
   try {
-    return await work();
+    return requireFits(await work());
   } catch (err) {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted) {

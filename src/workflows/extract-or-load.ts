@@ -16,6 +16,7 @@ import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAtt
 import { describeFailure, isSnapshotLost, rootFailure } from './failure-kind';
 import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
+import { PAYLOAD_BUDGET, requireManifestFits } from './payload-budget';
 
 /** Output folders and files: an attempt's discard, the terminal release. */
 export const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
@@ -176,6 +177,7 @@ async function extractWithFreshSnapshots(
             ? await wholeCopyAttempt(input, scope, events)
             : await partitionedAttempt(input, scope, events);
       const manifest = await withDataPackage(input, scope, files, events);
+      if (patched(PAYLOAD_BUDGET)) requireManifestFits(input, manifest);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
       return { manifest, attempts };
     } catch (err) {

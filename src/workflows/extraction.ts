@@ -7,10 +7,11 @@
 import { CancellationScope, allHandlersFinished, condition, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
-import { isTableSet, runLabel } from '../contract/table-selection';
+import { runLabel } from '../contract/table-selection';
 import { attemptFolders, extractOrLoad, type Progress } from './extract-or-load';
 import { DECIDED_BEFORE_CANCEL, type RunState, setRunHandlers } from './handlers';
 import { requireParsedInput } from './input-shape';
+import { manifestInResult } from './payload-budget';
 import { decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
@@ -46,11 +47,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   if (patched(DECIDED_BEFORE_CANCEL)) await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
   else await condition(allHandlersFinished);
   if (cancelled) throw cancelled;
-  // A set's files[] (hundreds of bytes per file) would push the result past Temporal's 2 MB payload limit at
-  // a few thousand files; its receipt's evidence still names every file with rows, bytes and sha256.
-  const result = isTableSet(input) ? { ...manifest, files: [], filesInResult: false as const } : manifest;
   return {
-    manifest: result,
+    manifest: manifestInResult(input, manifest),
     extractionReceipt: manifest.extractionReceipt,
     terminalReceipt: receipt,
     attempts,

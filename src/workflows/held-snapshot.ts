@@ -13,6 +13,7 @@ import { runLabel } from '../contract/table-selection';
 import { holderActivities, quick } from './activity-stubs';
 import type { AttemptScope } from './attempts';
 import { asHolderFailure, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
+import { PAYLOAD_BUDGET, requireFilesFit } from './payload-budget';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
 
@@ -97,6 +98,8 @@ export async function onHeldSnapshot<P extends HeldPlan>(
     const copying = await copy(plan, copyScope, attemptKey);
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);
+    const evidence = files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 }));
+    if (patched(PAYLOAD_BUDGET)) requireFilesFit(files, evidence);
     const inHold = await Promise.race([copying.packageInHold ?? Promise.resolve(null), holdEnded]);
     // The package beside the receipt needs no hold, which ends once the receipt completes: it is not raced with the hold.
     const [beside, receipt] = await Promise.all([
@@ -104,7 +107,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
       holder.control
         .completeSnapshot({
           attemptKey,
-          evidence: files.map((f) => ({ name: f.name, rows: f.rows, bytes: f.bytes, sha256: f.sha256 })),
+          evidence,
           rangesRead: copying.ranges,
         })
         .catch((err) => Promise.reject(asHolderFailure(err, true))),

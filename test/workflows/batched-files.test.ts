@@ -92,6 +92,28 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
     });
   });
 
+  it('a run whose manifest would not fit in one Temporal payload fails with RUN_EXCEEDS_PAYLOAD_LIMIT before any commit decision, its files discarded', async () => {
+    await withWorker(async ({ client, taskQueue }) => {
+      // Long paths (four nested folders of 250 characters) pass the 2 MB payload limit with 1,000 files, each partition's well within it.
+      const outDir = ['a', 'b', 'c', 'd'].map((c) => c.repeat(250)).join('/');
+      const handle = await startExtraction(client, { table, partitions: 4, maxFileRows: 20, outDir, commitDeadlineMs: 5000 }, { taskQueue });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.match(JSON.stringify((err as Error).cause), /RUN_EXCEEDS_PAYLOAD_LIMIT/);
+        return true;
+      });
+      const events = (await handle.fetchHistory()).events ?? [];
+      assert.ok(!events.some((e) => e.workflowTaskFailedEventAttributes), 'no workflow task failed');
+      const scheduled = events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+      assert.ok(!scheduled.includes('completeSnapshot') || scheduled.at(-1) === 'releaseOutputs', `the attempt was discarded: ${scheduled.join(', ')}`);
+      const left = await readdir(join(live().outRoot, 'a'.repeat(250)), { recursive: true }).catch(() => []);
+      assert.deepEqual(
+        left.filter((e) => /\.csv/.test(e)),
+        [],
+        'no file left',
+      );
+    });
+  });
+
   it('a row wider than --max-file-bytes is alone in its file; every other file stays within the bound', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS wide CASCADE; CREATE SCHEMA wide; CREATE TABLE wide.t (id int PRIMARY KEY, v text)`);
     await admin().query(`INSERT INTO wide.t SELECT g, CASE WHEN g = 500 THEN repeat('w', 5000) ELSE 'v' || g END FROM generate_series(1, 1000) g`);

@@ -1,0 +1,58 @@
+/**
+ * What a run's manifest and result may weigh. Both are single Temporal payloads (the manifest is the
+ * `manifest` query's answer, the result the completion's), limited to 2 MB, and both grow with every
+ * file: a manifest entry is about 580 bytes, its receipt evidence 240 more, its path again in the
+ * terminal receipt. Past the limit the query fails, and the completion fails after the files were
+ * released, again and again, so the run never closes. So once an attempt's manifest is complete, and
+ * before any commit decision, a run whose manifest or result would not fit fails with
+ * RUN_EXCEEDS_PAYLOAD_LIMIT (its files discarded as for any failed attempt); a one-table run whose
+ * result fits only without `files[]` leaves it out, as a set's always does (the manifest query and
+ * the receipt's evidence still list every file).
+ */
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { ExtractionInput } from '../contract/extraction-input';
+import type { Manifest, ManifestFile } from '../contract/extraction-types';
+import { runOutputs } from '../contract/run-outputs';
+import { isTableSet } from '../contract/table-selection';
+import { ErrorCode } from '../errors';
+import { PAYLOAD_BUDGET_BYTES, jsonBytes } from '../contract/payload-limit';
+
+/** Runs started before the budget replay without it. */
+export const PAYLOAD_BUDGET = 'payload-budget';
+
+/** The result's bytes for its manifest `m`: `m`, the receipt again at the top, and every output named in the terminal receipt. */
+const resultBytes = (m: Manifest, manifest: Manifest): number => jsonBytes([m, manifest.extractionReceipt, runOutputs(manifest)]);
+
+const withoutFiles = (manifest: Manifest): Manifest => ({ ...manifest, files: [], filesInResult: false });
+
+/** The manifest as the run's result carries it: without `files[]` for a set, or when the result would not fit with them. */
+export function manifestInResult(input: ExtractionInput, manifest: Manifest): Manifest {
+  if (isTableSet(input)) return withoutFiles(manifest);
+  return resultBytes(manifest, manifest) > PAYLOAD_BUDGET_BYTES ? withoutFiles(manifest) : manifest;
+}
+
+/**
+ * Fails the attempt with RUN_EXCEEDS_PAYLOAD_LIMIT unless its files and their evidence (the
+ * completion's request, then most of the manifest) fit in a payload: checked as soon as the copy
+ * returns, before the receipt is completed.
+ */
+export function requireFilesFit(files: readonly ManifestFile[], evidence: readonly unknown[]): void {
+  const bytes = jsonBytes(files) + jsonBytes(evidence);
+  if (bytes <= PAYLOAD_BUDGET_BYTES) return;
+  throw ApplicationFailure.nonRetryable(
+    `the run's ${files.length} files and their receipt evidence take ${bytes} bytes; they must fit in ${PAYLOAD_BUDGET_BYTES} (a Temporal payload)`,
+    ErrorCode.RUN_EXCEEDS_PAYLOAD_LIMIT,
+  );
+}
+
+/** Fails the attempt with RUN_EXCEEDS_PAYLOAD_LIMIT unless its manifest and the run's result fit in a payload. */
+export function requireManifestFits(input: ExtractionInput, manifest: Manifest): void {
+  const query = jsonBytes(manifest);
+  const result = resultBytes(manifestInResult(input, manifest), manifest);
+  if (Math.max(query, result) <= PAYLOAD_BUDGET_BYTES) return;
+  throw ApplicationFailure.nonRetryable(
+    `the run's manifest of ${manifest.files.length} files takes ${query} bytes and its result ${result}; ` +
+      `each must fit in ${PAYLOAD_BUDGET_BYTES} (a Temporal payload)`,
+    ErrorCode.RUN_EXCEEDS_PAYLOAD_LIMIT,
+  );
+}
