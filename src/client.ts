@@ -9,7 +9,7 @@ import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
 import { runLabel } from './contract/table-selection';
 import { SearchAttributes, batchStatusQuery, commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery } from './contract/definitions';
-import { type ExtractionRequest, parseExtractionInput } from './contract/extraction-input';
+import { type ExtractionRequest, parseNewRunInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
 import type { extractionWorkflow } from './workflows';
@@ -26,7 +26,7 @@ export async function startExtraction(
   request: ExtractionRequest,
   options: StartOptions,
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
-  const input = parseExtractionInput(request);
+  const input = parseNewRunInput(request);
   const label = runLabel(input);
   const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
   const compression = fileCompression(input);

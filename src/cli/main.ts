@@ -14,7 +14,7 @@ import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../contract/s3-url';
 import { splitNameList } from '../contract/identifiers';
 import { parseCommitReport } from '../contract/commit-report';
-import { type ExtractionRequest, parseExtractionInput } from '../contract/extraction-input';
+import { type ExtractionRequest, parseNewRunInput } from '../contract/extraction-input';
 import { DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
 import { runWorkerFromEnv } from '../worker/worker';
 import { writeWorkflowBundle } from '../worker/workflow-bundle';
@@ -172,7 +172,7 @@ program
     if (opts.targetSchema !== undefined && opts.target === undefined)
       throw new PgExtractError(ErrorCode.INPUT_INVALID, '--target-schema needs --target', { field: 'target.schema' });
     // Validate before connecting: bad input has no side effect, not even a connection.
-    const input = parseExtractionInput(request);
+    const input = parseNewRunInput(request);
     if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);
     await withClient(program.opts<GlobalOptions>(), async (client, taskQueue) => {
       const handle = await startExtraction(client, input, { taskQueue, workflowId: opts.workflowId });

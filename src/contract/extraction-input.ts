@@ -121,9 +121,7 @@ export const extractionInputSchema = z
           return;
         }
         try {
-          // Checked here, not when the first object is written: the run's keys must fit beneath the prefix.
-          if (keyBytes(parseS3Url(v).key) > S3_PREFIX_MAX_BYTES)
-            ctx.addIssue({ code: 'custom', message: `an S3 prefix of at most ${S3_PREFIX_MAX_BYTES} bytes: the run's folder and file names go beneath it` });
+          parseS3Url(v);
         } catch (err) {
           ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
         }
@@ -258,6 +256,24 @@ export type ExtractionInput = z.output<typeof extractionInputSchema>;
 export const MAX_INPUT_BYTES = 64 * 1024;
 
 /** Parses or throws a PgExtractError naming the first bad field. */
+/**
+ * {@link parseExtractionInput} and the checks only a run about to start gets: a step of a running
+ * run parses its input again, and a run an earlier version accepted must go on being accepted.
+ * Here: an S3 prefix short enough for the run's folder and file names beneath it, checked before
+ * the run starts rather than when its first object is written.
+ */
+export function parseNewRunInput(raw: unknown): ExtractionInput {
+  const input = parseExtractionInput(raw);
+  if (input.outDir !== undefined && isS3Url(input.outDir) && keyBytes(parseS3Url(input.outDir).key) > S3_PREFIX_MAX_BYTES) {
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `outDir: an S3 prefix of at most ${S3_PREFIX_MAX_BYTES} bytes: the run's folder and file names go beneath it`,
+      { field: 'outDir' },
+    );
+  }
+  return input;
+}
+
 export function parseExtractionInput(raw: unknown): ExtractionInput {
   let size: number;
   try {

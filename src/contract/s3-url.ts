@@ -49,7 +49,9 @@ export function parseS3Url(text: string): S3Location {
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
   const key = slash < 0 ? '' : rest.slice(slash + 1);
   // Never echoed: `user:secret@bucket` would put a credential in an error message, and so in history and logs.
-  if (bucket.includes('@')) throw new Error('an S3 location names no credentials (user:secret@…): workers read them from their AWS_* environment');
+  // A bucket name has neither: a key and a secret (which may hold a `/`, and so be here only in part) are not echoed.
+  if (bucket.includes('@') || bucket.includes(':'))
+    throw new Error('an S3 location names no credentials (key:secret@…): workers read them from their AWS_* environment');
   if (!BUCKET.test(bucket) || bucket.includes('..')) throw new Error(`${JSON.stringify(bucket)} is not a valid bucket name`);
   const problem = keyProblem(key);
   if (problem) throw new Error(`the key ${problem}`);

@@ -6,15 +6,16 @@
  */
 import { S3Client } from '@aws-sdk/client-s3';
 
-/** How long a connection to the endpoint may take to open. */
-export const S3_CONNECT_TIMEOUT_MS = 10_000;
-/** How long a request's socket may stay silent (no byte sent or received) before the request fails: a part's upload is never silent that long. */
+/**
+ * How long a request's connected socket may stay silent (no byte sent or received) before the
+ * request fails: a part's upload is never silent that long. There is no limit of ours on connecting:
+ * the SDK's would also count the wait for a free socket of its pool, which many requests at once can
+ * exceed; the system's connect timeout applies.
+ */
 export const S3_IDLE_TIMEOUT_MS = 60_000;
 
-/** A request's time limits (see {@link S3_CONNECT_TIMEOUT_MS} and {@link S3_IDLE_TIMEOUT_MS}). */
+/** A request's time limits. */
 export interface S3Timeouts {
-  /** @default S3_CONNECT_TIMEOUT_MS */
-  connectMs?: number;
   /** @default S3_IDLE_TIMEOUT_MS */
   idleMs?: number;
 }
@@ -38,9 +39,9 @@ export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env, timeouts: 
     maxAttempts: 3,
     // A bucket in another region than AWS_REGION: the SDK follows S3's redirect instead of failing every request.
     followRegionRedirects: true,
-    // No answer is a failure to retry, not a wait: without these a request on a dead connection waits for ever,
+    // No answer is a failure to retry, not a wait: without it a request on a dead connection waits for ever,
     // and so do the activity (its heartbeats go on) and the discard that waits for its requests.
-    requestHandler: { connectionTimeout: timeouts.connectMs ?? S3_CONNECT_TIMEOUT_MS, socketTimeout: timeouts.idleMs ?? S3_IDLE_TIMEOUT_MS },
+    requestHandler: { socketTimeout: timeouts.idleMs ?? S3_IDLE_TIMEOUT_MS },
     // Uploads carry the SHA-256 we compute anyway; the SDK need not checksum them (or anything) again.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',

@@ -11,19 +11,19 @@ interface SdkError {
   $metadata?: { httpStatusCode?: number };
 }
 
-// CredentialsProviderError: the SDK's chain found no credentials at all, so nothing was sent.
-const DENIED = new Set([
-  'AccessDenied',
-  'InvalidAccessKeyId',
-  'SignatureDoesNotMatch',
-  'ExpiredToken',
-  'InvalidToken',
-  'Forbidden',
-  'CredentialsProviderError',
-]);
+const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'Forbidden']);
 /** Answers in 4xx that a later try may not get: a lost object (404 is the caller's to read), a timeout, a conflict, throttling. */
 const RETRYABLE_STATUS = new Set([404, 408, 409, 429]);
-const RETRYABLE_NAMES = new Set(['RequestTimeout', 'SlowDown', 'OperationAborted']);
+// And 400s a damaged or interrupted transfer gets, which sending again cures.
+const RETRYABLE_NAMES = new Set([
+  'RequestTimeout',
+  'SlowDown',
+  'OperationAborted',
+  'IncompleteBody',
+  'BadDigest',
+  'XAmzContentSHA256Mismatch',
+  'TokenRefreshRequired',
+]);
 // No server answers at all (after the SDK's own retries): a wrong endpoint, not a passing glitch.
 // A reset or a timeout mid-transfer is S3_REQUEST_FAILED, which Temporal retries.
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);

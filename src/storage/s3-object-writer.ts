@@ -16,7 +16,8 @@ import { AbortMultipartUploadCommand, DeleteObjectCommand, HeadObjectCommand, ty
 import { ErrorCode, PgExtractError } from '../errors';
 import type { WrittenFile } from '../contract/file-receipt';
 import type { OutputSink, StoredOutput } from './output-sink';
-import { s3Failure, statusOf } from './s3-errors';
+import { s3Failure } from './s3-errors';
+import { isNoSuchUpload } from './s3-objects';
 import { MultipartStream } from './s3-multipart-stream';
 import type { PartSizeOptions } from './s3-part-sizes';
 import { type S3Location, formatS3Url } from '../contract/s3-url';
@@ -71,8 +72,8 @@ export class S3ObjectWriter implements OutputSink {
     const { stored, storeSent, uploadId } = this.stream;
     if (!stored && uploadId !== null) {
       await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch((err: unknown) => {
-        // An upload that did complete is no longer there to abort: the delete below is what counts.
-        if (!(storeSent && statusOf(err) === 404)) return Promise.reject(s3Failure(err, `aborting the upload of ${this.location}`));
+        // An upload that completed, or whose abort was applied and retried, is no longer there: nothing is left to abort.
+        if (!isNoSuchUpload(err)) return Promise.reject(s3Failure(err, `aborting the upload of ${this.location}`));
       });
     }
     if (stored || storeSent) {

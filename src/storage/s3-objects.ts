@@ -22,8 +22,17 @@ export async function checkBucket(client: S3Client, location: S3Location): Promi
     // HeadBucket answers without a body, so a missing bucket is a bare 404.
     if (statusOf(err) === 404)
       throw new PgExtractError(ErrorCode.S3_BUCKET_NOT_FOUND, `bucket ${location.bucket} does not exist`, { field: 'outDir', cause: err });
+    // No credentials in the whole chain before anything is written: the worker's settings. (Later, one
+    // provider's timeout can end the chain the same way, and a retry may then find them.)
+    if ((err as { name?: string } | null)?.name === 'CredentialsProviderError')
+      throw new PgExtractError(ErrorCode.S3_ACCESS_DENIED, `bucket ${location.bucket}: no AWS credentials found`, { field: 'outDir', cause: err });
     throw s3Failure(err, `bucket ${location.bucket}`);
   });
+}
+
+/** Whether `err` says the upload is not there (completed, or aborted already): nothing is left to abort. */
+export function isNoSuchUpload(err: unknown): boolean {
+  return statusOf(err) === 404;
 }
 
 /** Keys of the objects under `prefix` (a folder: `prefix/…`, unless `keyPrefix` says otherwise). */
@@ -47,9 +56,10 @@ export async function abortUploads(client: S3Client, prefix: S3Location, keyPref
       .send(new ListMultipartUploadsCommand({ Bucket: prefix.bucket, Prefix: keyPrefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }))
       .catch((err: unknown) => Promise.reject(s3Failure(err, `listing uploads under ${formatS3Url(prefix)}`)));
     for (const u of page.Uploads ?? []) {
-      await client
-        .send(new AbortMultipartUploadCommand({ Bucket: prefix.bucket, Key: u.Key, UploadId: u.UploadId }))
-        .catch((err: unknown) => Promise.reject(s3Failure(err, `aborting the upload of ${formatS3Url({ bucket: prefix.bucket, key: u.Key ?? '' })}`)));
+      await client.send(new AbortMultipartUploadCommand({ Bucket: prefix.bucket, Key: u.Key, UploadId: u.UploadId })).catch((err: unknown) => {
+        // Completed or aborted since it was listed: its object, if any, is the caller's to delete.
+        if (!isNoSuchUpload(err)) return Promise.reject(s3Failure(err, `aborting the upload of ${formatS3Url({ bucket: prefix.bucket, key: u.Key ?? '' })}`));
+      });
       aborted++;
     }
     if (!page.IsTruncated) return aborted;

@@ -24,6 +24,9 @@ function located(url: string, field = 'outDir'): S3Location {
   }
 }
 
+/** HEAD requests a visibility check sends at once. */
+const CHECKS_AT_ONCE = 32;
+
 /** Deletes every object whose key starts with `keyPrefix`, each checked gone; returns their URLs, or throws with the first failure's code. */
 async function removeObjects(client: S3Client, location: S3Location, keyPrefix: string): Promise<string[]> {
   const removed: string[] = [];
@@ -104,6 +107,11 @@ export class S3Store implements OutputStore {
   }
 
   async checkVisible(outputs: readonly VisibleOutput[]): Promise<void> {
+    // A few at a time: the client's pool serves the worker's uploads too.
+    for (let at = 0; at < outputs.length; at += CHECKS_AT_ONCE) await this.checkEach(outputs.slice(at, at + CHECKS_AT_ONCE));
+  }
+
+  private async checkEach(outputs: readonly VisibleOutput[]): Promise<void> {
     await Promise.all(
       outputs.map(async ({ name, bytes }) => {
         const { bucket, key } = located(name, 'name');

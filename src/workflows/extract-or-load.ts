@@ -206,7 +206,13 @@ async function extractWithFreshSnapshots(
 async function discardAttempt(scope: AttemptScope, planned: string[], prefixes: string[]): Promise<Pick<AttemptRecord, 'releasedFiles' | 'cleanupErrorCode'>> {
   try {
     const report = await CancellationScope.nonCancellable(() =>
-      cleanup.releaseOutputs({ paths: planned, sweepFolders: [], discardFolders: [scope.folder], ...(prefixes.length ? { prefixes } : {}) }),
+      cleanup.releaseOutputs({
+        // A batch file goes with its prefix: naming it too would count it twice, and a run of many batches would outgrow the request.
+        paths: planned.filter((name) => !prefixes.some((prefix) => name.startsWith(prefix))),
+        sweepFolders: [],
+        discardFolders: [scope.folder],
+        ...(prefixes.length ? { prefixes } : {}),
+      }),
     );
     return { releasedFiles: report.deleted.length, cleanupErrorCode: report.failures[0]?.code ?? null };
   } catch (cleanupErr) {

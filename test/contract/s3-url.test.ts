@@ -4,7 +4,7 @@
  * refused before anything starts.
  */
 import assert from 'node:assert/strict';
-import { parseExtractionInput } from '../../src/contract/extraction-input';
+import { parseExtractionInput, parseNewRunInput } from '../../src/contract/extraction-input';
 import { S3_PREFIX_MAX_BYTES, parseS3Url } from '../../src/contract/s3-url';
 import { ErrorCode, PgExtractError } from '../../src/errors';
 
@@ -22,11 +22,13 @@ describe('S3 locations', () => {
     }
   });
 
-  it(`a prefix of up to ${S3_PREFIX_MAX_BYTES} bytes is taken; a longer one is INPUT_INVALID on outDir`, () => {
+  it(`a new run's prefix of up to ${S3_PREFIX_MAX_BYTES} bytes is taken; a longer one is INPUT_INVALID on outDir`, () => {
     const prefix = (bytes: number) => `s3://bucket/${'é'.repeat(bytes / 2)}`;
-    assert.equal(parseExtractionInput({ table: 's.t', outDir: prefix(S3_PREFIX_MAX_BYTES) }).outDir, prefix(S3_PREFIX_MAX_BYTES));
+    assert.equal(parseNewRunInput({ table: 's.t', outDir: prefix(S3_PREFIX_MAX_BYTES) }).outDir, prefix(S3_PREFIX_MAX_BYTES));
+    // A step of a run already running (started by an earlier version) parses it as it did then.
+    assert.equal(parseExtractionInput({ table: 's.t', outDir: prefix(S3_PREFIX_MAX_BYTES + 2) }).outDir, prefix(S3_PREFIX_MAX_BYTES + 2));
     assert.throws(
-      () => parseExtractionInput({ table: 's.t', outDir: prefix(S3_PREFIX_MAX_BYTES + 2) }),
+      () => parseNewRunInput({ table: 's.t', outDir: prefix(S3_PREFIX_MAX_BYTES + 2) }),
       (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.INPUT_INVALID && err.field === 'outDir',
     );
   });

@@ -16,7 +16,8 @@ describe('S3 error codes', () => {
     ['a missing bucket', answer('NoSuchBucket', 404), ErrorCode.S3_BUCKET_NOT_FOUND],
     ['a refused signature', answer('SignatureDoesNotMatch', 403), ErrorCode.S3_ACCESS_DENIED],
     ['any 403', answer('Unknown', 403), ErrorCode.S3_ACCESS_DENIED],
-    ['no credentials anywhere in the chain', answer('CredentialsProviderError'), ErrorCode.S3_ACCESS_DENIED],
+    // checkBucket calls it S3_ACCESS_DENIED before anything is written; later it may be a provider's timeout.
+    ['no credentials from the chain', answer('CredentialsProviderError'), ErrorCode.S3_REQUEST_FAILED],
     ['an endpoint nobody listens on', Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), ErrorCode.S3_UNREACHABLE],
     ['a bucket in another region (a redirect the SDK could not follow)', answer('PermanentRedirect', 301), ErrorCode.S3_REQUEST_REFUSED],
     ['a request signed for the wrong region', answer('AuthorizationHeaderMalformed', 400), ErrorCode.S3_REQUEST_REFUSED],
@@ -26,6 +27,9 @@ describe('S3 error codes', () => {
     ['throttling', answer('SlowDown', 503), ErrorCode.S3_REQUEST_FAILED],
     ['too many requests', answer('TooManyRequests', 429), ErrorCode.S3_REQUEST_FAILED],
     ['a conflicting operation', answer('OperationAborted', 409), ErrorCode.S3_REQUEST_FAILED],
+    ['a body cut short in transit', answer('IncompleteBody', 400), ErrorCode.S3_REQUEST_FAILED],
+    ['bytes damaged in transit', answer('BadDigest', 400), ErrorCode.S3_REQUEST_FAILED],
+    ['a payload hash damaged in transit', answer('XAmzContentSHA256Mismatch', 400), ErrorCode.S3_REQUEST_FAILED],
     ['a server error', answer('InternalError', 500), ErrorCode.S3_REQUEST_FAILED],
     ['a silent connection (the client gave up)', answer('TimeoutError'), ErrorCode.S3_REQUEST_FAILED],
   ] as const) {

@@ -287,6 +287,31 @@ describe('S3 objects (live SeaweedFS)', function () {
     ]);
   });
 
+  it('no credentials at all is S3_ACCESS_DENIED when the bucket is checked; an upload gone since it was listed is no failure to abort', async () => {
+    const anonymous = await s3Client();
+    const none = Object.assign(new Error('Could not load credentials from any providers'), { name: 'CredentialsProviderError' });
+    anonymous.middlewareStack.add(() => () => Promise.reject(none), { step: 'initialize' });
+    await assert.rejects(checkBucket(anonymous, { bucket: BUCKET, key: '' }), (err) => errorCodeOf(err) === 'S3_ACCESS_DENIED');
+
+    const racing = await s3Client();
+    // The upload completes (or is aborted by someone else) between the listing and the abort.
+    racing.middlewareStack.add(
+      (next, context) => (args) =>
+        context.commandName === 'AbortMultipartUploadCommand'
+          ? Promise.reject(Object.assign(new Error('gone'), { name: 'NoSuchUpload', $metadata: { httpStatusCode: 404 } }))
+          : next(args),
+      { step: 'initialize' },
+    );
+    const orphan = new S3ObjectWriter(client, { bucket: BUCKET, key: 'raced/a.csv' }, { firstPartSize: 5 * MiB });
+    const feed = bytes(FIRST_PART / MiB + 2).stream();
+    feed.pipe(orphan.open());
+    await eventually(async () => (await pendingUploads(client, 'raced/')) > 0, 'the upload started', { intervalMs: 100 });
+    feed.destroy();
+    orphan.open().destroy();
+    assert.equal(await abortUploads(racing, { bucket: BUCKET, key: 'raced' }), 1);
+    await abortUploads(client, { bucket: BUCKET, key: 'raced' });
+  });
+
   it('a denied delete while removing an earlier try keeps its stable code', async () => {
     const denying = await s3Client();
     denying.middlewareStack.add(
