@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
+import { type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery, targetCommitSignal } from '../../src/contract/definitions';
@@ -244,6 +244,24 @@ describe('record workflow histories', function () {
 
   it('a set whose data package is written in the held snapshot, committed', setWithPackage('table-set-package-committed'));
   it('a set whose data package is written beside the copy, committed', setWithPackage('table-set-package-beside-copy-committed'));
+
+  // Recorded at d02b0f5: a set's markers for its payload budget and its discard after the copy, and a
+  // cancellation once the commit was decided, which the run and the update both outlive.
+  it('a set committed, then cancelled once decided', async () => {
+    await admin().query(
+      'CREATE TABLE IF NOT EXISTS hist.pkg (id int PRIMARY KEY, note text); TRUNCATE hist.pkg; INSERT INTO hist.pkg SELECT g, g::text FROM generate_series(1, 10) g',
+    );
+    await withWorker(async ({ taskQueue }) => {
+      const request = { tables: [table, 'hist.pkg'] };
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-table-set-decided-then-cancelled' });
+      await waitForManifest(handle);
+      const update = await handle.startUpdate(commitUpdate, { args: [{ outcome: 'committed' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      await handle.cancel();
+      assert.equal((await update.result()).outcome, 'success');
+      await handle.result();
+      await save('table-set-decided-then-cancelled', handle);
+    });
+  });
 
   it('a set of tables loaded by the built-in loader into a target schema', async () => {
     await admin().query(`
