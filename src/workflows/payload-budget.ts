@@ -3,9 +3,10 @@
  * `manifest` query's answer, the result the completion's), limited to 2 MB, and both grow with every
  * file: a manifest entry is about 580 bytes, its receipt evidence 240 more, its path again in the
  * terminal receipt. Past the limit the query fails, and the completion fails after the files were
- * released, again and again, so the run never closes. So once an attempt's manifest is complete, and
- * before any commit decision, a run whose manifest or result would not fit fails with
- * RUN_EXCEEDS_PAYLOAD_LIMIT (its files discarded as for any failed attempt); a one-table run whose
+ * released, again and again, so the run never closes. So an attempt whose files and evidence would
+ * not fit fails as soon as its copy returns, before the receipt is completed, and one whose manifest
+ * or result would not, once its manifest is assembled: always before any commit decision, with
+ * RUN_EXCEEDS_PAYLOAD_LIMIT, its files discarded as for any failed attempt. A one-table run whose
  * result fits only without `files[]` leaves it out, as a set's always does (the manifest query and
  * the receipt's evidence still list every file).
  */
