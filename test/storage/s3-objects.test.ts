@@ -302,12 +302,13 @@ describe('S3 objects (live SeaweedFS)', function () {
           : next(args),
       { step: 'initialize' },
     );
+    // A writer that shipped its first part and never ends (its process was killed) leaves an upload behind.
     const orphan = new S3ObjectWriter(client, { bucket: BUCKET, key: 'raced/a.csv' }, { firstPartSize: 5 * MiB });
-    const feed = bytes(FIRST_PART / MiB + 2).stream();
-    feed.pipe(orphan.open());
+    const stream = orphan.open();
+    const block = randomBytes(MiB);
+    for (let i = 0; i <= FIRST_PART / MiB; i++) stream.write(block);
     await eventually(async () => (await pendingUploads(client, 'raced/')) > 0, 'the upload started', { intervalMs: 100 });
-    feed.destroy();
-    orphan.open().destroy();
+    stream.destroy();
     assert.equal(await abortUploads(racing, { bucket: BUCKET, key: 'raced' }), 1);
     await abortUploads(client, { bucket: BUCKET, key: 'raced' });
   });
