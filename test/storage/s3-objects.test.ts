@@ -188,12 +188,13 @@ describe('S3 objects (live SeaweedFS)', function () {
     assert.equal(await pendingUploads(client, 'gone/'), 0);
 
     // A writer that is never committed nor discarded (its process was killed) leaves an upload behind.
+    // It never ends: a stream that ended could complete its upload before the test saw it pending.
     const orphan = new S3ObjectWriter(client, { bucket: BUCKET, key: 'gone/b.csv' });
-    const feed = data.stream();
-    feed.pipe(orphan.open());
+    const stream = orphan.open();
+    const block = randomBytes(MiB);
+    for (let i = 0; i <= FIRST_PART / MiB; i++) stream.write(block);
     await eventually(async () => (await pendingUploads(client, 'gone/')) > 0, 'the upload started', { intervalMs: 100 });
-    feed.destroy();
-    orphan.open().destroy();
+    stream.destroy();
     assert.ok((await abortUploads(client, { bucket: BUCKET, key: 'gone' })) >= 1);
     assert.equal(await pendingUploads(client, 'gone/'), 0);
     assert.deepEqual(await listObjects(client, { bucket: BUCKET, key: 'gone' }), []);
