@@ -255,7 +255,6 @@ export type ExtractionInput = z.output<typeof extractionInputSchema>;
 /** The largest input we accept, in JSON bytes: well under Temporal's payload limits. */
 export const MAX_INPUT_BYTES = 64 * 1024;
 
-/** Parses or throws a PgExtractError naming the first bad field. */
 /**
  * {@link parseExtractionInput} and the checks only a run about to start gets: a step of a running
  * run parses its input again, and a run an earlier version accepted must go on being accepted.
@@ -274,6 +273,7 @@ export function parseNewRunInput(raw: unknown): ExtractionInput {
   return input;
 }
 
+/** Parses or throws a PgExtractError naming the first bad field. */
 export function parseExtractionInput(raw: unknown): ExtractionInput {
   let size: number;
   try {

@@ -76,7 +76,8 @@ export class S3ObjectWriter implements OutputSink {
         if (!isNoSuchUpload(err)) return Promise.reject(s3Failure(err, `aborting the upload of ${this.location}`));
       });
     }
-    if (stored || storeSent) {
+    // Sent covers stored: every store is sent before it can have returned.
+    if (storeSent) {
       await this.client.send(new DeleteObjectCommand({ Bucket, Key })).catch((err: unknown) => Promise.reject(s3Failure(err, `deleting ${this.location}`)));
     }
   }

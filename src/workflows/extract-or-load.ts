@@ -177,7 +177,7 @@ async function extractWithFreshSnapshots(
             ? await wholeCopyAttempt(input, scope, events)
             : await partitionedAttempt(input, scope, events);
       const manifest = await withDataPackage(input, scope, files, events);
-      if (patched(PAYLOAD_BUDGET)) requireManifestFits(input, manifest);
+      if (patched(PAYLOAD_BUDGET)) requireManifestFits(manifest);
       attempts.push({ attempt, result: 'completed', reason: null, releasedFiles: 0, cleanupErrorCode: null });
       return { manifest, attempts };
     } catch (err) {

@@ -28,8 +28,7 @@ const withoutFiles = (manifest: Manifest): Manifest => ({ ...manifest, files: []
 
 /** The manifest as the run's result carries it: without `files[]` for a set, or when the result would not fit with them. */
 export function manifestInResult(input: ExtractionInput, manifest: Manifest): Manifest {
-  if (isTableSet(input)) return withoutFiles(manifest);
-  return resultBytes(manifest, manifest) > PAYLOAD_BUDGET_BYTES ? withoutFiles(manifest) : manifest;
+  return isTableSet(input) || resultBytes(manifest, manifest) > PAYLOAD_BUDGET_BYTES ? withoutFiles(manifest) : manifest;
 }
 
 /**
@@ -47,9 +46,10 @@ export function requireFilesFit(files: readonly ManifestFile[], evidence: readon
 }
 
 /** Fails the attempt with RUN_EXCEEDS_PAYLOAD_LIMIT unless its manifest and the run's result fit in a payload. */
-export function requireManifestFits(input: ExtractionInput, manifest: Manifest): void {
+export function requireManifestFits(manifest: Manifest): void {
   const query = jsonBytes(manifest);
-  const result = resultBytes(manifestInResult(input, manifest), manifest);
+  // The smallest result the run can return: without files[], which manifestInResult leaves out whenever they do not fit.
+  const result = resultBytes(withoutFiles(manifest), manifest);
   if (Math.max(query, result) <= PAYLOAD_BUDGET_BYTES) return;
   throw ApplicationFailure.nonRetryable(
     `the run's manifest of ${manifest.files.length} files takes ${query} bytes and its result ${result}; ` +
