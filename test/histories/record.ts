@@ -1,9 +1,9 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
  * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, a load refused or
- * cancelled, cancelled, waiting for its commit, a standby's conflict while planning). Run it only when a new shape of history is worth
- * keeping — on the code that is deployed, so later workflow changes are checked against what real
- * runs recorded:
+ * cancelled, cancelled, waiting for its commit, a standby's conflict while planning) and the batch
+ * workflow of a table set. Run it only when a new shape of history is worth keeping — on the code
+ * that is deployed, so later workflow changes are checked against what real runs recorded:
  *
  *   npm run record-histories -- -g '<the new case>'
  *
@@ -303,6 +303,46 @@ describe('record workflow histories', function () {
     } finally {
       await pair.stop();
     }
+  });
+
+  // Recorded on 28d7bb7's workflow code: a batch workflow's own history. A parent's history holds only its
+  // child's result, so without this a change to copyBatchWorkflow's commands would replay unchecked.
+  it("a set copied by its batch workflow: one table alone, the small ones in groups (the batch workflow's history)", async () => {
+    await admin().query(`
+      CREATE TABLE IF NOT EXISTS hist.big (id int PRIMARY KEY, pad text); TRUNCATE hist.big;
+      INSERT INTO hist.big SELECT g, repeat('x', 100) FROM generate_series(1, 100000) g;
+      CREATE TABLE IF NOT EXISTS hist.small_a (id int PRIMARY KEY); CREATE TABLE IF NOT EXISTS hist.small_b (id int PRIMARY KEY);
+      CREATE TABLE IF NOT EXISTS hist.small_c (id int PRIMARY KEY)`);
+    await withWorker(async ({ taskQueue }) => {
+      // hist.big (over 8 MB) is copied alone; three small tables, two in flight: two groups.
+      const request = { tables: ['hist.big', 'hist.small_a', 'hist.small_b', 'hist.small_c'], maxInFlight: 2 };
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-copy-batch-parent' });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      const events = (await handle.fetchHistory()).events ?? [];
+      const childId = events.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)?.startChildWorkflowExecutionInitiatedEventAttributes
+        ?.workflowId;
+      assert.ok(childId, 'the run started a batch workflow');
+      const child = live().temporal.client.workflow.getHandle(childId);
+      const activities = ((await child.fetchHistory()).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+      assert.deepEqual([...new Set(activities)].sort(), ['copyPartition', 'copyTables'], 'a table copied alone and groups');
+      await save('copy-batch', child);
+    });
+  });
+
+  // Recorded on 28d7bb7's workflow code: a malformed signal on code whose commit reports are strict
+  // (the 'strict-commit-signal' marker), ignored, then a commit by update.
+  it('a malformed commit signal ignored, then committed by update', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'signal-malformed-then-committed', { partitions: 2 });
+      await waitForManifest(handle);
+      await handle.signal(targetCommitSignal, { outcome: 'failed', note: 'an extra key' } as never);
+      const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed', operationId: 'op-2' }] });
+      assert.equal(receipt.outcome, 'success', 'the signal was ignored');
+      await handle.result();
+      await save('signal-malformed-then-committed', handle);
+    });
   });
 
   it('cancelled while awaiting commit', async () => {

@@ -25,7 +25,7 @@ function recorded(): { name: string; workflowId: string; history: temporal.api.h
 describe('recorded histories replay on the current workflow code', function () {
   this.timeout(60_000);
 
-  it('covers whole, partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too), retained and streamed runs, a data package, a table set (loaded too, in groups, with its data package after or beside the copy, and cancelled once decided) and a standby conflict while planning', () => {
+  it('covers whole, partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too), retained and streamed runs, a data package, a table set (loaded too, in groups, with its data package after or beside the copy, and cancelled once decided), the batch workflow of a set, a malformed commit signal ignored and a standby conflict while planning', () => {
     const names = recorded().map((h) => h.name);
     for (const name of [
       'batched-committed',
@@ -47,6 +47,8 @@ describe('recorded histories replay on the current workflow code', function () {
       'folder-while-planning-committed',
       'recovery-conflict-while-planning',
       'table-set-decided-then-cancelled',
+      'copy-batch',
+      'signal-malformed-then-committed',
     ]) {
       assert.ok(names.includes(`${name}.json`), `${name}.json is recorded`);
     }
