@@ -36,7 +36,14 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   const load = report ? { outcome: report.outcome, reason: report.reason, rows: report.rows, ...(report.message ? { message: report.message } : {}) } : null;
   if (report) state.commit = { outcome: report.outcome, operationId: report.operationId };
 
-  const { outcome, receipt, cancelled } = await decideTerminal(input, manifest, attemptFolder(manifest.attempt), () => state.commit, report, progress);
+  const { outcome, receipt, decidedBy, cancelled } = await decideTerminal(
+    input,
+    manifest,
+    attemptFolder(manifest.attempt),
+    () => state.commit,
+    report,
+    progress,
+  );
   state.terminalReceipt = receipt;
   countOutcome(outcome);
   for (const attempt of attempts) countAttempt(attempt);
@@ -52,7 +59,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     extractionReceipt: manifest.extractionReceipt,
     terminalReceipt: receipt,
     attempts,
-    operationId: state.commit?.operationId ?? null,
+    operationId: decidedBy?.operationId ?? null,
     load,
   };
 }

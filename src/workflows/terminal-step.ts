@@ -17,6 +17,8 @@ import { describeFailure } from './failure-kind';
 export interface TerminalDecision {
   outcome: TerminalOutcome;
   receipt: ArtifactTerminalReceipt;
+  /** The report that decided the outcome; null when the deadline or a cancellation did (a report that comes later decides nothing). */
+  decidedBy: TargetCommit | null;
   /** The cancellation that ended the wait, rethrown once the run has recorded its outcome. */
   cancelled: unknown;
 }
@@ -42,13 +44,16 @@ export async function decideTerminal(
   });
   let cancelled: unknown = null;
   let outcome: TerminalOutcome;
+  let decidedBy: TargetCommit | null = null;
   try {
     const answered = await condition(() => commit() !== null, input.commitDeadlineMs);
-    outcome = answered ? outcomeForCommit(commit()!.outcome) : 'retain_commit_unknown';
+    decidedBy = answered ? commit() : null;
+    outcome = decidedBy ? outcomeForCommit(decidedBy.outcome) : 'retain_commit_unknown';
   } catch (err) {
     if (!isCancellation(err)) throw err;
     cancelled = err;
     // A load that reported before the cancellation took effect says what the target holds.
+    decidedBy = report ? commit() : null;
     outcome = report ? outcomeForCommit(report.outcome) : 'abort';
   }
   status.phase = 'cleaning_up';
@@ -61,7 +66,7 @@ export async function decideTerminal(
     if (input.target?.via === 'stream') await releaseStreamStaging(input, streamOperationId());
     return decided;
   });
-  return { outcome, receipt, cancelled };
+  return { outcome, receipt, decidedBy, cancelled };
 }
 
 /**

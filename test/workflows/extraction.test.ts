@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
@@ -164,6 +165,31 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       assert.equal(result.terminalReceipt.cleanupAttempted, false);
       for (const f of result.manifest.files) assert.ok(await exists(f.path));
     });
+  });
+
+  it('a commit report after the deadline decided gets the receipt, and the result names no operation', async () => {
+    const { run, taskQueue } = await withWorker(async ({ taskQueue }) => {
+      const run = await start(taskQueue, { table, partitions: 2, commitDeadlineMs: 1000 });
+      await waitForManifest(run);
+      return { run, taskQueue };
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    // A worker with workflows and no activities: the run decides at its deadline and then waits in
+    // cleaning_up for its sweep, so the report comes once the outcome is decided and before it is final.
+    const workflowsOnly = await Worker.create({ connection: live().temporal.nativeConnection, taskQueue, workflowBundle: live().bundle });
+    const late = await workflowsOnly.runUntil(async () => {
+      await eventually(async () => (await run.query(statusQuery)).phase === 'cleaning_up', 'the run decided at its deadline');
+      return run.startUpdate(commitUpdate, { args: [{ outcome: 'committed', operationId: 'op-late' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    });
+    await withWorker(
+      async () => {
+        const result = (await run.result()) as ExtractionResult;
+        assert.equal(result.terminalReceipt.outcome, 'retain_commit_unknown');
+        assert.deepEqual(await late.result(), result.terminalReceipt, "the late report gets the run's one receipt");
+        assert.equal(result.operationId, null, 'the deadline decided: no report did');
+      },
+      { taskQueue },
+    );
   });
 
   it('duplicate and concurrent signals and updates all get the first decision', async () => {
