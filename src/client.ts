@@ -62,21 +62,27 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
 
 /**
  * Reports the target commit and returns the terminal receipt. A closed run answers from its
- * result, so a late or repeated report still gets the one receipt.
+ * result, so a late or repeated report still gets the one receipt: the update goes first, and its
+ * failure is looked at only then, so a run that closes while the report is on its way answers too.
  */
 export async function reportCommit(client: Client, workflowId: string, commit: TargetCommit): Promise<ArtifactTerminalReceipt> {
   // Validate before any call: a bad report has no side effect.
   const report = parseCommitReport(commit);
   const handle = client.workflow.getHandle(workflowId);
-  const description = await handle.describe().catch((err: unknown) => {
-    if (err instanceof WorkflowNotFoundError) throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}`, { field: 'workflowId' });
-    throw err;
-  });
-  if (description.status.name !== 'RUNNING') return ((await handle.result()) as ExtractionResult).terminalReceipt;
-  return handle.executeUpdate(commitUpdate, {
-    args: [report],
-    ...(report.operationId ? { updateId: `target-commit:${report.operationId}` } : {}),
-  });
+  try {
+    return await handle.executeUpdate(commitUpdate, {
+      args: [report],
+      ...(report.operationId ? { updateId: `target-commit:${report.operationId}` } : {}),
+    });
+  } catch (err) {
+    const description = await handle.describe().catch((describeErr: unknown) => {
+      if (describeErr instanceof WorkflowNotFoundError) throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}`, { field: 'workflowId' });
+      throw describeErr;
+    });
+    // A running run refused the report itself (NOT_AWAITING_COMMIT): that is the answer.
+    if (description.status.name === 'RUNNING') throw err;
+    return ((await handle.result()) as ExtractionResult).terminalReceipt;
+  }
 }
 
 /**

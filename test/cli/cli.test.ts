@@ -16,7 +16,7 @@ describe('pg-extract CLI (live)', function () {
   this.timeout(120_000);
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it('start --wait --json prints the manifest; commit --json prints the terminal receipt; status reads the run', async () => {
+  it('start --wait --json prints the manifest; commit --json prints the terminal receipt (a closed run its own; an unknown one INPUT_INVALID); status reads the run', async () => {
     const table = await seedMixedTable('cli', 5_000);
     const expected = await tableDigest(`SELECT * FROM ${table}`);
     await withWorker(async ({ taskQueue }) => {
@@ -58,6 +58,10 @@ describe('pg-extract CLI (live)', function () {
 
       const again = await cli(['commit', doc.workflowId, '--outcome', 'failed', '--json'], env);
       assert.deepEqual(JSON.parse(again.stdout), receipt, 'a late report gets the same receipt');
+
+      const missing = await cli(['commit', `${doc.workflowId}-no-such-run`, '--outcome', 'committed'], env);
+      assert.equal(missing.code, 2, missing.stderr);
+      assert.match(missing.stderr, /^error INPUT_INVALID: no workflow /m);
     });
   });
 
