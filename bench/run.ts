@@ -34,6 +34,7 @@ import { BENCH_COLUMNS, createBenchTable } from './bench-table';
 import { BENCH_USAGE, type BenchOptions, BenchUsageError, benchOptions } from './options';
 import { seedTableSet, tableSetNames, tableSetRows } from './table-set';
 import { readProcStat, reapedChildrenCpuSeconds, treeCpuSeconds } from './cpu-time';
+import { type Measured, type Scaling, median, printReport, summarize } from './report';
 
 const run = promisify(execFile);
 
@@ -70,30 +71,6 @@ interface RunOutput {
 
 /** A run that wrote no files (server COPY to /dev/null, a PG → PG copy). */
 const NO_FILES: RunOutput = { bytes: async () => 0 };
-
-interface Result {
-  name: string;
-  kind: string;
-  seconds: number[];
-  medianSeconds: number;
-  rowsPerSecond: number;
-  mbPerSecond: number;
-  peakRssMb: number | null;
-  /** Median CPU seconds of a run: PostgreSQL's backends, the client (our worker or the baseline's tools), the Temporal server. */
-  cpuSeconds: { server: number; client: number; temporal: number };
-  ratioToBestBaseline?: number;
-}
-
-/** A ratio per format; null where `--only` left one of its methods out. */
-interface PerFormat {
-  csv: number | null;
-  binary: number | null;
-}
-
-/** `a (csv), b (binary)`, or n/a when the baseline did not run (pgcopydb not installed). */
-const formats = (ratios: PerFormat | null): string => (ratios ? `${ratios.csv} (csv), ${ratios.binary} (binary)` : 'n/a');
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function seed(url: string, schema: string, rows: number): Promise<void> {
   const pg = new PgClient({ connectionString: url });
@@ -464,7 +441,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     client: m.kind === 'ours' ? treeCpuSeconds(worker.pid!) : reapedChildrenCpuSeconds(),
     temporal: temporal.pid === null ? 0 : treeCpuSeconds(temporal.pid),
   });
-  const times = new Map<string, { seconds: number[]; bytes: number; rss: number[]; cpu: { server: number[]; client: number[]; temporal: number[] } }>();
+  const times = new Map<string, Omit<Measured, 'name' | 'kind'>>();
   for (let r = 0; r < RUNS; r++) {
     for (const m of methods) {
       await m.prepare?.();
@@ -506,19 +483,7 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
   const empty16 = (await repeated(ours('empty', { partitions: 16 }, { table: 'bench_empty.t' }))).seconds;
 
   // 10× the rows should take about 10× the time, in the same memory: 2 partitions on 1 M and on 10 M rows.
-  let scaling: {
-    rows1M: number;
-    rows10M: number;
-    ratio: number;
-    peakRssMb1M: number;
-    peakRssMb10M: number;
-    /** Median seconds from workflow start to the first partition scheduled with `partitions: auto` (goal: 10 M within 1.2× of 1 M). */
-    planning1M: number;
-    planning10M: number;
-    /** The holder's own part of it (its plan activity), median seconds. */
-    holderPlanning1M: number;
-    holderPlanning10M: number;
-  } | null = null;
+  let scaling: Scaling | null = null;
   if (OPTIONS.scaling) {
     const sized = async (rows: number) => {
       const schema = `bench_${rows / 1_000_000}m`;
@@ -541,119 +506,19 @@ async function measure(pgUrl: string, temporal: { address: string; pid: number |
     };
   }
 
-  const results: Result[] = methods.map((m) => {
-    const e = times.get(m.name)!;
-    const med = median(e.seconds);
-    return {
-      name: m.name,
-      kind: m.kind,
-      seconds: e.seconds,
-      medianSeconds: med,
-      rowsPerSecond: Math.round(ROWS / med),
-      mbPerSecond: Number((e.bytes / 1e6 / med).toFixed(1)),
-      peakRssMb: e.rss.length ? Math.round(Math.max(...e.rss)) : null,
-      cpuSeconds: {
-        server: Number(median(e.cpu.server).toFixed(2)),
-        client: Number(median(e.cpu.client).toFixed(2)),
-        temporal: Number(median(e.cpu.temporal).toFixed(2)),
-      },
-    };
-  });
-  // The schema's rows are measured against the schema's baselines, the single table's against its own.
-  const ofSet = (r: Result): boolean => r.name.includes(SET_LABEL);
-  const best = (set: boolean): number =>
-    Math.min(
-      ...results
-        .filter(
-          (r) => ofSet(r) === set && r.kind === 'baseline' && !r.name.startsWith('server') && !r.name.startsWith('pgcopydb') && !r.name.startsWith('DuckDB'),
-        )
-        .map((r) => r.medianSeconds),
-    );
-  for (const r of results) r.ratioToBestBaseline = Number((r.medianSeconds / best(ofSet(r))).toFixed(2));
-  const byName = (n: string): number => results.find((r) => r.name === n)?.medianSeconds ?? Number.NaN;
-  /** a / b to two places, or null when `--only` left one of them out. */
-  const ratio = (a: string, b: string): number | null => (Number.isNaN(byName(a) / byName(b)) ? null : Number((byName(a) / byName(b)).toFixed(2)));
-  /** Plain bytes / compressed bytes of two runs of the same rows, or null when `--only` left one out. */
-  const shrink = (plain: string, compressed: string): number | null => {
-    const [p, c] = [times.get(plain)?.bytes, times.get(compressed)?.bytes];
-    return p && c ? Number((p / c).toFixed(2)) : null;
-  };
-  const compressedVsPlain = (f: 'csv' | 'binary', plain = `pg-extract 2 partitions ${f}`, compressed = `${plain}+zstd`) => ({
-    time: ratio(compressed, plain),
-    ratio: shrink(plain, compressed),
-  });
-  /** A ratio for each of csv and binary. */
-  const perFormat = (ratioOf: (f: 'csv' | 'binary') => number | null): PerFormat => ({ csv: ratioOf('csv'), binary: ratioOf('binary') });
-  const summary = {
+  const summary = summarize({
     rows: ROWS,
     runs: RUNS,
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-    date: new Date().toISOString(),
-    results,
-    goals: {
-      twoPartitionsVsHandSplit2: ratio('pg-extract 2 partitions csv', 'psql \\copy ×2 (hand-split)'),
-      twoPartitionsVsPgDumpJ2: ratio('pg-extract 2 partitions csv', 'pg_dump -Fd -j2 -a'),
-      /** Not a goal: the same comparison against a script that also checksums and fsyncs its files. */
-      twoPartitionsVsReceiptedHandSplit2: ratio('pg-extract 2 partitions csv', 'psql \\copy ×2 + sha256sum + sync'),
-      /** 2 partitions to a local S3 server / the same run to local files. */
-      s3VsLocalFiles: ratio('pg-extract 2 partitions csv → S3 (local SeaweedFS)', 'pg-extract 2 partitions csv'),
-      /** 2 partitions with zstd files / the same run uncompressed: time (goal ≤ 1.3) and plain bytes / zstd bytes (goal ≥ 3); gzip's for comparison. */
-      compressedVsPlain: {
-        csv: compressedVsPlain('csv'),
-        binary: compressedVsPlain('binary'),
-        csvGzip: compressedVsPlain('csv', 'pg-extract 2 partitions csv', 'pg-extract 2 partitions csv+gzip'),
-      },
-      /** 2 partitions to Parquet / DuckDB's PostgreSQL scanner to Parquet on 2 threads. */
-      parquetVsDuckdbScanner: ratio('pg-extract 2 partitions parquet', 'DuckDB postgres scanner → parquet, 2 threads'),
-      workerPeakRssMb: Math.max(...results.map((r) => r.peakRssMb ?? 0), scaling?.peakRssMb1M ?? 0, scaling?.peakRssMb10M ?? 0),
-      pgToPgVsPgcopydb: pgcopydb ? perFormat((f) => ratio(`pg-extract 2 partitions ${f} → PG (built-in loader)`, PGCOPYDB)) : null,
-      /** `--via stream` / pgcopydb, and / the file-based loader (same format). */
-      streamVsPgcopydb: pgcopydb ? perFormat((f) => ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, PGCOPYDB)) : null,
-      streamVsLoader: perFormat((f) => ratio(`pg-extract 2 partitions ${f} → PG (--via stream)`, `pg-extract 2 partitions ${f} → PG (built-in loader)`)),
-      /** `--schema` at its defaults (csv, binary) and at 2 in flight / pg_dump -j2 (and -j4) on the many-table schema. */
-      schemaVsPgDump: {
-        tables: SET_TABLES,
-        csvVsJ2: ratio(`pg-extract --schema csv, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
-        csv2InFlightVsJ2: ratio(`pg-extract --schema csv, 2 in flight, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
-        binaryVsJ2: ratio(`pg-extract --schema binary, ${SET_LABEL}`, `pg_dump -Fd -j2 -a, ${SET_LABEL}`),
-        csvVsJ4: ratio(`pg-extract --schema csv, ${SET_LABEL}`, `pg_dump -Fd -j4 -a, ${SET_LABEL}`),
-      },
-      /** Not a goal of its own: `--schema` into a target database (every table in one transaction) / pgcopydb on two sessions, on the many-table schema. */
-      schemaToPgVsPgcopydb: pgcopydb ? perFormat((f) => ratio(`pg-extract --schema ${f} → PG (built-in loader), ${SET_LABEL}`, PGCOPYDB_SET)) : null,
-    },
-    overhead: { emptyRun2PartitionsSeconds: empty2, perPartitionSeconds: Number(((empty16 - empty2) / 14).toFixed(3)) },
+    tables: SET_TABLES,
+    setLabel: SET_LABEL,
+    pgcopydb: pgcopydb ? { table: PGCOPYDB, set: PGCOPYDB_SET } : null,
+    measured: methods.map((m) => ({ name: m.name, kind: m.kind, ...times.get(m.name)! })),
+    empty2,
+    empty16,
     scaling,
-  };
-
-  console.log(`\n${ROWS} rows, median of ${RUNS} interleaved runs — ${summary.machine}\n`);
-  console.log('| method | median s | rows/s | MB/s | × best baseline | worker peak RSS MB | CPU s: server | client | Temporal |');
-  console.log('|---|---|---|---|---|---|---|---|---|');
-  for (const r of results) {
-    const { server, client: tools, temporal: temporalCpu } = r.cpuSeconds;
-    console.log(
-      `| ${r.name} | ${r.medianSeconds.toFixed(2)} | ${r.rowsPerSecond} | ${r.mbPerSecond} | ${r.ratioToBestBaseline} | ${r.peakRssMb ?? ''} | ${server} | ${tools} | ${r.kind === 'ours' ? temporalCpu : ''} |`,
-    );
-  }
-  console.log(`\noverhead: an empty 2-partition run ${empty2.toFixed(2)} s; each extra partition ${summary.overhead.perPartitionSeconds} s`);
-  if (scaling) {
-    console.log(
-      `scaling: 2 partitions, 1 M rows ${scaling.rows1M.toFixed(2)} s (peak RSS ${scaling.peakRssMb1M} MB), 10 M rows ${scaling.rows10M.toFixed(2)} s (peak RSS ${scaling.peakRssMb10M} MB): ×${scaling.ratio}; planning ${scaling.planning1M} s and ${scaling.planning10M} s (in the holder ${scaling.holderPlanning1M} s and ${scaling.holderPlanning10M} s)`,
-    );
-  }
-  const { pgToPgVsPgcopydb, streamVsPgcopydb, streamVsLoader, schemaToPgVsPgcopydb } = summary.goals;
-  const zstd = summary.goals.compressedVsPlain;
-  console.log(
-    `goals: 2 partitions / hand-split ×2 = ${summary.goals.twoPartitionsVsHandSplit2} (with sha256sum + sync: ${summary.goals.twoPartitionsVsReceiptedHandSplit2}); / pg_dump -j2 = ${summary.goals.twoPartitionsVsPgDumpJ2}; S3 / local files = ${summary.goals.s3VsLocalFiles}; parquet / DuckDB scanner = ${summary.goals.parquetVsDuckdbScanner}; worker peak RSS ${summary.goals.workerPeakRssMb} MB; PG → PG / pgcopydb = ${formats(pgToPgVsPgcopydb)}`,
-  );
-  console.log(
-    `compressed / plain, 2 partitions: zstd csv ×${zstd.csv.time} time at ratio ${zstd.csv.ratio}, zstd binary ×${zstd.binary.time} at ratio ${zstd.binary.ratio}; gzip csv ×${zstd.csvGzip.time} at ratio ${zstd.csvGzip.ratio}`,
-  );
-  console.log(`--via stream: / pgcopydb = ${formats(streamVsPgcopydb)}; / built-in loader = ${formats(streamVsLoader)}`);
-  const schema = summary.goals.schemaVsPgDump;
-  console.log(
-    `${SET_LABEL}: --schema / pg_dump -j2 = ${schema.csvVsJ2} (csv), ${schema.csv2InFlightVsJ2} (csv, 2 in flight), ${schema.binaryVsJ2} (binary); csv / pg_dump -j4 = ${schema.csvVsJ4}`,
-  );
-  console.log(`${SET_LABEL} → PG: --schema (built-in loader) / pgcopydb = ${formats(schemaToPgVsPgcopydb)}`);
+  });
+  printReport(summary, SET_LABEL);
   // A partial run (--only) must not replace the results of a whole one.
   const resultsDir = join(projectRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
