@@ -8,7 +8,15 @@ import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
 import { runLabel } from './contract/table-selection';
-import { SearchAttributes, batchStatusQuery, commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery } from './contract/definitions';
+import {
+  SearchAttributes,
+  batchStatusQuery,
+  commitUpdate,
+  manifestQuery,
+  manifestReadyUpdate,
+  statusQuery,
+  terminalReceiptQuery,
+} from './contract/definitions';
 import { type ExtractionRequest, parseNewRunInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
@@ -81,6 +89,12 @@ export async function reportCommit(client: Client, workflowId: string, commit: T
     });
     // A running run refused the report itself (NOT_AWAITING_COMMIT): that is the answer.
     if (description.status.name === 'RUNNING') throw err;
+    if (description.status.name !== 'COMPLETED') {
+      // A run cancelled before its decision decided as it closed (an abort, or what its load reported); its result cannot be read.
+      const receipt = await handle.query(terminalReceiptQuery).catch(() => null);
+      if (receipt) return receipt;
+    }
+    // A run that failed before any decision has no receipt: its failure is the answer.
     return ((await handle.result()) as ExtractionResult).terminalReceipt;
   }
 }

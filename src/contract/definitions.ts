@@ -25,6 +25,11 @@ export const manifestReadyUpdate = defineUpdate<boolean>('manifestReady');
 export const manifestQuery = defineQuery<Manifest | null>('manifest');
 /** Phase and progress. */
 export const statusQuery = defineQuery<ExtractionStatus>('status');
+/**
+ * The terminal receipt once the outcome is decided (null before). A run cancelled before its
+ * decision ends cancelled, and a cancelled run's result cannot be read: this still answers.
+ */
+export const terminalReceiptQuery = defineQuery<ArtifactTerminalReceipt | null>('terminalReceipt');
 /** A set's copy batch: what it has copied so far (the parent's status counts it when the batch ends). */
 export const batchStatusQuery = defineQuery<BatchStatus>('batchStatus');
 

@@ -1,12 +1,12 @@
 /**
- * The run's handlers: status and manifest queries, the manifest-ready update, the commit signal and
+ * The run's handlers: status, manifest and terminal receipt queries, the manifest-ready update, the commit signal and
  * the commit update. They read the run's state and record the first commit report; the commit
  * update answers with the terminal receipt once it exists.
  */
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler } from '@temporalio/workflow';
 import { type TargetCommit, parseCommitReport } from '../contract/commit-report';
-import { commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery, targetCommitSignal } from '../contract/definitions';
+import { commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../contract/definitions';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 import { ErrorCode } from '../errors';
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
@@ -59,6 +59,8 @@ export function setRunHandlers(state: RunState): void {
   const { status } = state;
   setHandler(statusQuery, () => status);
   setHandler(manifestQuery, () => state.manifest);
+  // Queries add no command: runs recorded before it answer it too, as they replay.
+  setHandler(terminalReceiptQuery, () => state.terminalReceipt);
   // A run that fails before its manifest leaves the waiter's update unfinished: its client then reads the failure.
   setHandler(manifestReadyUpdate, async () => condition(() => state.manifest !== null).then(() => true), { unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON });
   setHandler(targetCommitSignal, (raw) => {

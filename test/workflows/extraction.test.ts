@@ -8,8 +8,8 @@ import { access, readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { startExtraction, waitForManifest } from '../../src/client';
-import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal } from '../../src/contract/definitions';
+import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
+import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
@@ -229,7 +229,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
-  it('cancelling the workflow means abort: sessions closed, files deleted', async () => {
+  it('cancelling the workflow means abort: sessions closed, files deleted, the receipt read by query and by a late report', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 3 });
       const manifest = await waitForManifest(handle);
@@ -238,6 +238,11 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       for (const f of manifest.files) assert.equal(await exists(f.path), false);
       const history = await handle.fetchHistory();
       assert.ok(history.events?.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseOutputs'));
+      // Its result cannot be read, its receipt can: by query, and as the answer to a late report.
+      const receipt = await handle.query(terminalReceiptQuery);
+      assert.equal(receipt?.outcome, 'abort');
+      assert.deepEqual([...(receipt?.filesDeleted ?? [])].sort(), runOutputs(manifest).sort(), 'every file of the run deleted');
+      assert.deepEqual(await reportCommit(live().temporal.client, handle.workflowId, { outcome: 'committed' }), receipt);
     });
   });
 
