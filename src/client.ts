@@ -3,7 +3,7 @@
  * status. Input is validated here (and again by every activity) before anything is started.
  */
 import { randomBytes } from 'node:crypto';
-import { Client, WorkflowNotFoundError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { Client, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
@@ -83,11 +83,13 @@ export async function reportCommit(client: Client, workflowId: string, commit: T
       ...(report.operationId ? { updateId: `target-commit:${report.operationId}` } : {}),
     });
   } catch (err) {
+    // The run refused the report (NOT_AWAITING_COMMIT, INPUT_INVALID) or failed handling it: that is the answer.
+    if (err instanceof WorkflowUpdateFailedError) throw err;
+    // Else it may have closed, or never been: its description tells. If that fails too, the update's error is the one to see.
     const description = await handle.describe().catch((describeErr: unknown) => {
       if (describeErr instanceof WorkflowNotFoundError) throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}`, { field: 'workflowId' });
-      throw describeErr;
+      throw err;
     });
-    // A running run refused the report itself (NOT_AWAITING_COMMIT): that is the answer.
     if (description.status.name === 'RUNNING') throw err;
     if (description.status.name !== 'COMPLETED') {
       // A run cancelled before its decision decided as it closed (an abort, or what its load reported); its result cannot be read.

@@ -1,12 +1,13 @@
 /** Prints an error as `error CODE: message` plus a hint, and returns the exit code; both come from the error table. */
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { redactUrl } from '../config';
 import { ErrorCode, PgExtractError, causes, codeInfo } from '../errors';
 
 function codeAndMessage(err: unknown): { code: string; message: string } {
   if (err instanceof PgExtractError) return { code: err.code, message: err.message };
-  if (err instanceof WorkflowFailedError) {
+  // A failed run, or a report the run refused (NOT_AWAITING_COMMIT, INPUT_INVALID): the code is its failure's type.
+  if (err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError) {
     const failure = [...causes(err)].find((e) => e instanceof ApplicationFailure);
     if (failure instanceof ApplicationFailure) return { code: failure.type ?? ErrorCode.WORKFLOW_FAILED, message: failure.message };
     return { code: ErrorCode.WORKFLOW_FAILED, message: err.message };

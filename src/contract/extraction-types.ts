@@ -108,7 +108,10 @@ export interface ExtractionResult {
   extractionReceipt: ExtractionLifecycleReceipt | null;
   terminalReceipt: ArtifactTerminalReceipt;
   attempts: AttemptRecord[];
-  /** The target owner's operation id, when it gave one (the built-in loader's fence id). */
+  /**
+   * The operation id of the report that decided the outcome, when it gave one (the built-in loader's
+   * fence id); null when the deadline or a cancellation decided, whatever report came later.
+   */
   operationId: string | null;
   /** What the built-in loader reported, when `target` was set. */
   load: { outcome: TargetCommitOutcome; reason: string | null; rows: number | null; message?: string } | null;

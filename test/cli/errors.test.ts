@@ -1,6 +1,6 @@
 /** The CLI's exit code and hint come from the error table: the caller's fault exits 2, anything else 1. */
 import assert from 'node:assert/strict';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { printError } from '../../src/cli/errors';
 import { ErrorCode, PgExtractError } from '../../src/errors';
@@ -34,5 +34,15 @@ describe('CLI errors', () => {
     const { exit, lines } = printed(new PgExtractError(ErrorCode.TABLE_NOT_FOUND, 'no table public.nope'));
     assert.equal(exit, 2);
     assert.deepEqual(lines, ['error TABLE_NOT_FOUND: no table public.nope', 'hint: check the name with \\dt in psql; unquoted names fold to lower case']);
+  });
+
+  it('a report the run refused keeps its code (pg-extract commit while the run still copies exits 2)', () => {
+    const refused = new WorkflowUpdateFailedError(
+      'Workflow Update failed',
+      ApplicationFailure.nonRetryable('extraction is still extracting', ErrorCode.NOT_AWAITING_COMMIT),
+    );
+    const { exit, lines } = printed(refused);
+    assert.equal(lines[0], 'error NOT_AWAITING_COMMIT: extraction is still extracting');
+    assert.equal(exit, 2);
   });
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { access, readFile, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
 import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../../src/contract/definitions';
@@ -173,12 +173,17 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       await waitForManifest(run);
       return { run, taskQueue };
     });
-    await new Promise((r) => setTimeout(r, 1500));
     // A worker with workflows and no activities: the run decides at its deadline and then waits in
     // cleaning_up for its sweep, so the report comes once the outcome is decided and before it is final.
-    const workflowsOnly = await Worker.create({ connection: live().temporal.nativeConnection, taskQueue, workflowBundle: live().bundle });
+    // It caches no run, so no task waits on a sticky queue of its own once it has stopped.
+    const workflowsOnly = await Worker.create({
+      connection: live().temporal.nativeConnection,
+      taskQueue,
+      workflowBundle: live().bundle,
+      maxCachedWorkflows: 0,
+    });
     const late = await workflowsOnly.runUntil(async () => {
-      await eventually(async () => (await run.query(statusQuery)).phase === 'cleaning_up', 'the run decided at its deadline');
+      await eventually(async () => (await run.query(statusQuery).catch(() => null))?.phase === 'cleaning_up', 'the run decided at its deadline');
       return run.startUpdate(commitUpdate, { args: [{ outcome: 'committed', operationId: 'op-late' }], waitForStage: WorkflowUpdateStage.ACCEPTED });
     });
     await withWorker(
@@ -213,6 +218,12 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 2 });
       await assert.rejects(handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] }), (err: Error) => {
+        assert.equal((err.cause as { type?: string }).type, 'NOT_AWAITING_COMMIT');
+        return true;
+      });
+      // reportCommit passes the refusal on as it came, not as a closed run's answer.
+      await assert.rejects(reportCommit(live().temporal.client, handle.workflowId, { outcome: 'committed' }), (err: Error) => {
+        assert.ok(err instanceof WorkflowUpdateFailedError);
         assert.equal((err.cause as { type?: string }).type, 'NOT_AWAITING_COMMIT');
         return true;
       });
