@@ -108,7 +108,7 @@ async function openAndPlan(
   url: string,
   attemptKey: string,
   input: ExtractionInput,
-): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView; tables: { name: string; columns: readonly unknown[] }[] }> {
+): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView; tables: { name: string; columns: readonly { name: string }[] }[] }> {
   const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs };
   if (isTableSet(input)) {
     if (sourceKindOf(url) !== 'postgresql') {

@@ -12,7 +12,7 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import { quoteIdent } from '../postgres/sql';
-import { directType, duckdbValue, literal } from '../readers/duckdb';
+import { LIST_ELEMENTS, directType, duckdbValue, literal, numericType } from '../readers/duckdb';
 import { parsePgType } from '../readers/pg-type';
 import type { SourceColumn } from '../contract/source-column';
 
@@ -48,15 +48,7 @@ const PARQUET_TYPES: Record<string, string> = {
   'timestamp with time zone': 'TIMESTAMP(MICROS, UTC)',
 };
 
-/** Element types an array keeps as a LIST (the DuckDB reader's list casts); other arrays stay text. */
-const LIST_ELEMENTS = new Set(['smallint', 'integer', 'bigint', 'real', 'double precision', 'boolean', 'text', 'character varying', 'character', 'uuid']);
-
 const TEMPORAL = new Set(['date', 'timestamp without time zone', 'timestamp with time zone']);
-
-function decimalType(args: number[]): string | null {
-  const [precision, scale = 0] = args;
-  return precision !== undefined && precision <= 38 ? `DECIMAL(${precision},${scale})` : null;
-}
 
 /** `CASE WHEN <text test> THEN error(…) ELSE <value> END`: a value the type would lose fails loudly, naming its column. */
 function guarded(column: SourceColumn, test: string, what: string, value: string): string {
@@ -75,13 +67,13 @@ export function parquetColumn(column: SourceColumn): ParquetColumn {
   // Enum labels are strings here (no `constraints.enum`): the reader's ENUM cast would only add a dictionary of them.
   const field = { name: column.name, pgType: column.pgType, type: 'string' as const };
   if (array) {
-    const element = base === 'numeric' ? decimalType(args) : LIST_ELEMENTS.has(base) ? PARQUET_TYPES[base] : null;
+    const element = base === 'numeric' ? numericType(args) : LIST_ELEMENTS.has(base) ? PARQUET_TYPES[base] : null;
     return element ? entry(duckdbValue(field), `LIST<${element}>`) : entry(name, 'STRING');
   }
   if (column.enumLabels) return entry(name, 'STRING');
   if (TEMPORAL.has(base)) return entry(guarded(column, `${name} IN ('infinity', '-infinity')`, '±infinity', duckdbValue(field)), PARQUET_TYPES[base]!);
   if (base === 'numeric') {
-    const decimal = decimalType(args);
+    const decimal = numericType(args);
     return decimal ? entry(guarded(column, `${name} = 'NaN'`, 'NaN', duckdbValue(field)), decimal) : entry(name, 'STRING');
   }
   const parquetType = PARQUET_TYPES[base];
@@ -92,13 +84,29 @@ export function parquetColumn(column: SourceColumn): ParquetColumn {
 
 /**
  * A Parquet file needs a column; a table with none (csv and binary write it as an empty line or an
- * empty tuple per row) is refused with FORMAT_OPTIONS_INVALID before any of it is written.
+ * empty tuple per row) is refused with FORMAT_OPTIONS_INVALID before any of it is written. So is a
+ * table with two columns whose names differ only in case (`"A"` and `a`): DuckDB, which writes the
+ * file, takes them for one name and would fail every try of the conversion.
  */
-export function requireParquetColumns(table: string | null, columns: readonly unknown[]): void {
-  if (columns.length > 0) return;
+export function requireParquetColumns(table: string | null, columns: readonly { name: string }[]): void {
   // A table of a set is named (the run has others); a one-table run's is the run's own.
-  const message = table
-    ? `${table} has no columns, and a Parquet file needs one: export the run as csv or binary, or leave ${table} out of it`
-    : 'the table has no columns, and a Parquet file needs one: export it as csv or binary';
-  throw new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, message, { field: 'format' });
+  const csvInstead = table ? `export the run as csv or binary, or leave ${table} out of it` : 'export it as csv or binary';
+  if (columns.length === 0) {
+    const message = table
+      ? `${table} has no columns, and a Parquet file needs one: ${csvInstead}`
+      : `the table has no columns, and a Parquet file needs one: ${csvInstead}`;
+    throw new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, message, { field: 'format' });
+  }
+  const seen = new Map<string, string>();
+  for (const { name } of columns) {
+    const other = seen.get(name.toLowerCase());
+    if (other !== undefined) {
+      throw new PgExtractError(
+        ErrorCode.FORMAT_OPTIONS_INVALID,
+        `${table ?? 'the table'} has columns ${JSON.stringify(other)} and ${JSON.stringify(name)}, one name to DuckDB (which writes Parquet; its names ignore case): ${csvInstead}`,
+        { field: 'format' },
+      );
+    }
+    seen.set(name.toLowerCase(), name);
+  }
 }

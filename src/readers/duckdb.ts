@@ -16,6 +16,15 @@ export function literal(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 
+/**
+ * A file's path as DuckDB's file functions take it literally: they expand `*`, `?` and `[…]` as
+ * patterns (an output folder named `q?x` would also read `qax`), and a one-character class matches
+ * the character itself.
+ */
+export function literalPath(path: string): string {
+  return literal(path.replace(/[*?[]/g, (c) => `[${c}]`));
+}
+
 /** Element types whose PostgreSQL text DuckDB casts as is; arrays of them become LISTs. */
 const DIRECT: Record<string, string> = {
   smallint: 'SMALLINT',
@@ -35,10 +44,24 @@ export function directType(base: string): string | undefined {
   return DIRECT[base];
 }
 
-/** `numeric(p,s)` fits DECIMAL up to 38 digits; wider or unconstrained numeric stays exact as text, never DOUBLE. */
-function numericType(args: number[]): string | null {
+/**
+ * Element types whose PostgreSQL text never holds a quote, bracket, brace or comma, so DuckDB's list
+ * cast reads an array of them exactly. Arrays of text types stay text: PostgreSQL leaves `'`, `[`,
+ * `]` and `(` unquoted in them (`{it's,x]}`, `{'a,b'}`), and DuckDB's list cast takes those for
+ * its own quoting and nesting, merging or refusing elements.
+ */
+export const LIST_ELEMENTS: ReadonlySet<string> = new Set(['smallint', 'integer', 'bigint', 'real', 'double precision', 'boolean', 'uuid']);
+
+/**
+ * `numeric(p,s)` fits DECIMAL up to 38 digits; wider or unconstrained numeric stays exact as text,
+ * never DOUBLE. PostgreSQL 15 allows a scale above the precision (`numeric(2,5)`: every value
+ * under 0.001), which DECIMAL(5,5) holds; DECIMAL cannot have a scale above its width.
+ */
+export function numericType(args: number[]): string | null {
   const [precision, scale = 0] = args;
-  return precision !== undefined && precision <= 38 ? `DECIMAL(${precision},${scale})` : null;
+  if (precision === undefined) return null;
+  const width = Math.max(precision, scale);
+  return width <= 38 ? `DECIMAL(${width},${scale})` : null;
 }
 
 /** Moves PostgreSQL's trailing ` BC` to where DuckDB reads it: after the date part. */
@@ -53,9 +76,9 @@ export function duckdbValue(field: TableSchemaField): string {
   const { base, args, array } = parsePgType(field.pgType);
   const cast = (expression: string, type: string): string => `CAST(${expression} AS ${type})`;
   if (array) {
-    const element = base === 'numeric' ? numericType(args) : DIRECT[base];
+    const element = base === 'numeric' ? numericType(args) : LIST_ELEMENTS.has(base) ? DIRECT[base] : undefined;
     if (!element) return column;
-    // `{a,"b c",NULL}` → `[a,"b c",NULL]`: DuckDB's list cast reads PostgreSQL's quoting and escapes. A nested or
+    // `{1,NULL,-2}` → `[1,NULL,-2]`: DuckDB's list cast reads these elements as PostgreSQL writes them. A nested or
     // bounded array (`{{1,2}}`, `[0:1]={…}`) would come out as a list of texts, so it fails the statement instead.
     const list = `CASE WHEN ${column} <> '{}' AND NOT regexp_matches(${column}, '^\\{[^{]') THEN error('not a one-dimensional array: ' || ${column}) ELSE '[' || ${column}[2:-2] || ']' END`;
     return cast(list, `${element}[]`);
@@ -94,7 +117,7 @@ export function duckdbExpression(field: TableSchemaField): string {
 /** `SELECT … FROM read_csv([...], …)` over `locations` (the resource's files, where this reader finds them). */
 export function duckdbStatement(resource: DataPackageResource, locations: string[]): string {
   // Parquet files carry their own names and types (README, "Parquet").
-  if (resource.format === 'parquet') return `SELECT * FROM read_parquet([${locations.map(literal).join(', ')}]);`;
+  if (resource.format === 'parquet') return `SELECT * FROM read_parquet([${locations.map(literalPath).join(', ')}]);`;
   return `${duckdbSelect(resource, locations, AS_TEXT)};`;
 }
 
@@ -132,10 +155,12 @@ export function duckdbSelect(resource: DataPackageResource, locations: string[],
     `nullstr = ${literal(dialect.nullSequence)}`,
     'allow_quoted_nulls = false',
     'auto_detect = false',
+    // PostgreSQL ends lines with \n; told nothing, DuckDB takes a \r inside the first line's quoted value for a line end.
+    "new_line = '\\n'",
     `compression = ${literal(DUCKDB_COMPRESSIONS[resource.compression ?? 'none'])}`,
     `columns = {${columns}}`,
     ...readOptions,
   ];
   const select = fields.map((f) => reading.expression(f)).join(',\n       ');
-  return `SELECT ${select}\n  FROM read_csv([${locations.map(literal).join(', ')}],\n       ${options.join(',\n       ')})`;
+  return `SELECT ${select}\n  FROM read_csv([${locations.map(literalPath).join(', ')}],\n       ${options.join(',\n       ')})`;
 }

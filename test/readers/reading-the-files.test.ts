@@ -113,9 +113,10 @@ const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
   [
     'ta',
     'text[]',
-    'VARCHAR[]',
-    [`E'{"a,b",NULL,"NULL","x\\\\"y","{z}",""}'`, `'{}'`, `NULL`, `'{" a "}'`, `'{b}'`, `'{c}'`],
-    [`['a,b', NULL, 'NULL', 'x"y', '{z}', '']`, '[]', null, `[' a ']`, '[b]', '[c]'],
+    // PostgreSQL leaves ', [, ] and ( unquoted in an array's text, which DuckDB's list cast takes for its own: text arrays stay text.
+    'VARCHAR',
+    [`E'{"a,b",NULL,"NULL","x\\\\"y","{z}",""}'`, `'{}'`, `NULL`, `'{" a "}'`, `'{it''s,x]}'`, `'{''a,b'',(c}'`],
+    ['{"a,b",NULL,"NULL","x\\"y","{z}",""}', '{}', null, '{" a "}', "{it's,x]}", "{'a,b',(c}"],
   ],
   [
     'u',
@@ -367,14 +368,14 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
   });
 
   it('a multi-dimensional array fails the DuckDB statement loudly rather than reading as a list of texts', async () => {
-    await admin().query(`DROP TABLE IF EXISTS dp.grid; CREATE TABLE dp.grid (id int PRIMARY KEY, g text[]); INSERT INTO dp.grid VALUES (1, '{{a,b},{c,d}}')`);
+    await admin().query(`DROP TABLE IF EXISTS dp.grid; CREATE TABLE dp.grid (id int PRIMARY KEY, g int[]); INSERT INTO dp.grid VALUES (1, '{{1,2},{3,4}}')`);
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table: 'dp.grid', partitions: 1 });
       await waitForManifest(handle);
       const env = liveCliEnv(taskQueue);
       const printed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
       assert.equal(printed.code, 0, printed.stderr);
-      await assert.rejects(duckdbRead(printed.stdout), /not a one-dimensional array: \{\{a,b\},\{c,d\}\}/);
+      await assert.rejects(duckdbRead(printed.stdout), /not a one-dimensional array: \{\{1,2\},\{3,4\}\}/);
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
     });
   });

@@ -380,7 +380,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     });
   }
 
-  it('a table with no columns: csv and binary hold a row per row, as COPY writes them; DuckDB reads none; Parquet refuses it before any file', async () => {
+  it('a table with no columns: csv and binary hold a row per row, as COPY writes them; DuckDB reads none; Parquet refuses it, and a table whose column names differ only in case, before any file', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS tnocols CASCADE; CREATE SCHEMA tnocols;
       CREATE TABLE tnocols.marks (); INSERT INTO tnocols.marks SELECT FROM generate_series(1, 3);
       CREATE TABLE tnocols.named (id int PRIMARY KEY); INSERT INTO tnocols.named VALUES (1)`);
@@ -415,6 +415,15 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
           return err instanceof WorkflowFailedError && /FORMAT_OPTIONS_INVALID/.test(cause) && /tnocols\.marks has no columns/.test(cause);
         });
         assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file or folder');
+        // Two column names that differ only in case are one to DuckDB, which writes the Parquet file.
+        await admin().query(`CREATE TABLE tnocols.cased ("A" int, a int); INSERT INTO tnocols.cased VALUES (1, 2)`);
+        const casedDir = `${outDir}-cased`;
+        const cased = await startExtraction(live().temporal.client, { tables: ['tnocols.cased'], format: 'parquet', outDir: casedDir }, { taskQueue });
+        await assert.rejects(cased.result(), (err: unknown) => {
+          const cause = JSON.stringify((err as WorkflowFailedError).cause);
+          return err instanceof WorkflowFailedError && /FORMAT_OPTIONS_INVALID/.test(cause) && /tnocols\.cased has columns/.test(cause);
+        });
+        assert.deepEqual(await readdir(join(live().outRoot, casedDir), { recursive: true }).catch(() => []), [], 'no file or folder');
       });
     } finally {
       await admin().query('DROP SCHEMA tnocols CASCADE');
