@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Client } from 'pg';
+import { type Client, DatabaseError } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { FailureDisposition } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
@@ -61,7 +61,8 @@ export class CommitUnacknowledged extends PgExtractError {
 
 /**
  * Runs `work` inside one target transaction behind the fence: an operation already recorded
- * returns `already_committed`; otherwise `work` writes, the fence row is added, and COMMIT runs.
+ * returns `already_committed`; otherwise the fence row is claimed, `work` writes, the row's count is
+ * set, and COMMIT runs.
  * A lost COMMIT acknowledgement is {@link CommitUnacknowledged} (reconcile with {@link reconcileCommit}).
  * An aborted `signal` stops it before COMMIT (the transaction rolls back).
  */
@@ -76,28 +77,29 @@ export async function fencedTransaction(
   await ensureFence(client);
   await client.query('BEGIN');
   try {
-    const fenced = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1 FOR UPDATE`, [operationId]);
-    if (fenced.rows[0]) {
+    // The fence row is claimed before any write: an earlier attempt of this operation still in its
+    // transaction (its worker vanished mid-COMMIT) holds the row's key, so the claim waits for that
+    // COMMIT and then answers from it. Claimed after the writes, the wait came at the target's own
+    // keys instead, as a unique violation that reported a committed load as failed.
+    const claimed = await client.query(
+      `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, 0) ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id`,
+      [operationId, digest, target],
+    );
+    if (!claimed.rows[0]) {
+      const recorded = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
       await client.query('ROLLBACK');
-      return alreadyCommitted(operationId, fenced.rows[0].intent_digest, digest);
+      return alreadyCommitted(operationId, recorded.rows[0]!.intent_digest, digest);
     }
     const rows = await work();
     signal?.throwIfAborted();
-    const recorded = await client.query(
-      `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, $4) ON CONFLICT (operation_id) DO NOTHING RETURNING intent_digest`,
-      [operationId, digest, target, rows],
-    );
-    if (!recorded.rows[0]) {
-      // Another attempt of this operation committed while this one ran (its worker vanished
-      // mid-COMMIT and this is the retry): the fence answers, and this transaction must not commit.
-      await client.query('ROLLBACK');
-      const winner = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
-      return alreadyCommitted(operationId, winner.rows[0]!.intent_digest, digest);
-    }
+    await client.query(`UPDATE ${FENCE} SET rows = $2 WHERE operation_id = $1`, [operationId, rows]);
     const xid = (await client.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]!.xid;
     try {
       await client.query('COMMIT');
     } catch (err) {
+      // The server answered: the COMMIT failed and the transaction rolled back (a deferred constraint,
+      // a serialization failure), an error of its own code. Only an unanswered COMMIT is ambiguous.
+      if (err instanceof DatabaseError && err.severity === 'ERROR') throw err;
       throw new CommitUnacknowledged(xid, err);
     }
     return { status: 'committed', rows, intentDigest: digest };

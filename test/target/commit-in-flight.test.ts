@@ -14,8 +14,8 @@ import { onTarget, recreateTarget, targetStatement, targetUrl } from './target-d
 const SLEEP_S = 3;
 
 /** A trigger that runs at COMMIT, sleeps, and then lets the COMMIT through (`pass`) or fails it (`raise`). */
-const slowTriggerDdl = `
-  CREATE SCHEMA dst; CREATE TABLE dst.t (id int);
+const slowTriggerDdl = (key: boolean) => `
+  CREATE SCHEMA dst; CREATE TABLE dst.t (id int${key ? ' PRIMARY KEY' : ''});
   CREATE FUNCTION dst.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
   BEGIN
     PERFORM pg_sleep(${SLEEP_S});
@@ -23,9 +23,9 @@ const slowTriggerDdl = `
     RETURN NULL;
   END $$;`;
 
-async function withTrigger(behaviour: 'pass' | 'raise'): Promise<void> {
+async function withTrigger(behaviour: 'pass' | 'raise', key = false): Promise<void> {
   await recreateTarget(
-    `${slowTriggerDdl} CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON dst.t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dst.slow_commit('${behaviour}')`,
+    `${slowTriggerDdl(key)} CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON dst.t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION dst.slow_commit('${behaviour}')`,
   );
 }
 
@@ -81,6 +81,26 @@ describe('reconciling a COMMIT whose acknowledgement was lost while it was still
     assert.equal(await targetRows(), 0);
   });
 
+  it('a COMMIT the server refuses is its own error, not a lost acknowledgement, and nothing commits', async () => {
+    await withTrigger('raise');
+    const client = await openTarget();
+    try {
+      await assert.rejects(fencedTransaction(client, 'op-refused', 'sha256:d', 'dst.t', insertOne(client)), (err: unknown) => {
+        assert.ok(!(err instanceof CommitUnacknowledged));
+        assert.equal((err as { code?: string }).code, 'P0001');
+        assert.match((err as Error).message, /refused at commit/);
+        return true;
+      });
+    } finally {
+      await closeSession(client);
+    }
+    assert.equal(await targetRows(), 0);
+    assert.equal(
+      await onTarget(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pgextract.commit_fence WHERE operation_id = 'op-refused'`)).rows[0].n),
+      0,
+    );
+  });
+
   it('a transaction still running when the wait runs out is unknown', async () => {
     await withTrigger('pass');
     const err = await commitWithLostAck('op-slow');
@@ -88,19 +108,21 @@ describe('reconciling a COMMIT whose acknowledgement was lost while it was still
     assert.equal(await reconcileCommit(openTarget, { operationId: 'op-slow', digest: 'sha256:d', xid: err.xid }, 500), 'unknown');
   });
 
-  it('a retry racing a COMMIT still landing answers from the fence and writes nothing twice', async () => {
-    await withTrigger('pass');
-    const [first, retry] = [await openTarget(), await openTarget()];
-    try {
-      const firstPid: number = (await first.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-      const landing = fencedTransaction(first, 'op-race', 'sha256:d', 'dst.t', insertOne(first));
-      await targetStatement('COMMIT', { pid: firstPid });
-      const retried = await fencedTransaction(retry, 'op-race', 'sha256:d', 'dst.t', insertOne(retry));
-      assert.deepEqual(await landing, { status: 'committed', rows: 1, intentDigest: 'sha256:d' });
-      assert.deepEqual(retried, { status: 'already_committed', intentDigest: 'sha256:d' });
-      assert.equal(await targetRows(), 1);
-    } finally {
-      await Promise.all([closeSession(first), closeSession(retry)]);
-    }
-  });
+  for (const key of [false, true]) {
+    it(`a retry racing a COMMIT still landing answers from the fence and writes nothing twice (${key ? 'a primary key: the retry waits at the fence, not at the key' : 'no key'})`, async () => {
+      await withTrigger('pass', key);
+      const [first, retry] = [await openTarget(), await openTarget()];
+      try {
+        const firstPid: number = (await first.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+        const landing = fencedTransaction(first, 'op-race', 'sha256:d', 'dst.t', insertOne(first));
+        await targetStatement('COMMIT', { pid: firstPid });
+        const retried = await fencedTransaction(retry, 'op-race', 'sha256:d', 'dst.t', insertOne(retry));
+        assert.deepEqual(await landing, { status: 'committed', rows: 1, intentDigest: 'sha256:d' });
+        assert.deepEqual(retried, { status: 'already_committed', intentDigest: 'sha256:d' });
+        assert.equal(await targetRows(), 1);
+      } finally {
+        await Promise.all([closeSession(first), closeSession(retry)]);
+      }
+    });
+  }
 });
