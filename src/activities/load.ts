@@ -19,6 +19,8 @@ import { targetTableOf } from '../contract/target-mapping';
 import { type DataPackage, type PackagedColumns, packagedColumns } from '../readers/data-package';
 import type { OutputStores } from '../storage/output-stores';
 import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
+import { fenceHolds } from '../target/loader';
+import { closeSession, openSession } from '../postgres/session';
 import { withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { definiteLoadFailure, loadFailureMessage } from './load-failures';
@@ -69,9 +71,15 @@ function loadWithoutFiles(raw: unknown, via: 'internal' | 'stream') {
 /**
  * Runs a load activity's body while heartbeating its progress (a dead loader worker is noticed by
  * the heartbeat timeout; a cancellation arrives with a heartbeat's response). A definite failure
- * anywhere in it, configuration included, becomes a `failed` report, so the run aborts at once.
+ * anywhere in it, configuration included, becomes a `failed` report, so the run aborts at once,
+ * unless an earlier attempt committed (see {@link afterEarlierAttempts}).
  */
-async function reporting<T>(operationId: string, failed: (report: LoadReport) => T, body: (progress: { bytes: number }) => Promise<T>): Promise<T> {
+async function reporting<T>(
+  operationId: string,
+  targetUrl: () => string,
+  failed: (report: LoadReport) => T,
+  body: (progress: { bytes: number }) => Promise<T>,
+): Promise<T> {
   const progress = { bytes: 0 };
   const stopHeartbeat = heartbeatEvery(heartbeatInterval(), () => progress);
   try {
@@ -79,10 +87,35 @@ async function reporting<T>(operationId: string, failed: (report: LoadReport) =>
   } catch (err) {
     const reason = definiteLoadFailure(err);
     if (reason === null) throw err;
-    return failed({ outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) });
+    return failed(await afterEarlierAttempts(operationId, { outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) }, targetUrl));
   } finally {
     stopHeartbeat();
   }
+}
+
+/**
+ * A retried load's definite failure says nothing of the attempts before it: one may have committed
+ * and vanished before it reported, and this one failed before it reached the fence (its target
+ * unconfigured on this worker, a table dropped since). The fence answers: its row → committed;
+ * none → failed, as reported; unreadable → unknown (the files stay as evidence).
+ */
+async function afterEarlierAttempts(operationId: string, report: LoadReport, targetUrl: () => string): Promise<LoadReport> {
+  if (Context.current().info.attempt <= 1) return report;
+  const committed = await (async () => {
+    const client = await openSession(targetUrl(), 'target');
+    try {
+      return await fenceHolds(client, operationId);
+    } finally {
+      await closeSession(client);
+    }
+  })().catch(() => null);
+  if (committed === false) return report;
+  if (committed) return { outcome: 'committed', operationId, reason: null, rows: null };
+  return {
+    ...report,
+    outcome: 'unknown',
+    message: `${report.message ?? report.reason}; an earlier attempt may have committed, and the fence could not be read`,
+  };
 }
 
 export function createLoadActivities({
@@ -116,6 +149,7 @@ export function createLoadActivities({
       const req = parseActivityRequest(schema, raw);
       return reporting(
         req.operationId,
+        () => targetUrl(req.target.name),
         (report) => report,
         (progress) => run(req, targetUrl(req.target.name), (bytes) => (progress.bytes = bytes)),
       );
@@ -128,6 +162,7 @@ export function createLoadActivities({
         const { input, operationId, mode, name, destination } = loadWithoutFiles(raw, 'internal');
         return reporting(
           operationId,
+          () => targetUrl(name),
           (report) => ({ report, receipt: null }),
           async () =>
             loadBySelect(
@@ -156,6 +191,7 @@ export function createLoadActivities({
         };
         return reporting(
           operationId,
+          () => targetUrl(name),
           (report): StreamLoadReport => ({ report, receipt: null, snapshotDigest: null }),
           async (progress) => loadByStream(targetUrl(name), load, Context.current().cancellationSignal, (bytes) => (progress.bytes = bytes)),
         );

@@ -230,6 +230,16 @@ export async function reconcileCommit(
   }
 }
 
+/**
+ * Whether an attempt of `operationId` committed: its fence row is there (a fence never made holds
+ * none). Asked by a retried load that failed before it could claim the fence itself.
+ */
+export async function fenceHolds(client: Client, operationId: string): Promise<boolean> {
+  const made = await client.query<{ fence: string | null }>('SELECT to_regclass($1) AS fence', [FENCE]);
+  if (made.rows[0]?.fence === null) return false;
+  return ((await client.query(`SELECT 1 FROM ${FENCE} WHERE operation_id = $1`, [operationId])).rowCount ?? 0) > 0;
+}
+
 /** What the fence row says: ours → committed, another intent → unknown, none → not committed. */
 export async function fenceVerdict(client: Client, operationId: string, digest: string): Promise<Reconciliation> {
   const r = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);

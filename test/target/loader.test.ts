@@ -165,6 +165,28 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
     });
 
+    it('a retry that fails before it reaches the fence answers from the fence: an earlier attempt committed → committed; none → failed', async () => {
+      const retry = new MockActivityEnvironment({ attempt: 2 }, { logger: new DefaultLogger('ERROR') });
+      const first: LoadReport = await env.run(activity(), request({ operationId: 'op-earlier' }));
+      assert.equal(first.outcome, 'committed');
+      // The first attempt's report was lost (its worker vanished); the table is dropped before the retry.
+      await onTarget((c) => c.query('DROP TABLE dst.u'));
+      assert.deepEqual(await retry.run(activity(), request({ operationId: 'op-earlier' })), {
+        outcome: 'committed',
+        operationId: 'op-earlier',
+        reason: null,
+        rows: null,
+      });
+      // A first attempt's failure, or a retry's when no attempt committed, stands.
+      for (const [environment, operationId] of [
+        [env, 'op-earlier'],
+        [retry, 'op-never'],
+      ] as const) {
+        const report: LoadReport = await environment.run(activity(), request({ operationId }));
+        assert.equal(report.outcome, 'failed', operationId);
+      }
+    });
+
     it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table, and its sequence left as it is (the role may set it but not read the ids)', async () => {
       await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
       try {
