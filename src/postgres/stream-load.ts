@@ -7,7 +7,7 @@
  * so they are committed tables: the staging guard drops them on every failure, and a retried load
  * first drops what a vanished worker left under the same operation's names.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError } from '../errors';
@@ -95,7 +95,9 @@ export async function streamIntoTarget(
 ): Promise<LoadResult> {
   const { plan } = request;
   const target = quoteQualified(request.schema, request.table);
-  const prefix = stagingPrefix(request.operationId);
+  // Names of this attempt's own: an earlier attempt still running (its worker cut off from Temporal,
+  // not from the databases) finds its tables gone, and cannot COPY a range into this attempt's.
+  const prefix = `${stagingPrefix(request.operationId)}${randomBytes(4).toString('hex')}_`;
   const staging = plan.ranges.map((_, i) => quoteQualified(request.schema, `${prefix}${i}`));
   // Each range's fields load by name: staging holds the source's columns, the move names them.
   const columns = plan.table.columns.map((c) => c.name);
