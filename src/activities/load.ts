@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { FILE_COMPRESSIONS, type FileCompression } from '../contract/format-options';
-import type { LoadReport } from '../contract/load-report';
+import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { targetTableOf } from '../contract/target-mapping';
@@ -21,7 +21,7 @@ import type { OutputStores } from '../storage/output-stores';
 import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
 import { fenceHolds } from '../target/loader';
 import { closeSession, openSession } from '../postgres/session';
-import { withFailures } from './failures';
+import { failureTypeOf, withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { definiteLoadFailure, loadFailureMessage } from './load-failures';
 import { parseActivityRequest } from '../contract/activity-requests';
@@ -71,8 +71,9 @@ function loadWithoutFiles(raw: unknown, via: 'internal' | 'stream') {
 /**
  * Runs a load activity's body while heartbeating its progress (a dead loader worker is noticed by
  * the heartbeat timeout; a cancellation arrives with a heartbeat's response). A definite failure
- * anywhere in it, configuration included, becomes a `failed` report, so the run aborts at once,
- * unless an earlier attempt committed (see {@link afterEarlierAttempts}).
+ * anywhere in it, configuration included, becomes a `failed` report, so the run aborts at once;
+ * other failures are thrown and retried. Either, when it ends a retried load, first asks whether
+ * an earlier attempt committed (see {@link committedEarlier}).
  */
 async function reporting<T>(
   operationId: string,
@@ -86,36 +87,41 @@ async function reporting<T>(
     return await body(progress);
   } catch (err) {
     const reason = definiteLoadFailure(err);
-    if (reason === null) throw err;
-    return failed(await afterEarlierAttempts(operationId, { outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) }, targetUrl));
+    const { info, cancellationSignal } = Context.current();
+    const lastTry = info.attempt >= (info.retryPolicy?.maximumAttempts || Number.POSITIVE_INFINITY);
+    if (cancellationSignal.aborted || (reason === null && !lastTry)) throw err;
+    const earlier = await committedEarlier(operationId, targetUrl);
+    if (earlier) return failed({ outcome: 'committed', operationId, reason: null, rows: null });
+    if (earlier === false) {
+      if (reason === null) throw err;
+      return failed({ outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) });
+    }
+    const message = `an earlier attempt of this load may have committed, and the fence could not be read: ${loadFailureMessage(err)}`;
+    const code = reason ?? failureTypeOf(err as { name?: string; code?: unknown });
+    return failed({ outcome: 'unknown', operationId, reason: code, rows: null, message: message.slice(0, LOAD_MESSAGE_LIMIT) });
   } finally {
     stopHeartbeat();
   }
 }
 
 /**
- * A retried load's definite failure says nothing of the attempts before it: one may have committed
- * and vanished before it reported, and this one failed before it reached the fence (its target
- * unconfigured on this worker, a table dropped since). The fence answers: its row → committed;
- * none → failed, as reported; unreadable → unknown (the files stay as evidence).
+ * Whether an earlier attempt of this load committed: one may have, and vanished before it
+ * reported, while this one failed before it reached the fence (a table dropped since, a worker
+ * without the target's URL, the target unreachable through every retry). Its fence row says so;
+ * false on a first attempt; null when the fence cannot be read.
  */
-async function afterEarlierAttempts(operationId: string, report: LoadReport, targetUrl: () => string): Promise<LoadReport> {
-  if (Context.current().info.attempt <= 1) return report;
-  const committed = await (async () => {
+async function committedEarlier(operationId: string, targetUrl: () => string): Promise<boolean | null> {
+  if (Context.current().info.attempt <= 1) return false;
+  try {
     const client = await openSession(targetUrl(), 'target');
     try {
       return await fenceHolds(client, operationId);
     } finally {
       await closeSession(client);
     }
-  })().catch(() => null);
-  if (committed === false) return report;
-  if (committed) return { outcome: 'committed', operationId, reason: null, rows: null };
-  return {
-    ...report,
-    outcome: 'unknown',
-    message: `${report.message ?? report.reason}; an earlier attempt may have committed, and the fence could not be read`,
-  };
+  } catch {
+    return null;
+  }
 }
 
 export function createLoadActivities({

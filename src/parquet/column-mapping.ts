@@ -24,7 +24,7 @@ export interface ParquetColumn {
   readType: string;
   /** DuckDB select-list entry over the CSV's column of the same name. */
   expression: string;
-  /** The Parquet physical or logical type written, e.g. `INT64`, `DECIMAL(10,2)`, `LIST<STRING>`, `STRING`. */
+  /** The Parquet physical or logical type written, e.g. `INT64`, `DECIMAL(10,2)`, `LIST<INT32>`, `STRING`. */
   parquetType: string;
 }
 
@@ -97,9 +97,11 @@ export function requireParquetColumns(table: string | null, columns: readonly { 
       : `the table has no columns, and a Parquet file needs one: ${csvInstead}`;
     throw new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, message, { field: 'format' });
   }
+  // DuckDB folds ASCII letters only: "É" and "é" are two names to it.
+  const folded = (name: string) => name.replace(/[A-Z]/g, (c) => c.toLowerCase());
   const seen = new Map<string, string>();
   for (const { name } of columns) {
-    const other = seen.get(name.toLowerCase());
+    const other = seen.get(folded(name));
     if (other !== undefined) {
       throw new PgExtractError(
         ErrorCode.FORMAT_OPTIONS_INVALID,
@@ -107,6 +109,6 @@ export function requireParquetColumns(table: string | null, columns: readonly { 
         { field: 'format' },
       );
     }
-    seen.set(name.toLowerCase(), name);
+    seen.set(folded(name), name);
   }
 }

@@ -75,7 +75,9 @@ export async function fencedTransaction(
   signal?: AbortSignal,
 ): Promise<LoadResult> {
   await ensureFence(client);
-  await client.query('BEGIN');
+  // READ COMMITTED whatever the target's default: under REPEATABLE READ a claim that waited for an
+  // earlier attempt's COMMIT fails with a serialization error instead of seeing that attempt's row.
+  await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
     // The fence row is claimed before any write: an earlier attempt of this operation still in its
     // transaction (its worker vanished mid-COMMIT) holds the row's key, so the claim waits for that
@@ -97,9 +99,11 @@ export async function fencedTransaction(
     try {
       await client.query('COMMIT');
     } catch (err) {
-      // The server answered: the COMMIT failed and the transaction rolled back (a deferred constraint,
-      // a serialization failure), an error of its own code. Only an unanswered COMMIT is ambiguous.
-      if (err instanceof DatabaseError && err.severity === 'ERROR') throw err;
+      // The server answered with an error and kept the session: the COMMIT failed and the transaction
+      // rolled back (a deferred constraint, a serialization failure), an error of its own code. A
+      // session gone with it (FATAL, a cut connection) leaves the COMMIT's fate open. (Its severity
+      // word cannot tell: the server writes it in its own language.)
+      if (err instanceof DatabaseError && (await sessionAnswers(client))) throw err;
       throw new CommitUnacknowledged(xid, err);
     }
     return { status: 'committed', rows, intentDigest: digest };
@@ -230,14 +234,33 @@ export async function reconcileCommit(
   }
 }
 
+/** Whether the session still answers a query. */
+async function sessionAnswers(client: Client): Promise<boolean> {
+  return client.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+}
+
 /**
  * Whether an attempt of `operationId` committed: its fence row is there (a fence never made holds
- * none). Asked by a retried load that failed before it could claim the fence itself.
+ * none). Asked by a retried load that failed before it could claim the fence itself. The probe is
+ * a claim rolled back, so it waits for an earlier attempt whose COMMIT is still landing, as a
+ * load's own claim does; a plain SELECT would not see that row yet.
  */
 export async function fenceHolds(client: Client, operationId: string): Promise<boolean> {
   const made = await client.query<{ fence: string | null }>('SELECT to_regclass($1) AS fence', [FENCE]);
   if (made.rows[0]?.fence === null) return false;
-  return ((await client.query(`SELECT 1 FROM ${FENCE} WHERE operation_id = $1`, [operationId])).rowCount ?? 0) > 0;
+  await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
+  try {
+    const claimed = await client.query(
+      `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, '', '', 0) ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id`,
+      [operationId],
+    );
+    return claimed.rows.length === 0;
+  } finally {
+    await client.query('ROLLBACK');
+  }
 }
 
 /** What the fence row says: ours → committed, another intent → unknown, none → not committed. */

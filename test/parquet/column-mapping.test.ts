@@ -42,7 +42,7 @@ describe('column mapping and the DuckDB statement', () => {
     refused('s.t', [], /^s\.t has no columns/);
     refused('s.t', [{ name: 'id' }, { name: 'A' }, { name: 'a' }], /^s\.t has columns "A" and "a"/);
     refused(null, [{ name: 'Name' }, { name: 'NAME' }], /^the table has columns "Name" and "NAME"/);
-    requireParquetColumns('s.t', [{ name: 'a' }, { name: 'b' }]);
+    requireParquetColumns('s.t', [{ name: 'a' }, { name: 'b' }, { name: 'É' }, { name: 'é' }]);
   });
 
   it('paths are literal: *, ? and [ become one-character classes', () => {

@@ -109,10 +109,12 @@ describe('reconciling a COMMIT whose acknowledgement was lost while it was still
   });
 
   for (const key of [false, true]) {
-    it(`a retry racing a COMMIT still landing answers from the fence and writes nothing twice (${key ? 'a primary key: the retry waits at the fence, not at the key' : 'no key'})`, async () => {
+    it(`a retry racing a COMMIT still landing answers from the fence and writes nothing twice (${key ? 'a primary key and REPEATABLE READ by default: the retry waits at the fence, not at the key' : 'no key'})`, async () => {
       await withTrigger('pass', key);
       const [first, retry] = [await openTarget(), await openTarget()];
       try {
+        // A target whose default is REPEATABLE READ: the fence's transaction is READ COMMITTED all the same.
+        if (key) for (const c of [first, retry]) await c.query("SET default_transaction_isolation = 'repeatable read'");
         const firstPid: number = (await first.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
         const landing = fencedTransaction(first, 'op-race', 'sha256:d', 'dst.t', insertOne(first));
         await targetStatement('COMMIT', { pid: firstPid });

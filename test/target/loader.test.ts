@@ -187,6 +187,24 @@ describe('built-in PostgreSQL target loader (live)', function () {
       }
     });
 
+    it('a retried load whose target stays unreachable: retried until its last try, which is unknown (an earlier try may have committed)', async () => {
+      const unreachable = createLoadActivities({
+        targetUrl: () => 'postgresql://pgx@127.0.0.1:1/none',
+        sourceUrl: () => live().pg.url,
+        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+      }).loadTarget;
+      const logger = new DefaultLogger('ERROR');
+      const retried = new MockActivityEnvironment({ attempt: 2, retryPolicy: { maximumAttempts: 3 } }, { logger });
+      await assert.rejects(retried.run(unreachable, request({ operationId: 'op-away' })), /ECONNREFUSED|connect/);
+      const last = new MockActivityEnvironment({ attempt: 3, retryPolicy: { maximumAttempts: 3 } }, { logger });
+      const report: LoadReport = await last.run(unreachable, request({ operationId: 'op-away' }));
+      assert.equal(report.outcome, 'unknown');
+      assert.match(report.message!, /^an earlier attempt of this load may have committed, and the fence could not be read: /);
+      // A first try that is also the last says what it met: nothing can have committed before it.
+      const only = new MockActivityEnvironment({ attempt: 1, retryPolicy: { maximumAttempts: 1 } }, { logger });
+      await assert.rejects(only.run(unreachable, request({ operationId: 'op-away' })), /ECONNREFUSED|connect/);
+    });
+
     it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table, and its sequence left as it is (the role may set it but not read the ids)', async () => {
       await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
       try {
