@@ -13,7 +13,7 @@ import { parseTableName } from '../contract/identifiers';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { FILE_COMPRESSIONS, type FileCompression } from '../contract/format-options';
 import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
-import { ErrorCode, PgExtractError } from '../errors';
+import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { targetTableOf } from '../contract/target-mapping';
 import { type DataPackage, type PackagedColumns, packagedColumns } from '../readers/data-package';
@@ -97,7 +97,7 @@ async function reporting<T>(
       return failed({ outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) });
     }
     const message = `an earlier attempt of this load may have committed, and the fence could not be read: ${loadFailureMessage(err)}`;
-    const code = reason ?? failureTypeOf(err as { name?: string; code?: unknown });
+    const code = reason ?? errorCodeOf(err) ?? failureTypeOf(err as { name?: string; code?: unknown });
     return failed({ outcome: 'unknown', operationId, reason: code, rows: null, message: message.slice(0, LOAD_MESSAGE_LIMIT) });
   } finally {
     stopHeartbeat();

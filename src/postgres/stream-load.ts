@@ -106,11 +106,12 @@ export async function streamIntoTarget(
       await dropStreamStaging(fence, request.schema, request.operationId);
       for (const name of staging) await fence.query(createStagingSql(name, target, columns));
     },
-    // On a fresh session: the fence session may be the one whose connection failed.
+    // On a fresh session: the fence session may be the one whose connection failed. This attempt's
+    // tables only: a retry running meanwhile has tables of its own under the operation's prefix.
     drop: async () => {
       const client = await sessions.target();
       try {
-        await dropStreamStaging(client, request.schema, request.operationId);
+        await dropStagingTables(client, request.schema, prefix);
       } finally {
         await sessions.close(client);
       }
@@ -136,7 +137,7 @@ export async function streamIntoTarget(
       ),
   });
   // The fence answered without this load writing: its empty staging tables are not moved, so drop them.
-  if (result.status === 'already_committed') await dropStreamStaging(fence, request.schema, request.operationId);
+  if (result.status === 'already_committed') await dropStagingTables(fence, request.schema, prefix);
   return result;
 }
 
@@ -146,7 +147,11 @@ function stagingPrefix(operationId: string): string {
 
 /** Drops the staging tables of operation `operationId` in `schema`, whichever attempt (or vanished worker) left them. */
 export async function dropStreamStaging(client: Client, schema: string, operationId: string): Promise<void> {
-  const prefix = stagingPrefix(operationId);
+  await dropStagingTables(client, schema, stagingPrefix(operationId));
+}
+
+/** Drops the tables of `schema` whose names start with `prefix`. */
+async function dropStagingTables(client: Client, schema: string, prefix: string): Promise<void> {
   const left = await client.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND left(c.relname, length($2)) = $2`,
     [schema, prefix],

@@ -242,22 +242,31 @@ async function sessionAnswers(client: Client): Promise<boolean> {
   );
 }
 
+/** SQLSTATEs of a claim this session may not make: a read-only transaction (a standby), no INSERT on the fence. */
+const CLAIM_REFUSED = new Set(['25006', '42501']);
+
 /**
  * Whether an attempt of `operationId` committed: its fence row is there (a fence never made holds
  * none). Asked by a retried load that failed before it could claim the fence itself. The probe is
- * a claim rolled back, so it waits for an earlier attempt whose COMMIT is still landing, as a
- * load's own claim does; a plain SELECT would not see that row yet.
+ * a claim rolled back, so it waits for an earlier attempt still in its transaction, as a load's
+ * own claim does (a plain SELECT would not see that row yet), for at most {@link COMMIT_WAIT_MS}
+ * (then it throws: unknown). Where this session may not claim, it reads the fence as it is.
  */
 export async function fenceHolds(client: Client, operationId: string): Promise<boolean> {
   const made = await client.query<{ fence: string | null }>('SELECT to_regclass($1) AS fence', [FENCE]);
   if (made.rows[0]?.fence === null) return false;
   await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
+    await client.query(`SET LOCAL lock_timeout = ${COMMIT_WAIT_MS}`);
     const claimed = await client.query(
       `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, '', '', 0) ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id`,
       [operationId],
     );
     return claimed.rows.length === 0;
+  } catch (err) {
+    if (!CLAIM_REFUSED.has((err as { code?: string }).code ?? '')) throw err;
+    await client.query('ROLLBACK');
+    return ((await client.query(`SELECT 1 FROM ${FENCE} WHERE operation_id = $1`, [operationId])).rowCount ?? 0) > 0;
   } finally {
     await client.query('ROLLBACK');
   }

@@ -13,7 +13,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createLoadActivities } from '../../src/activities/load';
 import type { LoadReport } from '../../src/contract/load-report';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { FENCE_COLUMNS, ensureFence, fenceVerdict, reconcileCommit } from '../../src/target/loader';
+import { FENCE_COLUMNS, ensureFence, fenceHolds, fenceVerdict, reconcileCommit } from '../../src/target/loader';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
@@ -184,6 +184,19 @@ describe('built-in PostgreSQL target loader (live)', function () {
       ] as const) {
         const report: LoadReport = await environment.run(activity(), request({ operationId }));
         assert.equal(report.outcome, 'failed', operationId);
+      }
+    });
+
+    it('the fence probe of a read-only session (a standby) reads the fence as it is: a claim would be refused', async () => {
+      const client = new Client({ connectionString: targetUrl() });
+      await client.connect();
+      try {
+        await ensureFence(client);
+        await client.query(`INSERT INTO pgextract.commit_fence (operation_id, intent_digest, target, rows) VALUES ('op-ro', 'x', 'dst.u', 0)`);
+        await client.query('SET default_transaction_read_only = on');
+        assert.deepEqual([await fenceHolds(client, 'op-ro'), await fenceHolds(client, 'op-ro-none')], [true, false]);
+      } finally {
+        await client.end();
       }
     });
 
