@@ -20,7 +20,7 @@ import { type DataPackage, type PackagedColumns, packagedColumns } from '../read
 import type { OutputStores } from '../storage/output-stores';
 import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
 import { fenceHolds } from '../target/loader';
-import { closeSession, openSession } from '../postgres/session';
+import { onTargetSession } from '../target/session';
 import { failureTypeOf, withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { definiteLoadFailure, loadFailureMessage } from './load-failures';
@@ -111,17 +111,9 @@ async function reporting<T>(
  * false on a first attempt; null when the fence cannot be read.
  */
 async function committedEarlier(operationId: string, targetUrl: () => string): Promise<boolean | null> {
-  if (Context.current().info.attempt <= 1) return false;
-  try {
-    const client = await openSession(targetUrl(), 'target');
-    try {
-      return await fenceHolds(client, operationId);
-    } finally {
-      await closeSession(client);
-    }
-  } catch {
-    return null;
-  }
+  const { info, cancellationSignal } = Context.current();
+  if (info.attempt <= 1) return false;
+  return onTargetSession(targetUrl(), cancellationSignal, (client) => fenceHolds(client, operationId)).catch(() => null);
 }
 
 export function createLoadActivities({

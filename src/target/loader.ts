@@ -83,11 +83,7 @@ export async function fencedTransaction(
     // transaction (its worker vanished mid-COMMIT) holds the row's key, so the claim waits for that
     // COMMIT and then answers from it. Claimed after the writes, the wait came at the target's own
     // keys instead, as a unique violation that reported a committed load as failed.
-    const claimed = await client.query(
-      `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, 0) ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id`,
-      [operationId, digest, target],
-    );
-    if (!claimed.rows[0]) {
+    if (!(await claimFence(client, operationId, digest, target))) {
       const recorded = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
       await client.query('ROLLBACK');
       return alreadyCommitted(operationId, recorded.rows[0]!.intent_digest, digest);
@@ -234,6 +230,19 @@ export async function reconcileCommit(
   }
 }
 
+/**
+ * Claims `operationId`'s fence row in the open transaction, its count 0 until the load sets it:
+ * true when claimed, false when an attempt committed it. A claim still in another transaction
+ * makes this wait for that transaction's end.
+ */
+async function claimFence(client: Client, operationId: string, digest: string, target: string): Promise<boolean> {
+  const claimed = await client.query(
+    `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, $2, $3, 0) ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id`,
+    [operationId, digest, target],
+  );
+  return claimed.rows.length > 0;
+}
+
 /** Whether the session still answers a query. */
 async function sessionAnswers(client: Client): Promise<boolean> {
   return client.query('SELECT 1').then(
@@ -258,11 +267,7 @@ export async function fenceHolds(client: Client, operationId: string): Promise<b
   await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
     await client.query(`SET LOCAL lock_timeout = ${COMMIT_WAIT_MS}`);
-    const claimed = await client.query(
-      `INSERT INTO ${FENCE} (operation_id, intent_digest, target, rows) VALUES ($1, '', '', 0) ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id`,
-      [operationId],
-    );
-    return claimed.rows.length === 0;
+    return !(await claimFence(client, operationId, '', ''));
   } catch (err) {
     if (!CLAIM_REFUSED.has((err as { code?: string }).code ?? '')) throw err;
     await client.query('ROLLBACK');
