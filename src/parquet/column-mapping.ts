@@ -91,24 +91,16 @@ export function parquetColumn(column: SourceColumn): ParquetColumn {
 export function requireParquetColumns(table: string | null, columns: readonly { name: string }[]): void {
   // A table of a set is named (the run has others); a one-table run's is the run's own.
   const csvInstead = table ? `export the run as csv or binary, or leave ${table} out of it` : 'export it as csv or binary';
-  if (columns.length === 0) {
-    const message = table
-      ? `${table} has no columns, and a Parquet file needs one: ${csvInstead}`
-      : `the table has no columns, and a Parquet file needs one: ${csvInstead}`;
-    throw new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, message, { field: 'format' });
-  }
-  // DuckDB folds ASCII letters only: "É" and "é" are two names to it.
-  const folded = (name: string) => name.replace(/[A-Z]/g, (c) => c.toLowerCase());
+  const refuse = (problem: string) =>
+    new PgExtractError(ErrorCode.FORMAT_OPTIONS_INVALID, `${table ?? 'the table'} ${problem}: ${csvInstead}`, { field: 'format' });
+  if (columns.length === 0) throw refuse('has no columns, and a Parquet file needs one');
   const seen = new Map<string, string>();
   for (const { name } of columns) {
-    const other = seen.get(folded(name));
-    if (other !== undefined) {
-      throw new PgExtractError(
-        ErrorCode.FORMAT_OPTIONS_INVALID,
-        `${table ?? 'the table'} has columns ${JSON.stringify(other)} and ${JSON.stringify(name)}, one name to DuckDB (which writes Parquet; its names ignore case): ${csvInstead}`,
-        { field: 'format' },
-      );
-    }
-    seen.set(folded(name), name);
+    // DuckDB folds ASCII letters only: "É" and "é" are two names to it.
+    const folded = name.replace(/[A-Z]/g, (c) => c.toLowerCase());
+    const other = seen.get(folded);
+    if (other !== undefined)
+      throw refuse(`has columns ${JSON.stringify(other)} and ${JSON.stringify(name)}, one name to DuckDB (which writes Parquet; its names ignore case)`);
+    seen.set(folded, name);
   }
 }
