@@ -139,12 +139,15 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
       );
       const out = join(live().outRoot, 'batched-retry');
       const batchFiles = async () => (await readdir(out, { recursive: true }).catch(() => [] as string[])).filter((e) => /-batch-\d{5}\.csv$/.test(e));
-      for (const until = Date.now() + 30_000; (await batchFiles()).length < 2;) {
+      // Both partitions mid-way: each is killed and retried, so each retry must sweep what the test leaves for it.
+      // (Two files of partition 0 alone once let partition 1 start after the kill and never retry.)
+      const started = (files: string[]) => [0, 1].every((p) => files.some((f) => f.includes(`part-000${p}-batch-`)));
+      for (const until = Date.now() + 30_000; !started(await batchFiles());) {
         assert.ok(Date.now() < until, 'batch files appear');
         await new Promise((r) => setTimeout(r, 5));
       }
       const killed = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/partition'`);
-      assert.ok(killed.rowCount! > 0, 'a partition was mid-way');
+      assert.equal(killed.rowCount, 2, 'both partitions were mid-way');
       // What a killed try leaves and its retry would not overwrite: a batch past the retry's last, a temp file.
       await new Promise((r) => setTimeout(r, 500));
       const attemptFolder = join(out, handle.firstExecutionRunId, 'attempt-1');
