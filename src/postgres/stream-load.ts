@@ -21,7 +21,7 @@ import { copyPartition } from './partition-copy';
 import type { SnapshotPlan } from './snapshot-coordinator';
 import { quoteQualified } from './sql';
 import { requireBinaryTypes } from '../target/binary-types';
-import { type LoadControl, type LoadResult, fencedTransaction } from '../target/loader';
+import { type LoadControl, type LoadResult, ensureFence, fencedTransaction, recordedLoad } from '../target/loader';
 import { createStagingSql, moveIntoTarget, withRelkinds } from '../target/table-fill';
 import { sequencesPastRows } from '../target/sequences';
 
@@ -84,7 +84,7 @@ class StagingSink implements OutputSink {
  * Streams every range of `request.plan` into staging and moves it into the target in one fenced
  * transaction on `fence`; returns the fence's answer. `onStreamed` gets row evidence per range
  * once every range is in staging, before the move (never when the fence answered a retry: nothing
- * was read); it refuses the read by throwing, and the transaction rolls back. The
+ * was read); it refuses the read by throwing, and nothing is moved. The
  * caller ends the coordinator's transaction once the outcome is known.
  */
 export async function streamIntoTarget(
@@ -101,10 +101,11 @@ export async function streamIntoTarget(
   const staging = plan.ranges.map((_, i) => quoteQualified(request.schema, `${prefix}${i}`));
   // Each range's fields load by name: staging holds the source's columns, the move names them.
   const columns = plan.table.columns.map((c) => c.name);
+  const digest = streamIntentDigest(request);
   const { result } = await ownedStagingHandle({
     create: async () => {
       await dropStreamStaging(fence, request.schema, request.operationId);
-      for (const name of staging) await fence.query(createStagingSql(name, target, columns));
+      for (const name of staging) await fence.query(createStagingSql(name, target, columns, 'UNLOGGED'));
     },
     // On a fresh session: the fence session may be the one whose connection failed. This attempt's
     // tables only: a retry running meanwhile has tables of its own under the operation's prefix.
@@ -116,17 +117,24 @@ export async function streamIntoTarget(
         await sessions.close(client);
       }
     },
-    materialize: () =>
-      fencedTransaction(
+    materialize: async () => {
+      // An attempt that committed is answered before anything is read. One still committing is
+      // not seen here; the move's claim waits for it.
+      await ensureFence(fence);
+      const recorded = await recordedLoad(fence, request.operationId, digest);
+      if (recorded) return recorded;
+      await requireBinaryTypes(fence, request.format, [{ ...request, columns, columnTypes: plan.table.columns.map((c) => c.pgType) }]);
+      // Streamed before the fenced transaction begins: its claim takes a transaction id, which
+      // would hold back the target's vacuum horizon for as long as the ranges stream.
+      const evidence = await streamRanges(sessions, request, staging, { signal, onBytes });
+      await onStreamed?.(evidence);
+      signal?.throwIfAborted();
+      return fencedTransaction(
         fence,
         request.operationId,
-        streamIntentDigest(request),
+        digest,
         `${request.schema}.${request.table}`,
         async () => {
-          await requireBinaryTypes(fence, request.format, [{ ...request, columns, columnTypes: plan.table.columns.map((c) => c.pgType) }]);
-          const evidence = await streamRanges(sessions, request, staging, { signal, onBytes });
-          await onStreamed?.(evidence);
-          signal?.throwIfAborted();
           const into = (await withRelkinds(fence, [request]))[0]!;
           if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);
           for (const name of staging) await moveIntoTarget(fence, name, into, 'append', columns);
@@ -134,7 +142,8 @@ export async function streamIntoTarget(
           return evidence.reduce((sum, e) => sum + e.rows, 0);
         },
         signal,
-      ),
+      );
+    },
   });
   // The fence answered without this load writing: its empty staging tables are not moved, so drop them.
   if (result.status === 'already_committed') await dropStagingTables(fence, request.schema, prefix);

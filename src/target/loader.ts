@@ -84,9 +84,9 @@ export async function fencedTransaction(
     // COMMIT and then answers from it. Claimed after the writes, the wait came at the target's own
     // keys instead, as a unique violation that reported a committed load as failed.
     if (!(await claimFence(client, operationId, digest, target))) {
-      const recorded = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
+      const recorded = (await recordedLoad(client, operationId, digest))!;
       await client.query('ROLLBACK');
-      return alreadyCommitted(operationId, recorded.rows[0]!.intent_digest, digest);
+      return recorded;
     }
     const rows = await work();
     signal?.throwIfAborted();
@@ -111,7 +111,15 @@ export async function fencedTransaction(
   }
 }
 
-function alreadyCommitted(operationId: string, recorded: string, digest: string): LoadResult {
+/**
+ * What the fence (made: see {@link ensureFence}) records for `operationId` as this session sees it:
+ * `already_committed` when an attempt committed the same intent, null when none did (an attempt
+ * still in its transaction is not seen; only a claim waits for it). A different intent is
+ * TARGET_FENCE_CONFLICT.
+ */
+export async function recordedLoad(client: Client, operationId: string, digest: string): Promise<LoadResult | null> {
+  const recorded = await recordedDigest(client, operationId);
+  if (recorded === null) return null;
   if (recorded !== digest) {
     throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${operationId} already committed a different load`, FailureDisposition.preserveEvidence);
   }
@@ -279,7 +287,13 @@ export async function fenceHolds(client: Client, operationId: string): Promise<b
 
 /** What the fence row says: ours → committed, another intent → unknown, none → not committed. */
 export async function fenceVerdict(client: Client, operationId: string, digest: string): Promise<Reconciliation> {
+  const recorded = await recordedDigest(client, operationId);
+  if (recorded === null) return 'not_committed';
+  return recorded === digest ? 'committed' : 'unknown';
+}
+
+/** The intent digest the fence row of `operationId` holds, as this session sees it; null without one. */
+async function recordedDigest(client: Client, operationId: string): Promise<string | null> {
   const r = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
-  if (!r.rows[0]) return 'not_committed';
-  return r.rows[0].intent_digest === digest ? 'committed' : 'unknown';
+  return r.rows[0]?.intent_digest ?? null;
 }

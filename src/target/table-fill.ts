@@ -1,7 +1,7 @@
 /**
  * How a load's files reach one target table inside the caller's transaction: COPYed straight into
  * the table where COPY has the effect an INSERT would have (each row written once), otherwise into
- * an UNLOGGED staging table moved in by `INSERT … SELECT`, which applies what COPY would bypass or
+ * a temporary staging table moved in by `INSERT … SELECT`, which applies what COPY would bypass or
  * refuse. Either way every file is checked against its manifest entry (rows and sha256) as it is
  * read, and a mismatch fails the transaction, so nothing of it can commit.
  */
@@ -47,13 +47,12 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
     if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
     return copyFiles(client, copyInSql(target, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
   }
-  const staging = stagingName(fill.schema, fill.operationId, fill.stagingSuffix);
+  const staging = stagingName(fill.operationId, fill.stagingSuffix ?? '');
   await client.query('SAVEPOINT pg_extract_staging');
   const { result } = await ownedStagingHandle({
     // Created inside the load's transaction: dropping is rolling back to before it, which works
-    // even when a failed COPY has aborted the transaction. UNLOGGED: it never outlives this
-    // transaction, so WAL for it would protect nothing.
-    create: async () => void (await client.query(createStagingSql(staging, target, fill.columns))),
+    // even when a failed COPY has aborted the transaction.
+    create: async () => void (await client.query(createStagingSql(staging, target, fill.columns, 'TEMPORARY'))),
     drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
     materialize: async () => {
       const rows = await copyFiles(client, copyInSql(staging, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
@@ -87,19 +86,25 @@ async function targetShape(client: Client, schema: string, table: string): Promi
 }
 
 /**
- * `CREATE UNLOGGED TABLE staging …` for files with `columns`: those columns of `target` alone, typed
+ * `CREATE <persistence> TABLE staging …` for files with `columns`: those columns of `target` alone, typed
  * as there, without constraints, so the target's other columns (an identity, a default) are filled
  * by the move's INSERT as an INSERT fills them, and a name the target lacks fails here naming it.
  * Without `columns` (a load scheduled by an earlier release), the target's shape with its defaults.
+ * TEMPORARY for staging that one session fills and moves (`staging` in `pg_temp`), UNLOGGED for
+ * staging other sessions fill.
  */
-export function createStagingSql(staging: string, target: string, columns?: readonly string[]): string {
-  if (!columns) return `CREATE UNLOGGED TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`;
-  return `CREATE UNLOGGED TABLE ${staging} AS SELECT ${columns.map(quoteIdent).join(', ')} FROM ${target} WITH NO DATA`;
+export function createStagingSql(staging: string, target: string, columns: readonly string[] | undefined, persistence: 'TEMPORARY' | 'UNLOGGED'): string {
+  if (!columns) return `CREATE ${persistence} TABLE ${staging} (LIKE ${target} INCLUDING DEFAULTS)`;
+  return `CREATE ${persistence} TABLE ${staging} AS SELECT ${columns.map(quoteIdent).join(', ')} FROM ${target} WITH NO DATA`;
 }
 
-/** A load's staging table in `schema`, named after its operation (and its place in a set's load). */
-export function stagingName(schema: string, operationId: string, suffix = ''): string {
-  return quoteQualified(schema, `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
+/**
+ * A load's staging table, named after its operation (and its place in a set's load): a temporary
+ * table, so the load needs no CREATE on the target's schema (only TEMP on its database, which
+ * PostgreSQL grants to PUBLIC), and nothing of it can outlive the session.
+ */
+function stagingName(operationId: string, suffix: string): string {
+  return quoteQualified('pg_temp', `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
 }
 
 /**

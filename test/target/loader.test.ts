@@ -285,6 +285,24 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.audit'))).rows[0].n, 4);
     });
 
+    it("a role with SELECT and INSERT loads through staging: its staging table is temporary, so it needs no CREATE on the target's schema", async () => {
+      await admin().query(`CREATE ROLE pgx_stager LOGIN`);
+      try {
+        await onTarget(async (c) => {
+          await c.query('CREATE TABLE dst.audit (id int); CREATE RULE audit AS ON INSERT TO dst.u DO ALSO INSERT INTO dst.audit VALUES (NEW.id)');
+          await ensureFence(c);
+          await c.query(`GRANT USAGE ON SCHEMA dst, pgextract TO pgx_stager; GRANT SELECT, INSERT ON dst.u TO pgx_stager;
+                         GRANT SELECT, INSERT, UPDATE ON pgextract.commit_fence TO pgx_stager`);
+        });
+        const report: LoadReport = await env.run(activitiesAs('pgx_stager').loadTarget, request({ operationId: 'op-stager' }));
+        assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4], report.message);
+        assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.audit'))).rows[0].n, 4, 'filled through staging');
+      } finally {
+        await onTarget((c) => c.query('DROP OWNED BY pgx_stager'));
+        await admin().query(`DROP OWNED BY pgx_stager; DROP ROLE pgx_stager`);
+      }
+    });
+
     it("replace through staging empties the target's own rows, not an inheritance child's", async () => {
       await onTarget((c) =>
         c.query(`CREATE RULE keep AS ON INSERT TO dst.u WHERE false DO ALSO NOTHING;

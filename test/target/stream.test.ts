@@ -12,11 +12,13 @@ import { admin } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import {
+  MIXED_TARGET_DDL,
   TARGET_DB,
   addArchiveChild,
   archiveRows,
   loadsMixedTable,
   onTarget,
+  recreateTarget,
   slowCommit,
   targetDigest,
   targetStatement,
@@ -78,6 +80,26 @@ describe('streaming PG → PG without files (live)', function () {
       const during = await admin().query(coordinator);
       assert.equal(during.rows.length, 1, 'the coordinator session is open while the target commits');
       assert.match(during.rows[0].state, /^(idle in transaction|active)$/, 'inside its transaction');
+    });
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(await targetDigest(), source.expected);
+  });
+
+  it('opens no target transaction while the ranges stream: the fence is claimed at the move', async () => {
+    // A domain check that sleeps on one row keeps that range's COPY into staging running for a second.
+    await recreateTarget(
+      `CREATE FUNCTION public.slow_row(v bigint) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN IF v = 1 THEN PERFORM pg_sleep(1); END IF; RETURN true; END $$;
+       CREATE DOMAIN public.slow_id AS bigint CHECK (public.slow_row(VALUE));
+       ${MIXED_TARGET_DDL.replace('id bigint', 'id public.slow_id')}`,
+    );
+    const result = await stream(async () => {
+      const copying = await targetStatement('COPY');
+      // A transaction id held idle on the target holds back its vacuum horizon for the stream's length.
+      const held = await admin().query(
+        `SELECT pid, query FROM pg_stat_activity WHERE datname = $1 AND application_name = 'pg-extract/target' AND pid <> $2 AND backend_xid IS NOT NULL AND state LIKE 'idle in transaction%'`,
+        [TARGET_DB, copying],
+      );
+      assert.deepEqual(held.rows, [], 'no target session holds a transaction id while a range streams');
     });
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.deepEqual(await targetDigest(), source.expected);
