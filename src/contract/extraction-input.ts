@@ -10,7 +10,7 @@ import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, par
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkTargetMapping } from './target-mapping';
 import { S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, parseS3Url } from './s3-url';
-import { parseColumnName, parseSchemaName, parseTableName } from './identifiers';
+import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -225,17 +225,25 @@ function checkSelection(
     if (input[k] !== undefined && input.table === undefined)
       ctx.addIssue({ code: 'custom', path: [k], message: `${k} applies to one table: each of several tables takes its primary key and all columns` });
   }
-  const seen = new Set<string>();
+  // Manifests and data packages name a table `schema.table` unquoted, so two tables that read
+  // alike that way (`"a.b".c`, `a."b.c"`) cannot be told apart in one run's files either.
+  const seen = new Map<string, string>();
   for (const name of input.tables ?? []) {
     let key: string;
+    let exact: string;
     try {
-      const { schema, table } = parseTableName(name);
-      key = `${schema}.${table}`;
+      const parsed = parseTableName(name);
+      key = `${parsed.schema}.${parsed.table}`;
+      exact = formatTableName(parsed);
     } catch {
       continue; // The element's own check reports it.
     }
-    if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['tables'], message: `${key} is named twice`, params: { code: ErrorCode.TABLE_DUPLICATE } });
-    seen.add(key);
+    const earlier = seen.get(key);
+    if (earlier !== undefined) {
+      const message = earlier === exact ? `${key} is named twice` : `${earlier} and ${exact} are both ${key} in a run's manifest: extract them in two runs`;
+      ctx.addIssue({ code: 'custom', path: ['tables'], message, params: { code: ErrorCode.TABLE_DUPLICATE } });
+    }
+    seen.set(key, exact);
   }
 }
 

@@ -430,11 +430,14 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     }
   });
 
-  it('the CLI refuses a table named twice, and table with schema, before connecting anywhere', async () => {
+  it('the CLI refuses a table named twice (or two that read alike unquoted), and table with schema, before connecting anywhere', async () => {
     const env = { TEMPORAL_ADDRESS: '127.0.0.1:1', PG_EXTRACT_OUT_DIR: live().outRoot };
     const twice = await cli(['start', '--tables', 'tset.orders,tset.customers,TSET.orders'], env);
     assert.equal(twice.code, 2, twice.stderr);
     assert.match(twice.stderr, /TABLE_DUPLICATE/);
+    const alike = await cli(['start', '--tables', '"a.b".c,a."b.c"'], env);
+    assert.equal(alike.code, 2, alike.stderr);
+    assert.match(alike.stderr, /TABLE_DUPLICATE.*"a\.b"\.c and a\."b\.c" are both a\.b\.c in a run's manifest/);
     const both = await cli(['start', '--table', 'tset.orders', '--schema', 'tset'], env);
     assert.equal(both.code, 2, both.stderr);
     assert.match(both.stderr, /INPUT_INVALID/);
