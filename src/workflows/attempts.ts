@@ -91,6 +91,8 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
 
 /** A partitioned run's data package is written while its receipt completes; runs started before write it after. */
 export const PACKAGE_WHILE_COMPLETING = 'package-while-completing';
+/** A data package written after its attempt (a whole copy's) is written on the stub that waits for a cancelled write. */
+export const PACKAGE_WAITS_WHEN_CANCELLED = 'package-waits-when-cancelled';
 
 export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   return onHeldSnapshot(
@@ -169,6 +171,9 @@ export async function withDataPackage(input: ExtractionInput, scope: AttemptScop
   // Runs started before data packages replay without this activity; a package written by the attempt is there already.
   if (!patched('data-package') || manifest.dataPackage || !manifest.columns || !manifest.primaryKey) return manifest;
   const { columns, primaryKey, files } = manifest;
-  const dataPackage = await writeOneTablePackage(quick, input, scope, { files, columns, primaryKey }, events);
+  // On the stub that waits for a cancelled write, so the attempt's discard never races a package that lands
+  // after it (an orphan object on S3). Runs started before wrote it on the bookkeeping stub, and replay so.
+  const stub = patched(PACKAGE_WAITS_WHEN_CANCELLED) ? packageActivities(input) : quick;
+  const dataPackage = await writeOneTablePackage(stub, input, scope, { files, columns, primaryKey }, events);
   return dataPackage ? { ...manifest, dataPackage } : manifest;
 }

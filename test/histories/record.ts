@@ -50,6 +50,16 @@ describe('record workflow histories', function () {
     });
   });
 
+  it('whole copy, its data package written on the stub that waits for a cancelled write, committed', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'whole-package-committed', { partitions: 1 });
+      assert.ok((await waitForManifest(handle)).dataPackage, 'a data package');
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('whole-package-committed', handle);
+    });
+  });
+
   it('partitioned with its data package written, committed', async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await run(taskQueue, 'data-package-committed', { partitions: 2 });

@@ -1,5 +1,7 @@
 /** One SeaweedFS S3 server per test run, started on first use and stopped by the root hooks. */
 import { createWriteStream } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -40,6 +42,53 @@ export async function bucketContents(bucket: string, prefix: string): Promise<{ 
   const objects = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix }));
   const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
   return { objects: (objects.Contents ?? []).map((o) => o.Key!), uploads: (uploads.Uploads ?? []).map((u) => u.Key!) };
+}
+
+/** A proxy in front of the S3 server that holds some requests, as a stalled network would. */
+export interface GatedS3Proxy {
+  /** The endpoint to give a worker (AWS_ENDPOINT_URL_S3). */
+  url: string;
+  /** Resolves when the first held request arrives. */
+  held: Promise<void>;
+  /** Lets the held requests through; resolves once the server has answered them all. */
+  release(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts a {@link GatedS3Proxy} that holds `method` requests whose path matches `path`. Signatures still verify: headers, Host included, pass unchanged. */
+export async function gatedS3Proxy(method: string, path: RegExp): Promise<GatedS3Proxy> {
+  const upstream = new URL((await s3Service()).env.AWS_ENDPOINT_URL_S3!);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let arrived!: () => void;
+  const held = new Promise<void>((resolve) => (arrived = resolve));
+  const answered: Promise<void>[] = [];
+  const server = createServer((req, res) => {
+    const hold = req.method === method && path.test(req.url ?? '');
+    if (hold) arrived();
+    const forwarded = (hold ? gate : Promise.resolve()).then(
+      () =>
+        new Promise<void>((resolve) => {
+          const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res).on('finish', resolve);
+          });
+          out.on('error', () => (res.destroy(), resolve()));
+          req.pipe(out);
+        }),
+    );
+    if (hold) answered.push(forwarded);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held,
+    release: async () => {
+      open();
+      await Promise.all(answered);
+    },
+    close: () => new Promise<void>((resolve) => (open(), server.closeAllConnections(), server.close(() => resolve()))),
+  };
 }
 
 export async function stopS3(): Promise<void> {

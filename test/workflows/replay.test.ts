@@ -25,12 +25,13 @@ function recorded(): { name: string; workflowId: string; history: temporal.api.h
 describe('recorded histories replay on the current workflow code', function () {
   this.timeout(60_000);
 
-  it('covers whole, partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too), retained and streamed runs, a data package, a table set (loaded too, in groups, with its data package after or beside the copy, and cancelled once decided), the batch workflow of a set, a malformed commit signal ignored and a standby conflict while planning', () => {
+  it('covers whole (with its data package too), partitioned, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too), retained and streamed runs, a data package, a table set (loaded too, in groups, with its data package after or beside the copy, and cancelled once decided), the batch workflow of a set, a malformed commit signal ignored and a standby conflict while planning', () => {
     const names = recorded().map((h) => h.name);
     for (const name of [
       'batched-committed',
       'data-package-committed',
       'whole-committed',
+      'whole-package-committed',
       'partitioned-awaiting-commit',
       'partitioned-failed',
       'snapshot-lost',

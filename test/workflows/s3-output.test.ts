@@ -14,7 +14,7 @@ import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
-import { bucketContents, download, s3Service } from '../support/s3';
+import { bucketContents, download, gatedS3Proxy, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
@@ -118,6 +118,32 @@ describe('output on S3 (live SeaweedFS + Temporal + PostgreSQL)', function () {
       },
       { s3Env },
     );
+  });
+
+  it("a cancellation while a whole copy's data package is being written waits for that write, then discards it: nothing is left", async () => {
+    const proxy = await gatedS3Proxy('PUT', /\/datapackage\.json/);
+    try {
+      await withWorker(
+        async ({ client, taskQueue }) => {
+          const handle = await startExtraction(client, { table, partitions: 1, outDir: `s3://${BUCKET}/package-cancelled` }, { taskQueue });
+          await proxy.held;
+          await handle.cancel();
+          const ended = handle.result().then(
+            () => 'ended',
+            () => 'ended',
+          );
+          // It ended here, while the write was held, and the write then landed in the attempt it had discarded.
+          const meanwhile = await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 3000, 'waiting'))]);
+          await proxy.release();
+          await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause?.name === 'CancelledFailure');
+          assert.equal(meanwhile, 'waiting', 'the run waits for the write it cancelled');
+          assert.deepEqual(await bucketContents(BUCKET, 'package-cancelled/'), { objects: [], uploads: [] });
+        },
+        { s3Env: { ...s3Env, AWS_ENDPOINT_URL_S3: proxy.url } },
+      );
+    } finally {
+      await proxy.close();
+    }
   });
 
   for (const [what, bucket, env, code] of [
