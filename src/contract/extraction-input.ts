@@ -242,8 +242,7 @@ function checkSelection(
     if (earlier !== undefined) {
       const message = earlier === exact ? `${key} is named twice` : `${earlier} and ${exact} are both ${key} in a run's manifest: extract them in two runs`;
       ctx.addIssue({ code: 'custom', path: ['tables'], message, params: { code: ErrorCode.TABLE_DUPLICATE } });
-    }
-    seen.set(key, exact);
+    } else seen.set(key, exact);
   }
 }
 

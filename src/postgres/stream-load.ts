@@ -83,9 +83,11 @@ class StagingSink implements OutputSink {
 /**
  * Streams every range of `request.plan` into staging and moves it into the target in one fenced
  * transaction on `fence`; returns the fence's answer. `onStreamed` gets row evidence per range
- * once every range is in staging, before the move (never when the fence answered a retry: nothing
- * was read); it refuses the read by throwing, and nothing is moved. The
- * caller ends the coordinator's transaction once the outcome is known.
+ * once every range is in staging, before the move (never when the fence answered before the
+ * stream: nothing was read); it refuses the read by throwing, and nothing is moved. An
+ * `already_committed` after it (an attempt committed while this one streamed) means the target
+ * holds another read than this one. The caller ends the coordinator's transaction once the
+ * outcome is known.
  */
 export async function streamIntoTarget(
   fence: Client,

@@ -121,7 +121,7 @@ export async function loadBySelect(
         digest,
         `${into.schema}.${into.table}`,
         async () => {
-          const staged = await insertSelectIntoStaging(client, from, { schema: into.schema });
+          const staged = await insertSelectIntoStaging(client, from);
           receipt = staged.extractionReceipt;
           // The staging table's columns are the source's, named as there: they move by name.
           const columns = from.columns.map((c) => c.name);
@@ -185,9 +185,12 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
         await coordinator.requireUnchanged();
         evidence = streamed;
       };
-      const result = await report(operationId, url, streamIntentDigest(request), () =>
-        streamIntoTarget(client, sessions, request, { signal, onBytes, onStreamed }),
-      );
+      const result = await report(operationId, url, streamIntentDigest(request), async () => {
+        const loaded = await streamIntoTarget(client, sessions, request, { signal, onBytes, onStreamed });
+        // An attempt committed while this one streamed: the target holds that attempt's read, not this one's.
+        if (loaded.status === 'already_committed') evidence = null;
+        return loaded;
+      });
       clearInterval(probing);
       const end = result.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK';
       const receipt = evidence ? await coordinator.complete(evidence, end) : (await coordinator.abort(), null);
