@@ -1,6 +1,6 @@
 /**
  * Internal query: source and target are the same database, so no file and no cursor. The
- * target session runs `INSERT INTO <staging> SELECT …` under the owned staging guard; the
+ * target session runs `INSERT INTO <temporary staging> SELECT …` under the owned staging guard; the
  * extraction window is that statement, bracketed by the server clock. No snapshot is claimed:
  * the statement's own snapshot is not one a receipt can prove. Completion is not target commit.
  */
@@ -20,8 +20,6 @@ export interface StagingTable {
 
 /** Options for {@link insertSelectIntoStaging}. */
 export interface InternalQueryOptions {
-  /** Schema for the staging table. @default the source's schema */
-  schema?: string;
   signal?: AbortSignal;
   /** Runs after the INSERT, before ownership passes (contract checks); a rejection drops staging. */
   validate?: (staging: StagingTable) => Promise<void>;
@@ -33,13 +31,15 @@ export async function insertSelectIntoStaging(
   options: InternalQueryOptions = {},
 ): Promise<ExtractResult<StagingTable>> {
   const authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
-  const schema = options.schema ?? source.schema;
+  // Temporary: the session that fills it moves it, so it needs no CREATE on any schema, writes no
+  // WAL for rows it holds only until the move, and cannot outlive the session.
+  const schema = 'pg_temp';
   const name = `pg_extract_stg_${randomBytes(6).toString('hex')}`;
   const staging = quoteQualified(schema, name);
   const { result } = await ownedStagingHandle({
     signal: options.signal,
     create: async () => {
-      await target.query(`CREATE TABLE ${staging} AS ${selectSql(source)} WITH NO DATA`);
+      await target.query(`CREATE TEMPORARY TABLE ${staging} AS ${selectSql(source)} WITH NO DATA`);
       return staging;
     },
     drop: async () => void (await target.query(`DROP TABLE IF EXISTS ${staging}`)),

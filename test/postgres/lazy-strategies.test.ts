@@ -127,9 +127,10 @@ describe('lazy strategies (live PostgreSQL)', () => {
       assert.equal(r.sourceToken, null);
       assert.deepEqual(r.evidence, [{ name: 'iq.t', rows: 1_000, bytes: null, sha256: null }], 'row evidence, no file');
       assert.ok(utcMicros(r.extractionStartedAt) <= utcMicros(r.extractionCompletedAt!));
-      const staged = await admin().query(`SELECT count(*)::int AS n FROM iq.${result.artifact.name}`);
+      assert.equal(result.artifact.schema, 'pg_temp', "the session's own temporary table");
+      const staged = await client.query(`SELECT count(*)::int AS n FROM pg_temp.${result.artifact.name}`);
       assert.equal(staged.rows[0].n, 1_000);
-      await admin().query(`DROP TABLE iq.${result.artifact.name}`);
+      await client.query(`DROP TABLE pg_temp.${result.artifact.name}`);
     });
 
     it('a failed contract check drops the staging table and keeps the primary error', async () => {
@@ -137,7 +138,7 @@ describe('lazy strategies (live PostgreSQL)', () => {
       const source = await resolveTable(client, { schema: 'iqf', table: 't' });
       const primary = new Error('row count contract violated');
       await assert.rejects(insertSelectIntoStaging(client, source, { validate: async () => Promise.reject(primary) }), (e) => e === primary);
-      const left = await admin().query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'iqf' AND tablename LIKE 'pg_extract_stg_%'`);
+      const left = await client.query(`SELECT count(*)::int AS n FROM pg_class WHERE relnamespace = pg_my_temp_schema() AND relname LIKE 'pg_extract_stg_%'`);
       assert.equal(left.rows[0].n, 0);
     });
 
@@ -149,7 +150,7 @@ describe('lazy strategies (live PostgreSQL)', () => {
         insertSelectIntoStaging(client, source, { signal: controller.signal, validate: () => new Promise<void>(() => controller.abort()) }),
         { code: ErrorCode.STAGING_CANCELLED },
       );
-      const left = await admin().query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'iqc' AND tablename LIKE 'pg_extract_stg_%'`);
+      const left = await client.query(`SELECT count(*)::int AS n FROM pg_class WHERE relnamespace = pg_my_temp_schema() AND relname LIKE 'pg_extract_stg_%'`);
       assert.equal(left.rows[0].n, 0);
     });
   });
