@@ -69,5 +69,11 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
   };
 }
 
-/** Short bookkeeping activities: output folders, the holder queue name. */
-export const quick = proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute' });
+/**
+ * Short bookkeeping activities: output folders, the holder queue name. Retried as the run's file
+ * writes are: a folder that cannot be made (a permission, a full disk) fails the run once the
+ * attempts are spent, where it retried for ever.
+ */
+export function quickActivities(input: ExtractionInput) {
+  return proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute', retry: fileRetry(input) });
+}

@@ -12,7 +12,7 @@ import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extrac
 import type { SourceColumn } from '../contract/source-column';
 import { batchFileName, fileBoundsOf } from '../contract/file-bounds';
 import { runLabel } from '../contract/table-selection';
-import { extractActivities, packageActivities, quick } from './activity-stubs';
+import { extractActivities, packageActivities, quickActivities } from './activity-stubs';
 import { onHeldSnapshot, totals } from './held-snapshot';
 
 /** Which attempt, and the folder its files go to. */
@@ -64,7 +64,7 @@ function tellBatches(scope: AttemptScope, input: ExtractionInput, files: Manifes
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const batched = fileBoundsOf(input) !== null;
   const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
-  await quick.prepareOutputFolder(scope.folder);
+  await quickActivities(input).prepareOutputFolder(scope.folder);
   events.planned(batched ? { partitions: 1, names: [], prefixes: [`${name}-batch-`] } : { partitions: 1, names: [name] });
   const extract = extractActivities(input);
   const { files, receipt, snapshotDigest, columns, primaryKey } = batched
@@ -173,7 +173,7 @@ export async function withDataPackage(input: ExtractionInput, scope: AttemptScop
   const { columns, primaryKey, files } = manifest;
   // On the stub that waits for a cancelled write, so the attempt's discard never races a package that lands
   // after it (an orphan object on S3). Runs started before wrote it on the bookkeeping stub, and replay so.
-  const stub = patched(PACKAGE_WAITS_WHEN_CANCELLED) ? packageActivities(input) : quick;
+  const stub = patched(PACKAGE_WAITS_WHEN_CANCELLED) ? packageActivities(input) : quickActivities(input);
   const dataPackage = await writeOneTablePackage(stub, input, scope, { files, columns, primaryKey }, events);
   return dataPackage ? { ...manifest, dataPackage } : manifest;
 }

@@ -10,7 +10,7 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
-import { holderActivities, quick } from './activity-stubs';
+import { holderActivities, quickActivities } from './activity-stubs';
 import type { AttemptScope } from './attempts';
 import { asHolderFailure, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
 import { PAYLOAD_BUDGET, requireFilesFit } from './payload-budget';
@@ -64,6 +64,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
   // The attempt's folder is prepared while the holder exports and plans: two round trips fewer
   // before the first copy. Runs started before prepare it after the plan, and replay so.
+  const quick = quickActivities(input);
   const folderReady = patched(PREPARE_FOLDER_WHILE_PLANNING) ? quick.prepareOutputFolder(scope.folder) : null;
   folderReady?.catch(() => undefined);
   const queue = await quick.holderTaskQueue();

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { access, readFile, readdir } from 'node:fs/promises';
+import { access, readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
@@ -333,6 +333,26 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         const events = (await handle.fetchHistory()).events ?? [];
         assert.ok(!events.some((e) => e.activityTaskScheduledEventAttributes), 'no activity ran');
         assert.ok(!events.some((e) => e.workflowTaskFailedEventAttributes), 'no workflow task failed');
+      }
+    });
+  });
+
+  it('an output folder that cannot be made fails the run once its retries are spent (they went on for ever), with the cause', async () => {
+    // A file where the folder's parent should be: ENOTDIR, which no retry mends.
+    const blocker = `not-a-folder-${Math.random().toString(36).slice(2)}`;
+    await writeFile(join(live().outRoot, blocker), 'x');
+    await withWorker(async ({ taskQueue }) => {
+      for (const partitions of [1, 2]) {
+        const handle = await start(taskQueue, { table, partitions, outDir: `${blocker}/runs`, partitionRetry: { maximumAttempts: 2, initialIntervalMs: 100 } });
+        await assert.rejects(handle.result(), (err: unknown) => {
+          assert.ok(err instanceof WorkflowFailedError);
+          assert.match(JSON.stringify(err.cause), /ENOTDIR/);
+          return true;
+        });
+        const attempts = (await handle.fetchHistory())
+          .events!.filter((e) => e.activityTaskStartedEventAttributes)
+          .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+        assert.ok(attempts.includes(2) && !attempts.some((a) => (a ?? 0) > 2), `the folder was tried twice: attempts ${attempts.join(', ')}`);
       }
     });
   });
