@@ -69,11 +69,13 @@ export async function gatedS3Proxy(method: string, path: RegExp): Promise<GatedS
     const forwarded = (hold ? gate : Promise.resolve()).then(
       () =>
         new Promise<void>((resolve) => {
+          // Answered, or the client gave up waiting: either way nothing more comes of it.
+          res.on('close', resolve);
           const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
             res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res).on('finish', resolve);
+            answer.pipe(res);
           });
-          out.on('error', () => (res.destroy(), resolve()));
+          out.on('error', () => res.destroy());
           req.pipe(out);
         }),
     );
