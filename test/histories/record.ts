@@ -50,35 +50,25 @@ describe('record workflow histories', function () {
     });
   });
 
-  it('whole copy, its data package written on the stub that waits for a cancelled write, committed', async () => {
+  /** A run with its data package, committed by update, saved as `name`: what differs between these cases is the code that recorded them. */
+  const committedWithPackage = (name: string, partitions: number) => async () => {
     await withWorker(async ({ taskQueue }) => {
-      const handle = await run(taskQueue, 'whole-package-committed', { partitions: 1 });
+      const handle = await run(taskQueue, name, { partitions });
       assert.ok((await waitForManifest(handle)).dataPackage, 'a data package');
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       await handle.result();
-      await save('whole-package-committed', handle);
+      await save(name, handle);
     });
-  });
+  };
 
-  it('partitioned with its data package written, committed', async () => {
-    await withWorker(async ({ taskQueue }) => {
-      const handle = await run(taskQueue, 'data-package-committed', { partitions: 2 });
-      assert.ok((await waitForManifest(handle)).dataPackage, 'a data package');
-      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
-      await handle.result();
-      await save('data-package-committed', handle);
-    });
-  });
+  it('whole copy, its data package written on the stub that waits for a cancelled write, committed', committedWithPackage('whole-package-committed', 1));
 
-  it('partitioned, its folder prepared while the holder plans and its package written while the receipt completes, committed', async () => {
-    await withWorker(async ({ taskQueue }) => {
-      const handle = await run(taskQueue, 'folder-while-planning-committed', { partitions: 2 });
-      assert.ok((await waitForManifest(handle)).dataPackage, 'a data package');
-      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
-      await handle.result();
-      await save('folder-while-planning-committed', handle);
-    });
-  });
+  it('partitioned with its data package written, committed', committedWithPackage('data-package-committed', 2));
+
+  it(
+    'partitioned, its folder prepared while the holder plans and its package written while the receipt completes, committed',
+    committedWithPackage('folder-while-planning-committed', 2),
+  );
 
   it('partitioned as batched files, committed', async () => {
     await withWorker(async ({ taskQueue }) => {
