@@ -150,7 +150,11 @@ export interface StreamLoad {
   operationId: string;
 }
 
-/** A stream's report, its receipt (null when it read nothing the target took: a definite failure or a fence answer) and its snapshot. */
+/**
+ * A stream's report, its receipt and its snapshot. The receipt is null when the stream did not read
+ * every range, or the fence answered (the target holds another attempt's read); a read the target
+ * did not take (a COMMIT reconciled as rolled back, or unknown) completes with ROLLBACK.
+ */
 export interface StreamLoadReport {
   report: LoadReport;
   receipt: ExtractionLifecycleReceipt | null;

@@ -71,9 +71,11 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
 
 /**
  * Short bookkeeping activities: output folders, the holder queue name. Retried as the run's file
- * writes are: a folder that cannot be made (a permission, a full disk) fails the run once the
- * attempts are spent, where it retried for ever.
+ * writes are, but at least 3 times (a worker lost while it ran one costs an attempt, and a run
+ * that allows its copies one attempt should not fail for that): a folder that cannot be made (a
+ * permission, a full disk) fails the run once the attempts are spent, where it retried for ever.
  */
 export function quickActivities(input: ExtractionInput) {
-  return proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute', retry: fileRetry(input) });
+  const retry = fileRetry(input);
+  return proxyActivities<MainActivities>({ startToCloseTimeout: '1 minute', retry: { ...retry, maximumAttempts: Math.max(3, retry.maximumAttempts) } });
 }
