@@ -3,7 +3,8 @@
  * folder. A run writes only into, and deletes only from, folders carrying its own marker; a
  * marker that is absent where the run wrote means the release cannot see the run's files.
  */
-import { open, readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode, PgExtractError } from '../errors';
 
@@ -21,18 +22,30 @@ export async function folderOwner(folder: string): Promise<string | null> {
   }
 }
 
-/** Marks `folder` as `owner`'s, or checks that it already is; another owner's folder is refused. */
+/**
+ * Marks `folder` as `owner`'s, or checks that it already is; another owner's folder is refused.
+ * The marker is written whole and synced under a temp name, then linked into place: link() fails
+ * when the marker exists, so the claim stays exclusive, and a marker is never seen empty. (Created
+ * in place, one whose worker died, or whose host lost power, before its name was written was
+ * empty, and every retry of the run refused the folder as another run's.) A temp name left by a
+ * claim cut off is swept with the run's other temp files.
+ */
 export async function claimFolder(folder: string, owner: string): Promise<void> {
+  const marker = join(folder, OWNER_MARKER);
+  const draft = `${marker}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const handle = await open(draft, 'wx', 0o600);
   try {
-    const handle = await open(join(folder, OWNER_MARKER), 'wx', 0o600);
-    try {
-      await handle.writeFile(owner);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await handle.writeFile(owner);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await link(draft, marker);
   } catch (err) {
     if ((err as { code?: string }).code !== 'EEXIST') throw err;
+  } finally {
+    await unlink(draft);
   }
   if ((await folderOwner(folder)) !== owner) {
     throw new PgExtractError(ErrorCode.OUTPUT_FOLDER_OWNED, 'the output folder belongs to another run', { field: 'outDir' });
