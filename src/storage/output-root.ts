@@ -75,9 +75,12 @@ export async function prepareOutputFolder(root: string, name: string, { owner, f
   const first = await mkdir(path, { recursive: true, mode });
   // A symlink could have appeared between the check and mkdir; check the created folder itself.
   await assertRealInside(root, path, name);
+  // mkdir applies the umask: the folders it made get their mode at once, so a claim that fails or
+  // is cut off leaves none wider (a retry finds them made, and would set only its own folder's).
+  if (first) for (let dir = path; dir !== dirname(first); dir = dirname(dir)) await chmod(dir, mode);
   await claimFolder(path, owner);
-  // mkdir applies the umask, and a retried prepare finds its folder made: set the modes here.
-  for (let dir = path; dir !== dirname(first ?? path); dir = dirname(dir)) await chmod(dir, mode);
+  // A retried prepare finds its folder made; set its mode once it is known to be this run's.
+  if (!first) await chmod(path, mode);
   return path;
 }
 
