@@ -22,32 +22,51 @@ export async function folderOwner(folder: string): Promise<string | null> {
   }
 }
 
+/** What link() answers on a file system without hard links (vfat, exFAT, many FUSE and SMB mounts). */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
+
 /**
  * Marks `folder` as `owner`'s, or checks that it already is; another owner's folder is refused.
  * The marker is written whole and synced under a temp name, then linked into place: link() fails
  * when the marker exists, so the claim stays exclusive, and a marker is never seen empty. (Created
  * in place, one whose worker died, or whose host lost power, before its name was written was
  * empty, and every retry of the run refused the folder as another run's.) A temp name left by a
- * claim cut off is swept with the run's other temp files.
+ * claim cut off is swept with the run's other temp files once the run's marker is there. Where
+ * the file system has no hard links, the marker is created in place, as before.
  */
 export async function claimFolder(folder: string, owner: string): Promise<void> {
   const marker = join(folder, OWNER_MARKER);
   const draft = `${marker}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const handle = await open(draft, 'wx', 0o600);
-  try {
-    await handle.writeFile(owner);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await writeSynced(draft, owner);
   try {
     await link(draft, marker);
   } catch (err) {
-    if ((err as { code?: string }).code !== 'EEXIST') throw err;
+    const code = (err as { code?: string }).code ?? '';
+    if (NO_HARD_LINKS.has(code)) await writeSynced(marker, owner).catch(ignore('EEXIST'));
+    else if (code !== 'EEXIST') throw err;
   } finally {
-    await unlink(draft);
+    // Gone already if the run's discard swept it meanwhile.
+    await unlink(draft).catch(ignore('ENOENT'));
   }
   if ((await folderOwner(folder)) !== owner) {
     throw new PgExtractError(ErrorCode.OUTPUT_FOLDER_OWNED, 'the output folder belongs to another run', { field: 'outDir' });
   }
+}
+
+/** Creates `path` (it must not exist), writes `text` and syncs it. */
+async function writeSynced(path: string, text: string): Promise<void> {
+  const handle = await open(path, 'wx', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A rejection handler that lets errors of `code` pass as done. */
+function ignore(code: string): (err: unknown) => void {
+  return (err) => {
+    if ((err as { code?: string }).code !== code) throw err;
+  };
 }
