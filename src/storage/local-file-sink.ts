@@ -14,6 +14,11 @@ import type { OutputSink, StoredOutput } from './output-sink';
 /** Temp names of writers, `<final name>.tmp-<pid>-<8 hex>`: release sweeps them. */
 export const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
 
+/** A fresh temp name for `path`, of the form {@link TEMP_FILE} matches. */
+export function tempPathFor(path: string): string {
+  return `${path}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
 export async function fsyncDirectory(path: string): Promise<void> {
   const handle = await open(path, 'r');
   try {
@@ -38,7 +43,7 @@ export class LocalFileSink implements OutputSink {
     private readonly mode: number,
     private readonly options: { syncFolder?: boolean; directIo?: boolean } = {},
   ) {
-    this.temp = `${location}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+    this.temp = tempPathFor(location);
   }
 
   open(recycle?: (chunk: Buffer) => void): Writable {

@@ -3,10 +3,10 @@
  * folder. A run writes only into, and deletes only from, folders carrying its own marker; a
  * marker that is absent where the run wrote means the release cannot see the run's files.
  */
-import { randomBytes } from 'node:crypto';
 import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode, PgExtractError } from '../errors';
+import { tempPathFor } from './local-file-sink';
 
 /** The marker's name; a dot file, so it never looks like an output file. */
 export const OWNER_MARKER = '.pg-extract-run';
@@ -36,7 +36,7 @@ const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
  */
 export async function claimFolder(folder: string, owner: string): Promise<void> {
   const marker = join(folder, OWNER_MARKER);
-  const draft = `${marker}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const draft = tempPathFor(marker);
   await writeSynced(draft, owner);
   try {
     await link(draft, marker);
