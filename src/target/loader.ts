@@ -156,9 +156,8 @@ const CREATED_MEANWHILE = new Set(['23505', '42P06', '42P07']);
  * a session lock would outlive its transaction's server connection behind a transaction pooler.)
  */
 export async function ensureFence(client: Client): Promise<void> {
-  const present = async () => (await client.query<{ present: boolean }>('SELECT pg_catalog.to_regclass($1) IS NOT NULL AS present', [FENCE])).rows[0]!.present;
   for (let attempt = 1; ; attempt++) {
-    if (await present()) return;
+    if (await fenceMade(client)) return;
     await client.query('BEGIN');
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
@@ -170,6 +169,11 @@ export async function ensureFence(client: Client): Promise<void> {
       if (attempt > 1 || !CREATED_MEANWHILE.has(String((err as { code?: unknown }).code))) throw err;
     }
   }
+}
+
+/** Whether the fence is there, as this session sees the catalog. */
+async function fenceMade(client: Client): Promise<boolean> {
+  return (await client.query<{ made: boolean }>('SELECT pg_catalog.to_regclass($1) IS NOT NULL AS made', [FENCE])).rows[0]!.made;
 }
 
 /** What a running load listens to and reports. */
@@ -270,8 +274,7 @@ const CLAIM_REFUSED = new Set(['25006', '42501']);
  * (then it throws: unknown). Where this session may not claim, it reads the fence as it is.
  */
 export async function fenceHolds(client: Client, operationId: string): Promise<boolean> {
-  const made = await client.query<{ fence: string | null }>('SELECT to_regclass($1) AS fence', [FENCE]);
-  if (made.rows[0]?.fence === null) return false;
+  if (!(await fenceMade(client))) return false;
   await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
     await client.query(`SET LOCAL lock_timeout = ${COMMIT_WAIT_MS}`);
@@ -279,7 +282,7 @@ export async function fenceHolds(client: Client, operationId: string): Promise<b
   } catch (err) {
     if (!CLAIM_REFUSED.has((err as { code?: string }).code ?? '')) throw err;
     await client.query('ROLLBACK');
-    return ((await client.query(`SELECT 1 FROM ${FENCE} WHERE operation_id = $1`, [operationId])).rowCount ?? 0) > 0;
+    return (await recordedDigest(client, operationId)) !== null;
   } finally {
     await client.query('ROLLBACK');
   }
