@@ -130,15 +130,28 @@ describe('built-in PostgreSQL target loader (live)', function () {
         files.push({ path, rows: 2, sha256: createHash('sha256').update(body).digest('hex') });
       }
     });
+    /** The load activities, connecting to the target at `url`. */
+    const activitiesAt = (url: string) =>
+      createLoadActivities({
+        targetUrl: () => url,
+        sourceUrl: () => live().pg.url,
+        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+      });
     /** The load activities, connecting to the target as `role` (the target URL's own user when absent). */
     const activitiesAs = (role?: string) => {
       const url = new URL(targetUrl());
       if (role) url.username = role;
-      return createLoadActivities({
-        targetUrl: () => url.toString(),
-        sourceUrl: () => live().pg.url,
-        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
-      });
+      return activitiesAt(url.toString());
+    };
+    /** Runs `work` with the load activity of a new login role `role`, dropped with all it owns afterwards. */
+    const asNewRole = async (role: string, work: (load: ReturnType<typeof activitiesAs>['loadTarget']) => Promise<void>): Promise<void> => {
+      await admin().query(`CREATE ROLE ${role} LOGIN`);
+      try {
+        await work(activitiesAs(role).loadTarget);
+      } finally {
+        await onTarget((c) => c.query(`DROP OWNED BY ${role}`));
+        await admin().query(`DROP OWNED BY ${role}; DROP ROLE ${role}`);
+      }
     };
     const activity = () => activitiesAs().loadTarget;
     const request = (patch: Record<string, unknown> = {}) => ({
@@ -201,11 +214,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
 
     it('a retried load whose target stays unreachable: retried until its last try, which is unknown (an earlier try may have committed)', async () => {
-      const unreachable = createLoadActivities({
-        targetUrl: () => 'postgresql://pgx@127.0.0.1:1/none',
-        sourceUrl: () => live().pg.url,
-        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
-      }).loadTarget;
+      const unreachable = activitiesAt('postgresql://pgx@127.0.0.1:1/none').loadTarget;
       const logger = new DefaultLogger('ERROR');
       const retried = new MockActivityEnvironment({ attempt: 2, retryPolicy: { maximumAttempts: 3 } }, { logger });
       await assert.rejects(retried.run(unreachable, request({ operationId: 'op-away' })), /ECONNREFUSED|connect/);
@@ -219,29 +228,22 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
 
     it('a role that may insert into the target table but not create tables in its schema loads it: rows COPYed straight in, no staging table, and its sequence left as it is (the role may set it but not read the ids)', async () => {
-      await admin().query(`CREATE ROLE pgx_inserter LOGIN`);
-      try {
+      await asNewRole('pgx_inserter', async (inserter) => {
         await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_inserter`);
         await onTarget((c) =>
           c.query(`CREATE SEQUENCE dst.u_id_seq OWNED BY dst.u.id; ALTER TABLE dst.u ALTER id SET DEFAULT nextval('dst.u_id_seq');
                    GRANT USAGE ON SCHEMA dst TO pgx_inserter; GRANT INSERT ON dst.u TO pgx_inserter; GRANT USAGE, SELECT, UPDATE ON dst.u_id_seq TO pgx_inserter`),
         );
-        const inserter = activitiesAs('pgx_inserter').loadTarget;
         const report: LoadReport = await env.run(inserter, request({ operationId: 'op-inserter' }));
         assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
         assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
         assert.deepEqual((await onTarget((c) => c.query('SELECT last_value::int, is_called FROM dst.u_id_seq'))).rows, [{ last_value: 1, is_called: false }]);
-      } finally {
-        await onTarget((c) => c.query('DROP OWNED BY pgx_inserter'));
-        await admin().query(`DROP OWNED BY pgx_inserter; DROP ROLE pgx_inserter`);
-      }
+      });
     });
 
     it('a role without CREATE on the database loads once an administrator has made the fence; before that it fails naming the permission', async () => {
-      await admin().query(`CREATE ROLE pgx_loader LOGIN`);
-      try {
+      await asNewRole('pgx_loader', async (loader) => {
         await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_loader; GRANT INSERT ON dst.u TO pgx_loader'));
-        const loader = activitiesAs('pgx_loader').loadTarget;
         const refused: LoadReport = await env.run(loader, request({ operationId: 'op-no-fence' }));
         assert.deepEqual([refused.outcome, refused.reason], ['failed', 'SQLSTATE_42501']);
         assert.match(refused.message ?? '', /permission denied for database/);
@@ -252,10 +254,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
         });
         const report: LoadReport = await env.run(loader, request({ operationId: 'op-fenced-by-admin' }));
         assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4]);
-      } finally {
-        await onTarget((c) => c.query('DROP OWNED BY pgx_loader'));
-        await admin().query(`DROP OWNED BY pgx_loader; DROP ROLE pgx_loader`);
-      }
+      });
     });
 
     it('a load that finds another making the fence waits for it, and loads (it failed with SQLSTATE_23505)', async () => {
@@ -286,21 +285,17 @@ describe('built-in PostgreSQL target loader (live)', function () {
     });
 
     it("a role with SELECT and INSERT loads through staging: its staging table is temporary, so it needs no CREATE on the target's schema", async () => {
-      await admin().query(`CREATE ROLE pgx_stager LOGIN`);
-      try {
+      await asNewRole('pgx_stager', async (stager) => {
         await onTarget(async (c) => {
           await c.query('CREATE TABLE dst.audit (id int); CREATE RULE audit AS ON INSERT TO dst.u DO ALSO INSERT INTO dst.audit VALUES (NEW.id)');
           await ensureFence(c);
           await c.query(`GRANT USAGE ON SCHEMA dst, pgextract TO pgx_stager; GRANT SELECT, INSERT ON dst.u TO pgx_stager;
                          GRANT SELECT, INSERT, UPDATE ON pgextract.commit_fence TO pgx_stager`);
         });
-        const report: LoadReport = await env.run(activitiesAs('pgx_stager').loadTarget, request({ operationId: 'op-stager' }));
+        const report: LoadReport = await env.run(stager, request({ operationId: 'op-stager' }));
         assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4], report.message);
         assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.audit'))).rows[0].n, 4, 'filled through staging');
-      } finally {
-        await onTarget((c) => c.query('DROP OWNED BY pgx_stager'));
-        await admin().query(`DROP OWNED BY pgx_stager; DROP ROLE pgx_stager`);
-      }
+      });
     });
 
     it("replace through staging empties the target's own rows, not an inheritance child's", async () => {
