@@ -131,6 +131,11 @@ const CODES = {
   SOURCE_CLOSE_FAILED: TRANSIENT,
   // Runtime failures.
   LOCK_TIMEOUT: TRANSIENT,
+  /** A session did not connect within its connect timeout (the URL's connect_timeout, PGCONNECT_TIMEOUT, or 30 s). */
+  CONNECT_TIMEOUT: {
+    ...TRANSIENT,
+    hint: "check that the database's host and port are reachable from the worker; a slow server can be given longer with ?connect_timeout=N in its URL",
+  },
   /** A value its column's Parquet type cannot hold without loss (±infinity dates, NaN in numeric(p,s), a nested array). */
   PARQUET_VALUE_UNREPRESENTABLE: { ...CALLERS_FAULT, hint: 'export other columns (--columns) or cast them in a view' },
   /** A row's CSV text is longer than a Parquet conversion reads (8 MiB): retrying cannot help. */

@@ -2,11 +2,13 @@
  * Opens one PostgreSQL session for one job. Every session we open is tagged with an
  * `application_name` (so tests and operators find ours in pg_stat_activity), pins the settings
  * that shape exported and loaded text (so a file never depends on the server's, database's or
- * role's defaults), and keeps TCP keepalives on (so either end notices a vanished peer).
+ * role's defaults), keeps TCP keepalives on (so either end notices a vanished peer), and gives up
+ * connecting after a timeout (./connect-timeout.ts).
  */
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Client, type ClientConfig } from 'pg';
+import { connectTimedOut, connectTimeoutMs } from './connect-timeout';
 import { reusedReadSocket } from './reused-read-socket';
 
 /** The application_name prefix of every session this product opens. */
@@ -69,6 +71,9 @@ const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'par
  */
 const SECURE_SEARCH_PATH: Record<string, string> = { search_path: '' };
 
+/** What pg's connect fails with once its `connectionTimeoutMillis` has passed. */
+const PG_CONNECT_TIMED_OUT = 'timeout expired';
+
 /** What pg says of a query on a session whose connection has ended. */
 const NOT_QUERYABLE = 'Client has encountered a connection error and is not queryable';
 
@@ -120,14 +125,19 @@ class Session extends Client {
 }
 
 export async function openSession(url: string, role: SessionRole): Promise<Client> {
+  const connectionTimeoutMillis = connectTimeoutMs(url);
   const client = new Session({
     connectionString: url,
     application_name: `${APPLICATION_NAME}/${role}`,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
+    connectionTimeoutMillis,
     stream: sessionSocket,
   });
-  await client.connect();
+  await client.connect().catch((err: unknown) => {
+    // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
+    throw err instanceof Error && err.message === PG_CONNECT_TIMED_OUT ? connectTimedOut(url, connectionTimeoutMillis, err) : err;
+  });
   const settings = {
     ...SESSION_SETTINGS,
     ...(READS_SOURCE_ROWS.has(role) ? SOURCE_READ_SETTINGS : {}),

@@ -1,0 +1,84 @@
+/**
+ * A session gives up connecting: the timeout is read as libpq reads `connect_timeout` (the URL,
+ * then PGCONNECT_TIMEOUT, else 30 s), and a server that accepts the connection but never answers
+ * fails the connect with CONNECT_TIMEOUT, naming the host and not the password, and leaves no socket open.
+ */
+import assert from 'node:assert/strict';
+import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
+import { ErrorCode } from '../../src/errors';
+import { DEFAULT_CONNECT_TIMEOUT_S, connectTimeoutMs } from '../../src/postgres/connect-timeout';
+import { openSession } from '../../src/postgres/session';
+
+const URL_BASE = 'postgres://reader:pw-secret@db.example:5432/app';
+
+describe('connect timeout', () => {
+  it('reads connect_timeout from the URL before PGCONNECT_TIMEOUT, and defaults to 30 s', () => {
+    assert.equal(connectTimeoutMs(URL_BASE, {}), DEFAULT_CONNECT_TIMEOUT_S * 1000);
+    assert.equal(connectTimeoutMs(URL_BASE, { PGCONNECT_TIMEOUT: '7' }), 7000);
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=12`, { PGCONNECT_TIMEOUT: '7' }), 12_000);
+    assert.equal(connectTimeoutMs(`${URL_BASE}?sslmode=disable&connect_timeout=5`, {}), 5000);
+  });
+
+  it('follows libpq: 0 or less waits for ever, 1 means 2', () => {
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=0`, {}), 0);
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=-1`, {}), 0);
+    assert.equal(connectTimeoutMs(URL_BASE, { PGCONNECT_TIMEOUT: '0' }), 0);
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=1`, {}), 2000);
+  });
+
+  for (const [where, url, env] of <[string, string, NodeJS.ProcessEnv][]>[
+    ['the URL', `${URL_BASE}?connect_timeout=2.5`, {}],
+    ['the URL', `${URL_BASE}?connect_timeout=ten`, {}],
+    ['PGCONNECT_TIMEOUT', URL_BASE, { PGCONNECT_TIMEOUT: '10s' }],
+  ]) {
+    it(`refuses a timeout in ${where} that is not whole seconds (${url.split('?')[1] ?? env.PGCONNECT_TIMEOUT}) with INPUT_INVALID`, () => {
+      assert.throws(() => connectTimeoutMs(url, env), { code: ErrorCode.INPUT_INVALID, message: /whole number of seconds/ });
+    });
+  }
+
+  describe('a server that accepts the connection and never answers', () => {
+    let server: Server;
+    const sockets = new Set<Socket>();
+
+    before(async () => {
+      server = createServer((socket) => {
+        sockets.add(socket);
+        // Read (and drop) the startup packet, so the client's close is seen.
+        socket.resume();
+        socket.on('close', () => sockets.delete(socket));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    });
+    after(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    });
+
+    it('fails the connect with CONNECT_TIMEOUT naming the host, not the password, and closes its socket', async () => {
+      const { port } = server.address() as AddressInfo;
+      const url = `postgres://reader:pw-secret@127.0.0.1:${port}/app?connect_timeout=2`;
+      const err = await openSession(url, 'probe').then(
+        () => assert.fail('the session should not connect'),
+        (e: unknown) => e as Error & { code?: string },
+      );
+      assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
+      assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${port} within 2 s`));
+      assert.ok(!err.message.includes('pw-secret'));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(sockets.size, 0, 'the timed-out session closed its socket');
+    });
+
+    it('refuses a malformed connect_timeout before connecting', async () => {
+      const { port } = server.address() as AddressInfo;
+      let connections = 0;
+      const count = (): void => void connections++;
+      server.on('connection', count);
+      try {
+        await assert.rejects(openSession(`postgres://reader@127.0.0.1:${port}/app?connect_timeout=soon`, 'probe'), { code: ErrorCode.INPUT_INVALID });
+      } finally {
+        server.off('connection', count);
+      }
+      assert.equal(connections, 0, 'nothing was connected');
+    });
+  });
+});
