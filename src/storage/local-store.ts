@@ -13,6 +13,7 @@ import { basename, dirname, join, relative } from 'node:path';
 import type { Readable } from 'node:stream';
 import { ErrorCode, PgExtractError } from '../errors';
 import { FileReleaseAuthority, releaseErrorCode } from './file-release';
+import { ignoreError } from './ignore-error';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import { OWNER_MARKER, folderOwner } from './output-owner';
 import { assertRealInside, checkOutputFile, confinedPath, prepareOutputFolder, realRootOnce } from './output-root';
@@ -67,9 +68,9 @@ export class LocalStore implements OutputStore {
     const prefix = await checkOutputFile(this.root, namePrefix);
     const folder = dirname(prefix);
     // A folder missing here is not this worker's to clean: its sink() then says why.
-    const entries = await readdir(folder).catch((err: { code?: string }) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
+    const entries = (await readdir(folder).catch(ignoreError('ENOENT'))) ?? [];
     const stale = entries.filter((e) => e.startsWith(basename(prefix))).map((e) => join(folder, e));
-    await Promise.all(stale.map((path) => unlink(path).catch((err: { code?: string }) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))));
+    await Promise.all(stale.map((path) => unlink(path).catch(ignoreError('ENOENT'))));
     // Temp files are a writer's leftovers, not outputs.
     return stale.filter((path) => !TEMP_FILE.test(path));
   }
@@ -208,7 +209,7 @@ class RunFolders {
 
 async function removeTemps(folder: string): Promise<void> {
   const temps = (await readdir(folder)).filter((e) => TEMP_FILE.test(e));
-  await Promise.all(temps.map((e) => unlink(join(folder, e)).catch((err: { code?: string }) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)))));
+  await Promise.all(temps.map((e) => unlink(join(folder, e)).catch(ignoreError('ENOENT'))));
 }
 
 /** Removes the now-empty folders above `folder`, up to the root; a folder still in use stays. */

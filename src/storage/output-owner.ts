@@ -6,6 +6,7 @@
 import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ErrorCode, PgExtractError } from '../errors';
+import { ignoreError } from './ignore-error';
 import { tempPathFor } from './local-file-sink';
 
 /** The marker's name; a dot file, so it never looks like an output file. */
@@ -42,11 +43,11 @@ export async function claimFolder(folder: string, owner: string): Promise<void> 
     await link(draft, marker);
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
-    if (NO_HARD_LINKS.has(code)) await writeSynced(marker, owner).catch(ignore('EEXIST'));
+    if (NO_HARD_LINKS.has(code)) await writeSynced(marker, owner).catch(ignoreError('EEXIST'));
     else if (code !== 'EEXIST') throw err;
   } finally {
     // Gone already if the run's discard swept it meanwhile.
-    await unlink(draft).catch(ignore('ENOENT'));
+    await unlink(draft).catch(ignoreError('ENOENT'));
   }
   if ((await folderOwner(folder)) !== owner) {
     throw new PgExtractError(ErrorCode.OUTPUT_FOLDER_OWNED, 'the output folder belongs to another run', { field: 'outDir' });
@@ -62,11 +63,4 @@ async function writeSynced(path: string, text: string): Promise<void> {
   } finally {
     await handle.close();
   }
-}
-
-/** A rejection handler that lets errors of `code` pass as done. */
-function ignore(code: string): (err: unknown) => void {
-  return (err) => {
-    if ((err as { code?: string }).code !== code) throw err;
-  };
 }
