@@ -6,43 +6,48 @@
  * are read as libpq reads them, and a worker that is told nothing gives up after
  * {@link DEFAULT_CONNECT_TIMEOUT_S}, so the attempt fails and Temporal retries it.
  */
+import { parse } from 'pg-connection-string';
 import { ErrorCode, PgExtractError } from '../errors';
 
 /** Seconds to connect when neither the URL nor PGCONNECT_TIMEOUT says. */
 export const DEFAULT_CONNECT_TIMEOUT_S = 30;
 
+/** The most libpq takes (INT_MAX seconds). */
+const MAX_CONNECT_TIMEOUT_S = 2 ** 31 - 1;
+/** The longest delay a Node timer keeps (2³¹−1 ms, about 24.8 days): a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
- * The connect timeout in milliseconds for `url`, 0 for none: the URL's `connect_timeout`, else
- * PGCONNECT_TIMEOUT, else the default. As in libpq: whole seconds, 0 or less waits for ever, and 1
- * means 2. A value that is not a whole number is refused (INPUT_INVALID), as libpq refuses it.
+ * The connect timeout in milliseconds for `url`, 0 for none: the URL's `connect_timeout` (read by
+ * pg's own URL parser, so `?host=` sockets and the like read as pg reads them), else
+ * PGCONNECT_TIMEOUT (an empty one counts as unset), else the default. As in libpq: whole seconds,
+ * 0 or less waits for ever, 1 means 2, and a value that is not a whole number or passes INT_MAX is
+ * refused (INPUT_INVALID). A timeout longer than a Node timer keeps waits for ever too.
  */
 export function connectTimeoutMs(url: string, env: NodeJS.ProcessEnv = process.env): number {
-  const fromUrl = urlParameter(url, 'connect_timeout');
-  const [text, where] = fromUrl !== null ? [fromUrl, 'connect_timeout in the database URL'] : [env.PGCONNECT_TIMEOUT, 'PGCONNECT_TIMEOUT'];
-  if (text === undefined || text === '') return DEFAULT_CONNECT_TIMEOUT_S * 1000;
-  if (!/^\s*[+-]?\d+\s*$/.test(text)) {
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, `${where} must be a whole number of seconds, not ${JSON.stringify(text)}`, { field: 'connect_timeout' });
+  const fromUrl = parse(url).connect_timeout;
+  const [text, where] =
+    typeof fromUrl === 'string' ? [fromUrl, 'connect_timeout in the database URL'] : [env.PGCONNECT_TIMEOUT || undefined, 'PGCONNECT_TIMEOUT'];
+  if (text === undefined) return DEFAULT_CONNECT_TIMEOUT_S * 1000;
+  const seconds = /^\s*[+-]?\d+\s*$/.test(text) ? Number(text) : NaN;
+  if (!(Math.abs(seconds) <= MAX_CONNECT_TIMEOUT_S)) {
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `${where} must be a whole number of seconds (at most ${MAX_CONNECT_TIMEOUT_S}), not ${JSON.stringify(text)}`,
+      {
+        field: 'connect_timeout',
+      },
+    );
   }
-  const seconds = Number(text);
-  return seconds <= 0 ? 0 : Math.max(seconds, 2) * 1000;
+  const ms = Math.max(seconds, 2) * 1000;
+  return seconds <= 0 || ms > MAX_TIMER_MS ? 0 : ms;
 }
 
-/** A query parameter of a `postgres://` URL; null when absent or when the text is not a URL (pg reports that itself). */
-function urlParameter(url: string, name: string): string | null {
-  try {
-    return new URL(url).searchParams.get(name);
-  } catch {
-    return null;
-  }
-}
-
-/** The error for a session that did not connect within `ms`, naming the host (never the URL, which may hold a password). */
-export function connectTimedOut(url: string, ms: number, cause: unknown): PgExtractError {
-  let host = 'the database';
-  try {
-    host = new URL(url).host || host;
-  } catch {
-    // Not a URL: pg would have refused it before any timeout.
-  }
-  return new PgExtractError(ErrorCode.CONNECT_TIMEOUT, `could not connect to ${host} within ${ms / 1000} s (connect_timeout)`, { cause });
+/**
+ * The error for a session that did not connect within `ms`, naming where pg dialled (its host and
+ * port, or its socket's path), never the URL, which may hold a password.
+ */
+export function connectTimedOut(host: string, port: number, ms: number, cause: unknown): PgExtractError {
+  const where = host.startsWith('/') ? `${host}/.s.PGSQL.${port}` : `${host}:${port}`;
+  return new PgExtractError(ErrorCode.CONNECT_TIMEOUT, `could not connect to ${where} within ${ms / 1000} s (connect_timeout)`, { cause });
 }

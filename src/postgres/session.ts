@@ -136,7 +136,7 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
   });
   await client.connect().catch((err: unknown) => {
     // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
-    throw err instanceof Error && err.message === PG_CONNECT_TIMED_OUT ? connectTimedOut(url, connectionTimeoutMillis, err) : err;
+    throw err instanceof Error && err.message === PG_CONNECT_TIMED_OUT ? connectTimedOut(client.host, client.port, connectionTimeoutMillis, err) : err;
   });
   const settings = {
     ...SESSION_SETTINGS,

@@ -10,6 +10,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
 import { ErrorCode } from '../../src/errors';
 import { closeSession, openSession } from '../../src/postgres/session';
+import { eventually } from '../support/eventually';
 import { failureChain } from '../support/failure-chain';
 import { settleSessions } from '../support/database';
 import { live } from '../support/services';
@@ -51,8 +52,7 @@ describe('a silent source (live)', function () {
       assert.match(chain, new RegExp(`${ErrorCode.CONNECT_TIMEOUT}.*could not connect to 127\\.0\\.0\\.1:${port} within 2 s`, 's'));
       assert.ok(!chain.includes('pw-silent'), 'no password in the failure');
       assert.ok(connections >= 1, 'the worker connected to the silent server');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.equal(sockets.size, 0, 'every timed-out connection was closed');
+      await eventually(async () => sockets.size === 0, 'every timed-out connection was closed', { timeoutMs: 5000 });
     } finally {
       worker.child.kill('SIGTERM');
       await worker.exited;

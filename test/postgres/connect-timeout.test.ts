@@ -4,10 +4,14 @@
  * fails the connect with CONNECT_TIMEOUT, naming the host and not the password, and leaves no socket open.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
 import { ErrorCode } from '../../src/errors';
 import { DEFAULT_CONNECT_TIMEOUT_S, connectTimeoutMs } from '../../src/postgres/connect-timeout';
 import { openSession } from '../../src/postgres/session';
+import { eventually } from '../support/eventually';
 
 const URL_BASE = 'postgres://reader:pw-secret@db.example:5432/app';
 
@@ -24,11 +28,25 @@ describe('connect timeout', () => {
     assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=-1`, {}), 0);
     assert.equal(connectTimeoutMs(URL_BASE, { PGCONNECT_TIMEOUT: '0' }), 0);
     assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=1`, {}), 2000);
+    assert.equal(connectTimeoutMs(URL_BASE, { PGCONNECT_TIMEOUT: '' }), DEFAULT_CONNECT_TIMEOUT_S * 1000, 'an empty variable is unset');
+  });
+
+  it('waits for ever where a timer could not wait that long, up to the INT_MAX seconds libpq takes', () => {
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=2147483`, {}), 2_147_483_000);
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=2147484`, {}), 0);
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=2147483647`, {}), 0);
+  });
+
+  it('reads the URL as pg does: a socket path in ?host=, and a URL without a host name', () => {
+    assert.equal(connectTimeoutMs('postgres://reader:pw@/app?host=/var/run/postgresql&connect_timeout=5', {}), 5000);
+    assert.equal(connectTimeoutMs('postgres:///app?host=/tmp&connect_timeout=0', {}), 0);
   });
 
   for (const [where, url, env] of <[string, string, NodeJS.ProcessEnv][]>[
     ['the URL', `${URL_BASE}?connect_timeout=2.5`, {}],
     ['the URL', `${URL_BASE}?connect_timeout=ten`, {}],
+    ['the URL', `${URL_BASE}?connect_timeout=`, { PGCONNECT_TIMEOUT: '7' }],
+    ['the URL', `${URL_BASE}?connect_timeout=2147483648`, {}],
     ['PGCONNECT_TIMEOUT', URL_BASE, { PGCONNECT_TIMEOUT: '10s' }],
   ]) {
     it(`refuses a timeout in ${where} that is not whole seconds (${url.split('?')[1] ?? env.PGCONNECT_TIMEOUT}) with INPUT_INVALID`, () => {
@@ -54,18 +72,47 @@ describe('connect timeout', () => {
       await new Promise((resolve) => server.close(resolve));
     });
 
-    it('fails the connect with CONNECT_TIMEOUT naming the host, not the password, and closes its socket', async () => {
-      const { port } = server.address() as AddressInfo;
-      const url = `postgres://reader:pw-secret@127.0.0.1:${port}/app?connect_timeout=2`;
+    /** Connects to `url`, which must time out; returns the error. */
+    async function timedOut(url: string): Promise<Error & { code?: string }> {
       const err = await openSession(url, 'probe').then(
         () => assert.fail('the session should not connect'),
         (e: unknown) => e as Error & { code?: string },
       );
+      await eventually(async () => sockets.size === 0, 'the timed-out session closed its socket', { timeoutMs: 5000 });
+      return err;
+    }
+
+    it('fails the connect with CONNECT_TIMEOUT naming the host, not the password, and closes its socket', async () => {
+      const { port } = server.address() as AddressInfo;
+      const err = await timedOut(`postgres://reader:pw-secret@127.0.0.1:${port}/app?connect_timeout=2`);
       assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
       assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${port} within 2 s`));
       assert.ok(!err.message.includes('pw-secret'));
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.equal(sockets.size, 0, 'the timed-out session closed its socket');
+    });
+
+    it("names the host and port pg dialled: those of ?host= and ?port=, not the URL's own", async () => {
+      const { port } = server.address() as AddressInfo;
+      const err = await timedOut(`postgres://reader@db.invalid:1/app?host=127.0.0.1&port=${port}&connect_timeout=2`);
+      assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
+      assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${port} within 2 s`));
+    });
+
+    it("names a Unix socket's path", async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'pgx-socket-'));
+      const silent = createServer((socket) => {
+        sockets.add(socket);
+        socket.resume();
+        socket.on('close', () => sockets.delete(socket));
+      });
+      try {
+        await new Promise<void>((resolve) => silent.listen(join(dir, '.s.PGSQL.5432'), resolve));
+        const err = await timedOut(`postgres://reader@/app?host=${encodeURIComponent(dir)}&port=5432&connect_timeout=2`);
+        assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
+        assert.equal(err.message, `could not connect to ${dir}/.s.PGSQL.5432 within 2 s (connect_timeout)`);
+      } finally {
+        await new Promise((resolve) => silent.close(resolve));
+        await rm(dir, { recursive: true, force: true });
+      }
     });
 
     it('refuses a malformed connect_timeout before connecting', async () => {
