@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
 import { ErrorCode } from '../../src/errors';
@@ -14,31 +13,18 @@ import { eventually } from '../support/eventually';
 import { failureChain } from '../support/failure-chain';
 import { settleSessions } from '../support/database';
 import { live } from '../support/services';
+import { type SilentServer, silentServer } from '../support/silent-server';
 import { spawnWorker } from '../support/worker-process';
 
 describe('a silent source (live)', function () {
   this.timeout(90_000);
-  let server: Server;
-  const sockets = new Set<Socket>();
-  let connections = 0;
-
-  before(async () => {
-    server = createServer((socket) => {
-      connections++;
-      sockets.add(socket);
-      socket.resume();
-      socket.on('close', () => sockets.delete(socket));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  });
-  after(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => server.close(resolve));
-  });
+  let server: SilentServer;
+  before(async () => (server = await silentServer()));
+  after(() => server.close());
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
   it('fails the run with CONNECT_TIMEOUT, naming the host and not the password, leaving no connection open', async () => {
-    const { port } = server.address() as AddressInfo;
+    const port = server.port();
     const taskQueue = `silent-${randomUUID()}`;
     const worker = await spawnWorker(taskQueue, { PG_EXTRACT_SOURCE_URL: `postgres://reader:pw-silent@127.0.0.1:${port}/app?connect_timeout=2` });
     try {
@@ -51,8 +37,8 @@ describe('a silent source (live)', function () {
       const chain = failureChain(failure);
       assert.match(chain, new RegExp(`${ErrorCode.CONNECT_TIMEOUT}.*could not connect to 127\\.0\\.0\\.1:${port} within 2 s`, 's'));
       assert.ok(!chain.includes('pw-silent'), 'no password in the failure');
-      assert.ok(connections >= 1, 'the worker connected to the silent server');
-      await eventually(async () => sockets.size === 0, 'every timed-out connection was closed', { timeoutMs: 5000 });
+      assert.ok(server.accepted() >= 1, 'the worker connected to the silent server');
+      await eventually(async () => server.open() === 0, 'every timed-out connection was closed', { timeoutMs: 5000 });
     } finally {
       worker.child.kill('SIGTERM');
       await worker.exited;

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
 import { ErrorCode } from '../../src/errors';
 import { DEFAULT_CONNECT_TIMEOUT_S, connectTimeoutMs } from '../../src/postgres/connect-timeout';
 import { openSession } from '../../src/postgres/session';
 import { eventually } from '../support/eventually';
+import { type SilentServer, silentServer } from '../support/silent-server';
 
 const URL_BASE = 'postgres://reader:pw-secret@db.example:5432/app';
 
@@ -55,77 +55,52 @@ describe('connect timeout', () => {
   }
 
   describe('a server that accepts the connection and never answers', () => {
-    let server: Server;
-    const sockets = new Set<Socket>();
+    let server: SilentServer;
+    before(async () => (server = await silentServer()));
+    after(() => server.close());
 
-    before(async () => {
-      server = createServer((socket) => {
-        sockets.add(socket);
-        // Read (and drop) the startup packet, so the client's close is seen.
-        socket.resume();
-        socket.on('close', () => sockets.delete(socket));
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    });
-    after(async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    });
-
-    /** Connects to `url`, which must time out; returns the error. */
-    async function timedOut(url: string): Promise<Error & { code?: string }> {
+    /** Connects to `url` (served by `at`), which must time out; returns the error once the session's socket is closed. */
+    async function timedOut(url: string, at: SilentServer = server): Promise<Error & { code?: string }> {
       const err = await openSession(url, 'probe').then(
         () => assert.fail('the session should not connect'),
         (e: unknown) => e as Error & { code?: string },
       );
-      await eventually(async () => sockets.size === 0, 'the timed-out session closed its socket', { timeoutMs: 5000 });
+      await eventually(async () => at.open() === 0, 'the timed-out session closed its socket', { timeoutMs: 5000 });
       return err;
     }
 
     it('fails the connect with CONNECT_TIMEOUT naming the host, not the password, and closes its socket', async () => {
-      const { port } = server.address() as AddressInfo;
-      const err = await timedOut(`postgres://reader:pw-secret@127.0.0.1:${port}/app?connect_timeout=2`);
+      const err = await timedOut(`postgres://reader:pw-secret@127.0.0.1:${server.port()}/app?connect_timeout=2`);
       assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
-      assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${port} within 2 s`));
+      assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${server.port()} within 2 s`));
       assert.ok(!err.message.includes('pw-secret'));
     });
 
     it("names the host and port pg dialled: those of ?host= and ?port=, not the URL's own", async () => {
-      const { port } = server.address() as AddressInfo;
-      const err = await timedOut(`postgres://reader@db.invalid:1/app?host=127.0.0.1&port=${port}&connect_timeout=2`);
+      const err = await timedOut(`postgres://reader@db.invalid:1/app?host=127.0.0.1&port=${server.port()}&connect_timeout=2`);
       assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
-      assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${port} within 2 s`));
+      assert.match(err.message, new RegExp(`could not connect to 127\\.0\\.0\\.1:${server.port()} within 2 s`));
     });
 
     it("names a Unix socket's path", async () => {
       const dir = await mkdtemp(join(tmpdir(), 'pgx-socket-'));
-      const silent = createServer((socket) => {
-        sockets.add(socket);
-        socket.resume();
-        socket.on('close', () => sockets.delete(socket));
-      });
+      const onSocket = await silentServer(join(dir, '.s.PGSQL.5432'));
       try {
-        await new Promise<void>((resolve) => silent.listen(join(dir, '.s.PGSQL.5432'), resolve));
-        const err = await timedOut(`postgres://reader@/app?host=${encodeURIComponent(dir)}&port=5432&connect_timeout=2`);
+        const err = await timedOut(`postgres://reader@/app?host=${encodeURIComponent(dir)}&port=5432&connect_timeout=2`, onSocket);
         assert.equal(err.code, ErrorCode.CONNECT_TIMEOUT);
         assert.equal(err.message, `could not connect to ${dir}/.s.PGSQL.5432 within 2 s (connect_timeout)`);
+        assert.equal(onSocket.accepted(), 1);
       } finally {
-        await new Promise((resolve) => silent.close(resolve));
+        await onSocket.close();
         await rm(dir, { recursive: true, force: true });
       }
     });
 
     it('refuses a malformed connect_timeout before connecting', async () => {
-      const { port } = server.address() as AddressInfo;
-      let connections = 0;
-      const count = (): void => void connections++;
-      server.on('connection', count);
-      try {
-        await assert.rejects(openSession(`postgres://reader@127.0.0.1:${port}/app?connect_timeout=soon`, 'probe'), { code: ErrorCode.INPUT_INVALID });
-      } finally {
-        server.off('connection', count);
-      }
-      assert.equal(connections, 0, 'nothing was connected');
+      const before = server.accepted();
+      await assert.rejects(openSession(`postgres://reader@127.0.0.1:${server.port()}/app?connect_timeout=soon`, 'probe'), { code: ErrorCode.INPUT_INVALID });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(server.accepted(), before, 'nothing was connected');
     });
   });
 });
