@@ -12,7 +12,8 @@ import { ErrorCode, PgExtractError } from '../errors';
 /** Seconds to connect when neither the URL nor PGCONNECT_TIMEOUT says. */
 export const DEFAULT_CONNECT_TIMEOUT_S = 30;
 
-/** The most libpq takes (INT_MAX seconds). */
+/** libpq takes any C int: INT_MIN to INT_MAX seconds. */
+const MIN_CONNECT_TIMEOUT_S = -(2 ** 31);
 const MAX_CONNECT_TIMEOUT_S = 2 ** 31 - 1;
 /** The longest delay a Node timer keeps (2³¹−1 ms, about 24.8 days): a longer one fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -21,7 +22,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * The connect timeout in milliseconds for `url`, 0 for none: the URL's `connect_timeout` (read by
  * pg's own URL parser, so `?host=` sockets and the like read as pg reads them), else
  * PGCONNECT_TIMEOUT (an empty one counts as unset), else the default. As in libpq: whole seconds,
- * 0 or less waits for ever, 1 means 2, and a value that is not a whole number or passes INT_MAX is
+ * 0 or less waits for ever, 1 means 2, and a value that is not a whole number or not a C int is
  * refused (INPUT_INVALID). A timeout longer than a Node timer keeps waits for ever too.
  */
 export function connectTimeoutMs(url: string, env: NodeJS.ProcessEnv = process.env): number {
@@ -30,10 +31,10 @@ export function connectTimeoutMs(url: string, env: NodeJS.ProcessEnv = process.e
     typeof fromUrl === 'string' ? [fromUrl, 'connect_timeout in the database URL'] : [env.PGCONNECT_TIMEOUT || undefined, 'PGCONNECT_TIMEOUT'];
   if (text === undefined) return DEFAULT_CONNECT_TIMEOUT_S * 1000;
   const seconds = /^\s*[+-]?\d+\s*$/.test(text) ? Number(text) : NaN;
-  if (!(Math.abs(seconds) <= MAX_CONNECT_TIMEOUT_S)) {
+  if (!(seconds >= MIN_CONNECT_TIMEOUT_S && seconds <= MAX_CONNECT_TIMEOUT_S)) {
     throw new PgExtractError(
       ErrorCode.INPUT_INVALID,
-      `${where} must be a whole number of seconds (at most ${MAX_CONNECT_TIMEOUT_S}), not ${JSON.stringify(text)}`,
+      `${where} must be a whole number of seconds from ${MIN_CONNECT_TIMEOUT_S} to ${MAX_CONNECT_TIMEOUT_S}, not ${JSON.stringify(text)}`,
       {
         field: 'connect_timeout',
       },
@@ -45,9 +46,9 @@ export function connectTimeoutMs(url: string, env: NodeJS.ProcessEnv = process.e
 
 /**
  * The error for a session that did not connect within `ms`, naming where pg dialled (its host and
- * port, or its socket's path), never the URL, which may hold a password.
+ * port, an IPv6 host in brackets, or its socket's path), never the URL, which may hold a password.
  */
 export function connectTimedOut(host: string, port: number, ms: number, cause: unknown): PgExtractError {
-  const where = host.startsWith('/') ? `${host}/.s.PGSQL.${port}` : `${host}:${port}`;
+  const where = host.startsWith('/') ? `${host}/.s.PGSQL.${port}` : host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new PgExtractError(ErrorCode.CONNECT_TIMEOUT, `could not connect to ${where} within ${ms / 1000} s (connect_timeout)`, { cause });
 }

