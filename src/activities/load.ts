@@ -10,8 +10,6 @@ import { buffer } from 'node:stream/consumers';
 import { Context } from '@temporalio/activity';
 import type { z } from 'zod';
 import { parseTableName } from '../contract/identifiers';
-import type { ExtractionInput } from '../contract/extraction-input';
-import { FILE_COMPRESSIONS, type FileCompression } from '../contract/format-options';
 import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';

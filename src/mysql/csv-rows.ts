@@ -16,7 +16,6 @@ const LF = 0x0a;
 const CR = 0x0d;
 const NEWLINE = Buffer.from('\n');
 const QUOTE_BYTE = Buffer.from('"');
-const EMPTY_QUOTED = Buffer.from('""');
 const END_OF_DATA = Buffer.from('\\.');
 
 /** MySQL protocol column types that carry bytes, and the binary character set's number. */

@@ -7,7 +7,7 @@
  * cuts come only from quantiles, in the order the server sorted them. Tables without a usable
  * key split by ctid page ranges.
  */
-import { type KeyKind, type KeyRange, MAX_BOUND_LENGTH, type PageRange, type PartitionRange } from '../contract/partition-range';
+import { type KeyKind, MAX_BOUND_LENGTH, type PartitionRange } from '../contract/partition-range';
 
 /** What the coordinator read inside the snapshot. */
 export interface KeyBounds {

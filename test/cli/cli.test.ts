@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CLI, cli, liveCliEnv } from '../support/cli';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';

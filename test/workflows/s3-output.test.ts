@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
-import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { bucketContents, download, gatedS3Proxy, s3Service } from '../support/s3';
