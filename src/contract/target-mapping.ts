@@ -24,7 +24,8 @@ export function joinedName({ schema, table }: Name): string {
 
 /**
  * The target table of source table `source` (as a manifest file names it). The part after the
- * first dot is the table: the manifest's joined name cannot tell a dot inside a schema name apart.
+ * first dot is the table: the manifest's joined name cannot tell a dot inside a schema name apart,
+ * so the input refuses `target.schema` for a source schema with a dot ({@link checkTargetMapping}).
  */
 export function targetTableOf(target: TargetMapping, source: string): Name {
   if (target.schema !== undefined) return { schema: parseSchemaName(target.schema, 'target.schema'), table: source.slice(source.indexOf('.') + 1) };
@@ -34,7 +35,7 @@ export function targetTableOf(target: TargetMapping, source: string): Name {
 }
 
 /** The input's check of a built-in load: one table takes `target.table`; a set takes a mapping, through files only. */
-export function checkTargetMapping(input: { table?: string; tables?: string[]; target?: TargetMapping }, ctx: z.RefinementCtx): void {
+export function checkTargetMapping(input: { table?: string; tables?: string[]; schema?: string; target?: TargetMapping }, ctx: z.RefinementCtx): void {
   const { target } = input;
   if (!target) return;
   const issue = (path: string, message: string, code: ErrorCode = ErrorCode.TARGET_MAPPING_INVALID): void =>
@@ -49,6 +50,14 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; t
     issue('via', `several tables load via files only, not ${target.via}`, ErrorCode.TARGET_VIA_UNSUPPORTED);
   if (target.table !== undefined) issue('table', 'several tables map with target.schema or target.tables, not target.table');
   if ((target.schema === undefined) === (target.tables === undefined)) issue('schema', 'several tables need exactly one of target.schema and target.tables');
+  if (target.schema !== undefined) {
+    const dotted = sourceSchemas(input).find((schema) => schema.includes('.'));
+    if (dotted !== undefined)
+      issue(
+        'schema',
+        `the source schema ${JSON.stringify(dotted)} has a dot in its name, so target.schema cannot tell its tables' names from it; map them with target.tables`,
+      );
+  }
   if (target.tables === undefined) return;
   try {
     const targets = Object.values(target.tables).map((to) => joinedName(parseTableName(to, 'target.tables')));
@@ -58,4 +67,17 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; t
   } catch (err) {
     issue('tables', (err as Error).message, (err as PgExtractError).code ?? ErrorCode.TARGET_MAPPING_INVALID);
   }
+}
+
+/** The schemas of a set's source tables as named in the input (names that do not parse are the selection check's to report). */
+function sourceSchemas(input: { tables?: string[]; schema?: string }): string[] {
+  const parsed = (parse: () => string): string[] => {
+    try {
+      return [parse()];
+    } catch {
+      return [];
+    }
+  };
+  if (input.schema !== undefined) return parsed(() => parseSchemaName(input.schema!, 'schema'));
+  return (input.tables ?? []).flatMap((name) => parsed(() => parseTableName(name).schema));
 }

@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
-import type { ExtractionRequest } from '../../src/contract/extraction-input';
+import { type ExtractionRequest, parseExtractionInput } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
+import { targetTableOf } from '../../src/contract/target-mapping';
 import { cli, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { s3Service } from '../support/s3';
@@ -339,6 +340,13 @@ describe('built-in loader over a set of tables (live)', function () {
       { tables: ['sload.parent', 'sload.child'], target: { name: 'warehouse', tables: { 'sload.parent': 'dst.x', 'sload.child': 'DST.x' } } },
       /TARGET_MAPPING_INVALID/,
     ],
+    // Manifests name a table schema.table, so the table of "a.b".orders would read as "b.orders" in dst.
+    [
+      'a listed table whose schema has a dot, mapped by target.schema',
+      { tables: ['"a.b".orders', 'sload.parent'], target: { name: 'warehouse', schema: 'dst' } },
+      /TARGET_MAPPING_INVALID/,
+    ],
+    ['a schema with a dot, mapped by target.schema', { schema: '"a.b"', target: { name: 'warehouse', schema: 'dst' } }, /TARGET_MAPPING_INVALID/],
     ['--via stream', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'stream' } }, /TARGET_VIA_UNSUPPORTED/],
     ['--via internal', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'internal' } }, /TARGET_VIA_UNSUPPORTED/],
   ];
@@ -349,6 +357,14 @@ describe('built-in loader over a set of tables (live)', function () {
       );
     });
   }
+
+  it('a schema with a dot maps by target.tables', () => {
+    const input = parseExtractionInput({
+      tables: ['"a.b".orders', 'sload.parent'],
+      target: { name: 'warehouse', tables: { '"a.b".orders': 'dst.orders', 'sload.parent': 'dst.parent' } },
+    });
+    assert.deepEqual(targetTableOf(input.target!, 'a.b.orders'), { schema: 'dst', table: 'orders' });
+  });
 
   it('CLI: start --tables --target --target-schema --wait --json loads the set; a set without --target-schema, or --target-schema without --target, exits 2', async () => {
     const bare = await cli(['start', '--schema', 'sload', '--target', 'warehouse'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
