@@ -3,7 +3,7 @@
  * a cancellation, or anything else (fail the run). Pure and deterministic.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
-import { ErrorCode, causes } from '../errors';
+import { ErrorCode, causes, codeInfo } from '../errors';
 
 /** The ApplicationFailure type in the cause chain, if any. */
 export function failureType(err: unknown): string | undefined {
@@ -46,6 +46,16 @@ export function rootFailure(err: unknown): string | undefined {
   let root: ApplicationFailure | undefined;
   for (const e of causes(err)) if (e instanceof ApplicationFailure) root = e;
   return root && `${root.type ?? ErrorCode.FAILED}: ${root.message}`;
+}
+
+/**
+ * Whether an activity failed with a code of ours that is the caller's fault (storage that refuses
+ * the worker's credentials, a bucket that is not there, a result too large for a payload): a fresh
+ * snapshot would meet it again.
+ */
+export function isCallersFaultFailure(err: unknown): boolean {
+  const type = failureType(err);
+  return type !== undefined && codeInfo(type).callersFault;
 }
 
 /** Whether an activity failed with SOURCE_RECOVERY_CONFLICT (a standby cancelled its read or ended its session). */

@@ -12,7 +12,7 @@ import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quickActivities } from './activity-stubs';
 import type { AttemptScope } from './attempts';
-import { asHolderFailure, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
+import { asHolderFailure, isCallersFaultFailure, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
 import { PAYLOAD_BUDGET, requireFilesFit } from './payload-budget';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
@@ -20,6 +20,17 @@ export type HolderControl = ReturnType<typeof holderActivities>['control'];
 export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
 export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
 export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-planning';
+export const CALLERS_FAULT_AT_COMPLETION = 'callers-fault-at-completion';
+
+/**
+ * Completing the receipt checks that every file is visible (a HEAD per object on S3). A failure
+ * there that is the caller's fault (access denied, a bucket gone, a receipt too large) fails the
+ * run with its own code: a fresh snapshot would copy everything again and meet it again. Runs that
+ * met one before this change took it for a lost snapshot, and replay so.
+ */
+function completionFailure(err: unknown): unknown {
+  return isCallersFaultFailure(err) && patched(CALLERS_FAULT_AT_COMPLETION) ? err : asHolderFailure(err, true);
+}
 
 /**
  * A standby's recovery conflict that ends the holder while it plans loses the snapshot (a fresh
@@ -111,7 +122,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
           evidence,
           rangesRead: copying.ranges,
         })
-        .catch((err) => Promise.reject(asHolderFailure(err, true))),
+        .catch((err) => Promise.reject(completionFailure(err))),
     ]);
     const dataPackage = inHold ?? beside;
     await held.catch(() => undefined);

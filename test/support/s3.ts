@@ -1,6 +1,6 @@
 /** One SeaweedFS S3 server per test run, started on first use and stopped by the root hooks. */
 import { createWriteStream } from 'node:fs';
-import { createServer, request } from 'node:http';
+import { type IncomingMessage, type ServerResponse, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -57,39 +57,66 @@ export interface GatedS3Proxy {
 
 /** Starts a {@link GatedS3Proxy} that holds `method` requests whose path matches `path`. Signatures still verify: headers, Host included, pass unchanged. */
 export async function gatedS3Proxy(method: string, path: RegExp): Promise<GatedS3Proxy> {
-  const upstream = new URL((await s3Service()).env.AWS_ENDPOINT_URL_S3!);
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   let arrived!: () => void;
   const held = new Promise<void>((resolve) => (arrived = resolve));
   const answered: Promise<void>[] = [];
-  const server = createServer((req, res) => {
+  const proxy = await s3Proxy((req, forward) => {
     const hold = req.method === method && path.test(req.url ?? '');
-    if (hold) arrived();
-    const forwarded = (hold ? gate : Promise.resolve()).then(
-      () =>
-        new Promise<void>((resolve) => {
-          // Answered, or the client gave up waiting: either way nothing more comes of it.
-          res.on('close', resolve);
-          const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers);
-            answer.pipe(res);
-          });
-          out.on('error', () => res.destroy());
-          req.pipe(out);
-        }),
-    );
-    if (hold) answered.push(forwarded);
+    if (!hold) return void forward();
+    arrived();
+    answered.push(gate.then(forward));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: proxy.url,
     held,
     release: async () => {
       open();
       await Promise.all(answered);
     },
-    close: () => new Promise<void>((resolve) => (open(), server.closeAllConnections(), server.close(() => resolve()))),
+    close: () => (open(), proxy.close()),
+  };
+}
+
+/**
+ * A proxy in front of the S3 server that answers the requests `refuse` picks with 403 Forbidden,
+ * as a bucket policy denying them would, and passes the rest through.
+ */
+export async function refusingS3Proxy(refuse: (req: IncomingMessage) => boolean): Promise<{ url: string; refused: () => number; close(): Promise<void> }> {
+  let refused = 0;
+  const proxy = await s3Proxy((req, forward, res) => {
+    if (!refuse(req)) return void forward();
+    refused++;
+    req.resume();
+    res.writeHead(403, { 'content-length': '0' }).end();
+  });
+  return { url: proxy.url, refused: () => refused, close: proxy.close };
+}
+
+/** A proxy to the S3 server; `route` forwards each request (resolving once it is answered) or answers it itself. */
+async function s3Proxy(
+  route: (req: IncomingMessage, forward: () => Promise<void>, res: ServerResponse) => void,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const upstream = new URL((await s3Service()).env.AWS_ENDPOINT_URL_S3!);
+  const server = createServer((req, res) => {
+    const forward = () =>
+      new Promise<void>((resolve) => {
+        // Answered, or the client gave up waiting: either way nothing more comes of it.
+        res.on('close', resolve);
+        const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        });
+        out.on('error', () => res.destroy());
+        req.pipe(out);
+      });
+    route(req, forward, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
 }
 

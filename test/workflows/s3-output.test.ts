@@ -13,7 +13,7 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
-import { bucketContents, download, gatedS3Proxy, s3Service } from '../support/s3';
+import { bucketContents, download, gatedS3Proxy, refusingS3Proxy, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 
@@ -137,6 +137,35 @@ describe('output on S3 (live SeaweedFS + Temporal + PostgreSQL)', function () {
           await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause?.name === 'CancelledFailure');
           assert.equal(meanwhile, 'waiting', 'the run waits for the write it cancelled');
           assert.deepEqual(await bucketContents(BUCKET, 'package-cancelled/'), { objects: [], uploads: [] });
+        },
+        { s3Env: { ...s3Env, AWS_ENDPOINT_URL_S3: proxy.url } },
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("storage that refuses the receipt's check of the objects fails the run with S3_ACCESS_DENIED once, without copying again under fresh snapshots", async () => {
+    // The writer checks each upload with a HEAD that asks for its checksum; completing the receipt checks each object with a plain one.
+    const proxy = await refusingS3Proxy(
+      (req) => req.method === 'HEAD' && /^\/pgx-runs\/visibility-denied\/.+/.test(req.url ?? '') && req.headers['x-amz-checksum-mode'] === undefined,
+    );
+    try {
+      await withWorker(
+        async ({ client, taskQueue }) => {
+          const handle = await startExtraction(client, { table, partitions: 2, outDir: `s3://${BUCKET}/visibility-denied` }, { taskQueue });
+          await assert.rejects(handle.result(), (err: unknown) => {
+            assert.ok(err instanceof WorkflowFailedError);
+            assert.match(JSON.stringify(err.cause), /S3_ACCESS_DENIED/);
+            assert.doesNotMatch(JSON.stringify(err.cause), /ATTEMPTS_EXHAUSTED/);
+            return true;
+          });
+          const events = (await handle.fetchHistory()).events ?? [];
+          const scheduled = events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+          assert.equal(scheduled.filter((name) => name === 'completeSnapshot').length, 1, `completed once: ${scheduled.join(', ')}`);
+          assert.equal(scheduled.filter((name) => name === 'holdSnapshot').length, 1, 'one snapshot, no fresh attempt');
+          assert.ok(proxy.refused() >= 1, 'the check was refused');
+          assert.deepEqual(await bucketContents(BUCKET, 'visibility-denied/'), { objects: [], uploads: [] });
         },
         { s3Env: { ...s3Env, AWS_ENDPOINT_URL_S3: proxy.url } },
       );
