@@ -21,6 +21,7 @@ export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
 export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
 export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-planning';
 export const CALLERS_FAULT_AT_COMPLETION = 'callers-fault-at-completion';
+export const FOLDER_BEFORE_DISCARD = 'folder-before-discard';
 
 /**
  * Completing the receipt checks that every file is visible (a HEAD per object on S3). A failure
@@ -150,7 +151,11 @@ export async function onHeldSnapshot<P extends HeldPlan>(
       const release =
         !holdOver && !isSnapshotLost(err) && patched(RELEASE_HOLD_ON_FAILURE) ? holder.release.releaseSnapshot(attemptKey).catch(() => undefined) : null;
       holdScope.cancel();
-      await Promise.all([settled, release]);
+      // The folder is prepared while the holder plans, so a plan that fails may beat it: the caller's
+      // discard must find it made, or a marker lands after the discard in a folder nothing removes.
+      // Runs started before discarded at once, and replay so.
+      const folderSettled = folderReady && patched(FOLDER_BEFORE_DISCARD) ? folderReady.catch(() => undefined) : null;
+      await Promise.all([settled, release, folderSettled]);
     });
     throw err;
   }
