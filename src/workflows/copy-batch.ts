@@ -6,7 +6,7 @@
  * and the run stays within Temporal's history limits however many tables it takes. What a batch
  * has copied so far is its `batchStatus` query and its Web UI details, which add no history.
  */
-import { setHandler } from '@temporalio/workflow';
+import { CancellationScope, patched, setHandler } from '@temporalio/workflow';
 import { batchStatusQuery } from '../contract/definitions';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { BatchStatus, ManifestFile } from '../contract/extraction-types';
@@ -17,6 +17,8 @@ import type { PartitionRange } from '../contract/partition-range';
 import type { SourceIdentity } from '../contract/partition-range';
 import { extractActivities } from './activity-stubs';
 import { grouped, humanBytes, showDetails } from './visibility';
+
+export const BATCH_STOPS_ON_FAILURE = 'batch-stops-on-failure';
 
 /** One planned range of one table, and the file it goes to. */
 export interface BatchItem {
@@ -46,23 +48,27 @@ export interface CopyBatchInput {
  * Runs `work` over `items` with at most `limit` in flight, in order; deterministic (no timers).
  * It rejects at the first failure, after every lane has stopped (none starts another item once
  * one failed), so a caller that sees the failure has no reader of the snapshot left running.
+ * `onFirstFailure` is told of the first failure at once, and may stop the items still running
+ * (cancel their scope) and return true: the batch then rejects with that failure, not with the
+ * cancellations it caused.
  */
-export async function inFlight<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+export async function inFlight<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>, onFirstFailure?: () => boolean): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
-  let failed = false;
+  let first: { error: unknown; stopped: boolean } | undefined;
   const lane = async (): Promise<void> => {
-    while (!failed && next < items.length) {
+    while (!first && next < items.length) {
       const i = next++;
       try {
         results[i] = await work(items[i]!);
-      } catch (err) {
-        failed = true;
-        throw err;
+      } catch (error) {
+        first ??= { error, stopped: onFirstFailure?.() ?? false };
+        throw error;
       }
     }
   };
   const lanes = await Promise.allSettled(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (first?.stopped) throw first.error;
   const failure = lanes.find((l) => l.status === 'rejected');
   if (failure) throw failure.reason;
   return results;
@@ -94,7 +100,19 @@ export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<Manifest
   // Queries add nothing to history: the parent's history stays a few events per batch.
   setHandler(batchStatusQuery, () => progress);
   showBatch(progress);
-  const copied = await inFlight(batch.items, batch.input.maxInFlight, async (unit) => {
+  // A copy that fails for good stops the others at once, as a one-table run's does: the run's
+  // failure or fresh attempt need not wait for them, nor the holder keep the snapshot meanwhile.
+  // Runs started before let the others run to their end, and replay so.
+  const lanes = new CancellationScope();
+  const stopLanes = (): boolean => {
+    if (!patched(BATCH_STOPS_ON_FAILURE)) return false;
+    lanes.cancel();
+    return true;
+  };
+  const copied = await lanes.run(() => inFlight(batch.items, batch.input.maxInFlight, copyUnit, stopLanes));
+  return copied.flat();
+
+  async function copyUnit(unit: BatchItem | BatchGroup): Promise<ManifestFile[]> {
     let files: ManifestFile[];
     if ('group' in unit) {
       const input = { ...batch.input, tables: [...new Set(unit.group.map(inputName))] };
@@ -110,6 +128,5 @@ export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<Manifest
     }
     showBatch(progress);
     return files;
-  });
-  return copied.flat();
+  }
 }

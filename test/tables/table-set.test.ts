@@ -255,6 +255,36 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     });
   });
 
+  it('a copy that fails for good stops the others of its batch at once: the slow one is cancelled, not waited for', async () => {
+    // Two groups (one per lane): a view that takes a minute to read, and one that fails on its third row.
+    await admin().query(`
+      DROP SCHEMA IF EXISTS tstop CASCADE; CREATE SCHEMA tstop;
+      CREATE VIEW tstop.slow AS SELECT x, pg_sleep(0.5) IS NULL AS slept FROM generate_series(1, 120) x;
+      CREATE VIEW tstop.broken AS SELECT x, 1 / (x - 3) AS y FROM generate_series(1, 5) x;
+    `);
+    await withWorker(async ({ taskQueue }) => {
+      // A copy learns of its cancellation with its next heartbeat the SDK sends: at most 0.8 × the heartbeat timeout later.
+      const request: ExtractionRequest = {
+        tables: ['tstop.slow', 'tstop.broken'],
+        maxInFlight: 2,
+        partitionRetry: { maximumAttempts: 1 },
+        timeouts: { partitionHeartbeatMs: 2000 },
+      };
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+      await assert.rejects(handle.result(), (err: unknown) => {
+        assert.match(failureChain(err), /SQLSTATE_22012/);
+        return true;
+      });
+      const parent = (await handle.fetchHistory()).events ?? [];
+      const [batchId] = parent.flatMap((e) => e.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId ?? []);
+      const batch = (await live().temporal.client.workflow.getHandle(batchId!).fetchHistory()).events ?? [];
+      const copies = batch.filter((e) => e.activityTaskScheduledEventAttributes).length;
+      assert.equal(copies, 2, 'one copy per group');
+      assert.equal(batch.filter((e) => e.activityTaskCancelRequestedEventAttributes).length, 1, 'the slow copy was cancelled');
+      assert.equal(batch.filter((e) => e.activityTaskCompletedEventAttributes).length, 0, 'no copy ran to its end');
+    });
+  });
+
   it("the coordinator's backend terminated mid-run → the whole set again from one fresh snapshot", async () => {
     await withWorker(
       async ({ taskQueue }) => {
