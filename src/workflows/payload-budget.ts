@@ -45,6 +45,28 @@ export function requireFilesFit(files: readonly ManifestFile[], evidence: readon
   );
 }
 
+/** Runs started before the plan was weighed replay without it. */
+export const PLAN_BUDGET = 'plan-budget';
+
+/**
+ * Fails the attempt with RUN_EXCEEDS_PAYLOAD_LIMIT before anything is copied when the least its
+ * planned files could weigh does not fit: each name with no rows, no bytes and a sha256, once as a
+ * manifest entry and once as receipt evidence (both are larger in fact). Such a copy would be
+ * thrown away once done (see {@link requireFilesFit}), hours later for a big database.
+ */
+export function requirePlanFits(names: readonly string[]): void {
+  const least = 2 * jsonBytes(names.map((name) => ({ name, rows: 0, bytes: 0, sha256: SHA256_HEX })));
+  if (least <= PAYLOAD_BUDGET_BYTES) return;
+  throw ApplicationFailure.nonRetryable(
+    `the run plans ${names.length} files, whose names and checksums alone would take at least ${least} bytes of its manifest and receipt; ` +
+      `they must fit in ${PAYLOAD_BUDGET_BYTES} (a Temporal payload)`,
+    ErrorCode.RUN_EXCEEDS_PAYLOAD_LIMIT,
+  );
+}
+
+/** A sha256 as receipts write it: 64 hex digits. */
+const SHA256_HEX = '0'.repeat(64);
+
 /** Fails the attempt with RUN_EXCEEDS_PAYLOAD_LIMIT unless its manifest and the run's result fit in a payload. */
 export function requireManifestFits(manifest: Manifest): void {
   const query = jsonBytes(manifest);

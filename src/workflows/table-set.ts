@@ -17,6 +17,7 @@ import type { AttemptEvents, AttemptScope } from './attempts';
 import { groupSmallTables } from '../planning/table-groups';
 import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { onHeldSnapshot } from './held-snapshot';
+import { PLAN_BUDGET, requirePlanFits } from './payload-budget';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
@@ -108,7 +109,9 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
         const { big, groups } = groupSmallTables(planned, input.maxInFlight);
         units = [...big.flatMap((t) => t.items), ...groups.map((g) => ({ group: g.flatMap((t) => t.items) }))];
       }
-      events.planned({ partitions: items.length, tables: plan.tables.length, names: items.map((item) => item.name) });
+      const names = items.map((item) => item.name);
+      if (patched(PLAN_BUDGET)) requirePlanFits(names);
+      events.planned({ partitions: items.length, tables: plan.tables.length, names });
       const remaining = new Map(plan.tables.map((t) => [`${t.table.schema}.${t.table.table}`, t.ranges.length]));
       const base = withoutTables(input);
       // One batch after another: together with each batch's own bound, at most maxInFlight partitions run at once.

@@ -10,7 +10,7 @@ import type { ExtractionInput } from '../../src/contract/extraction-input';
 import type { Manifest } from '../../src/contract/extraction-types';
 import type { ExtractionLifecycleReceipt } from '../../src/lifecycle/receipt';
 import { PAYLOAD_BUDGET_BYTES } from '../../src/contract/payload-limit';
-import { manifestInResult, requireFilesFit, requireManifestFits } from '../../src/workflows/payload-budget';
+import { manifestInResult, requireFilesFit, requireManifestFits, requirePlanFits } from '../../src/workflows/payload-budget';
 
 const set = { tables: ['s.a', 's.b'] } as ExtractionInput;
 const one = { table: 's.a' } as ExtractionInput;
@@ -74,5 +74,16 @@ describe('payload budget', () => {
     assert.throws(() => requireManifestFits(manifestOf(1500, 700)), tooLarge);
     assert.throws(() => requireFilesFit(manifestOf(4000).files, manifestOf(4000).extractionReceipt!.evidence), tooLarge);
     assert.ok(PAYLOAD_BUDGET_BYTES < 2 * 1024 * 1024);
+  });
+
+  it('a plan whose file names alone cannot fit fails before anything is copied; one that may fit goes on', () => {
+    const names = (n: number) => manifestOf(n).files.map((f) => f.name);
+    requirePlanFits(names(2000));
+    // Where the plan passes, the files may still outgrow the budget once copied (requireFilesFit then says so) ...
+    requirePlanFits(names(3000));
+    assert.throws(() => requireFilesFit(manifestOf(3000).files, manifestOf(3000).extractionReceipt!.evidence), tooLarge);
+    // ... but a plan the check refuses is one whose files could never fit.
+    assert.throws(() => requirePlanFits(names(6000)), tooLarge);
+    assert.throws(() => requireFilesFit(manifestOf(6000).files, manifestOf(6000).extractionReceipt!.evidence), tooLarge);
   });
 });
