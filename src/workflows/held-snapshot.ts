@@ -22,6 +22,7 @@ export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
 export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-planning';
 export const CALLERS_FAULT_AT_COMPLETION = 'callers-fault-at-completion';
 export const FOLDER_BEFORE_DISCARD = 'folder-before-discard';
+export const PLAN_WAIT_WITH_HOLD = 'plan-wait-with-hold';
 
 /**
  * Completing the receipt checks that every file is visible (a HEAD per object on S3). A failure
@@ -102,8 +103,12 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   const copyScope = new CancellationScope();
   let settled: Promise<unknown> = Promise.resolve();
   try {
+    // The wait for the plan ends with the hold: a hold that failed before the wait began (a source
+    // not configured, say) left it waiting for a plan no one would publish until the run closed.
+    // Runs started before waited in the run's own scope, and replay so.
+    const planWait = () => awaitPlan(holder.control, attemptKey);
     const plan = await Promise.race([
-      awaitPlan(holder.control, attemptKey).catch((err) => Promise.reject(asHolderFailure(err, false, conflictLoses(err)))),
+      (patched(PLAN_WAIT_WITH_HOLD) ? holdScope.run(planWait) : planWait()).catch((err) => Promise.reject(asHolderFailure(err, false, conflictLoses(err)))),
       holdEnded,
     ]);
     planReceived = true;
