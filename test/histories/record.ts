@@ -331,6 +331,36 @@ describe('record workflow histories', function () {
     });
   });
 
+  // Recorded at 63616e7: a copy that fails for good cancels the batch's other copy ('batch-stops-on-failure').
+  it("a set whose failed copy stops its batch (the batch workflow's history)", async () => {
+    await admin().query(`
+      CREATE OR REPLACE VIEW hist.slow_view AS SELECT x, pg_sleep(0.5) IS NULL AS slept FROM generate_series(1, 120) x;
+      CREATE OR REPLACE VIEW hist.broken_view AS SELECT x, 1 / (x - 3) AS y FROM generate_series(1, 5) x`);
+    await withWorker(async ({ taskQueue }) => {
+      const request: ExtractionRequest = {
+        tables: ['hist.slow_view', 'hist.broken_view'],
+        maxInFlight: 2,
+        partitionRetry: { maximumAttempts: 1 },
+        timeouts: { partitionHeartbeatMs: 2000 },
+      };
+      const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-batch-stopped-parent' });
+      await assert.rejects(handle.result());
+      const events = (await handle.fetchHistory()).events ?? [];
+      const childId = events.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)?.startChildWorkflowExecutionInitiatedEventAttributes
+        ?.workflowId;
+      assert.ok(childId, 'the run started a batch workflow');
+      const child = live().temporal.client.workflow.getHandle(childId);
+      assert.ok(
+        ((await child.fetchHistory()).events ?? []).some((e) => e.activityTaskCancelRequestedEventAttributes),
+        'the slow copy was cancelled',
+      );
+      await save('batch-stopped', child);
+    });
+  });
+
+  // Recorded at 63616e7: a set's plan weighed ('plan-budget') and waited for in the hold's scope ('plan-wait-with-hold').
+  it('a set whose plan is weighed and waited for with its hold, committed', setWithPackage('table-set-plan-weighed-committed'));
+
   // Recorded on 28d7bb7's workflow code: a malformed signal on code whose commit reports are strict
   // (the 'strict-commit-signal' marker), ignored, then a commit by update.
   it('a malformed commit signal ignored, then committed by update', async () => {
