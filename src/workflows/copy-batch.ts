@@ -15,7 +15,7 @@ import { tableInput } from '../contract/table-selection';
 import type { SplitKey } from '../contract/partition-range';
 import type { PartitionRange } from '../contract/partition-range';
 import type { SourceIdentity } from '../contract/partition-range';
-import { extractActivities } from './activity-stubs';
+import { WAIT_FOR_CANCELLED_COPIES, extractActivities } from './activity-stubs';
 import { grouped, humanBytes, showDetails } from './visibility';
 
 export const BATCH_STOPS_ON_FAILURE = 'batch-stops-on-failure';
@@ -105,7 +105,8 @@ export async function copyBatchWorkflow(batch: CopyBatchInput): Promise<Manifest
   // Runs started before let the others run to their end, and replay so.
   const lanes = new CancellationScope();
   const stopLanes = (): boolean => {
-    if (!patched(BATCH_STOPS_ON_FAILURE)) return false;
+    // Only where a cancelled copy is waited for until it has stopped reading (the stub's own marker).
+    if (!patched(WAIT_FOR_CANCELLED_COPIES) || !patched(BATCH_STOPS_ON_FAILURE)) return false;
     lanes.cancel();
     return true;
   };

@@ -3,7 +3,7 @@
  * a cancellation, or anything else (fail the run). Pure and deterministic.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
-import { ErrorCode, causes, codeInfo } from '../errors';
+import { ErrorCode, causes } from '../errors';
 
 /** The ApplicationFailure type in the cause chain, if any. */
 export function failureType(err: unknown): string | undefined {
@@ -49,13 +49,19 @@ export function rootFailure(err: unknown): string | undefined {
 }
 
 /**
- * Whether an activity failed with a code of ours that is the caller's fault (storage that refuses
- * the worker's credentials, a bucket that is not there, a result too large for a payload): a fresh
- * snapshot would meet it again.
+ * Codes with which completing a receipt fails again under a fresh snapshot: the storage refuses the
+ * worker's credentials or has no such bucket, or the receipt is too large for a payload. (An
+ * unreachable endpoint, just reached by every copy, may be passing: a fresh attempt is tried.)
  */
-export function isCallersFaultFailure(err: unknown): boolean {
-  const type = failureType(err);
-  return type !== undefined && codeInfo(type).callersFault;
+const FAILS_AGAIN_AT_COMPLETION: ReadonlySet<string> = new Set([
+  ErrorCode.S3_ACCESS_DENIED,
+  ErrorCode.S3_BUCKET_NOT_FOUND,
+  ErrorCode.RUN_EXCEEDS_PAYLOAD_LIMIT,
+]);
+
+/** Whether completing a receipt failed with a code in {@link FAILS_AGAIN_AT_COMPLETION}. */
+export function failsAgainAtCompletion(err: unknown): boolean {
+  return FAILS_AGAIN_AT_COMPLETION.has(failureType(err) ?? '');
 }
 
 /** Whether an activity failed with SOURCE_RECOVERY_CONFLICT (a standby cancelled its read or ended its session). */

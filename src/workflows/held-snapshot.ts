@@ -12,7 +12,7 @@ import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quickActivities } from './activity-stubs';
 import type { AttemptScope } from './attempts';
-import { asHolderFailure, isCallersFaultFailure, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
+import { asHolderFailure, failsAgainAtCompletion, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
 import { PAYLOAD_BUDGET, requireFilesFit } from './payload-budget';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
@@ -31,7 +31,7 @@ export const PLAN_WAIT_WITH_HOLD = 'plan-wait-with-hold';
  * met one before this change took it for a lost snapshot, and replay so.
  */
 function completionFailure(err: unknown): unknown {
-  return isCallersFaultFailure(err) && patched(CALLERS_FAULT_AT_COMPLETION) ? err : asHolderFailure(err, true);
+  return failsAgainAtCompletion(err) && patched(CALLERS_FAULT_AT_COMPLETION) ? err : asHolderFailure(err, true);
 }
 
 /**
@@ -78,7 +78,13 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   // The attempt's folder is prepared while the holder exports and plans: two round trips fewer
   // before the first copy. Runs started before prepare it after the plan, and replay so.
   const quick = quickActivities(input);
-  const folderReady = patched(PREPARE_FOLDER_WHILE_PLANNING) ? quick.prepareOutputFolder(scope.folder) : null;
+  const prepareFolder = () => quick.prepareOutputFolder(scope.folder);
+  // A plan that fails (or a run cancelled while planning) may beat the prepare: the caller's discard
+  // must find the folder made, or a marker lands after the discard in a folder nothing removes. So
+  // the prepare is not cancelled, and a failure waits for it. Runs started before replay without.
+  const whilePlanning = patched(PREPARE_FOLDER_WHILE_PLANNING);
+  const folderBeforeDiscard = whilePlanning && patched(FOLDER_BEFORE_DISCARD);
+  const folderReady = !whilePlanning ? null : folderBeforeDiscard ? CancellationScope.nonCancellable(prepareFolder) : prepareFolder();
   folderReady?.catch(() => undefined);
   const queue = await quick.holderTaskQueue();
   const holder = holderActivities(queue, input);
@@ -156,10 +162,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
       const release =
         !holdOver && !isSnapshotLost(err) && patched(RELEASE_HOLD_ON_FAILURE) ? holder.release.releaseSnapshot(attemptKey).catch(() => undefined) : null;
       holdScope.cancel();
-      // The folder is prepared while the holder plans, so a plan that fails may beat it: the caller's
-      // discard must find it made, or a marker lands after the discard in a folder nothing removes.
-      // Runs started before discarded at once, and replay so.
-      const folderSettled = folderReady && patched(FOLDER_BEFORE_DISCARD) ? folderReady.catch(() => undefined) : null;
+      const folderSettled = folderBeforeDiscard ? folderReady!.catch(() => undefined) : null;
       await Promise.all([settled, release, folderSettled]);
     });
     throw err;
