@@ -358,7 +358,7 @@ describe('record workflow histories', function () {
     });
   });
 
-  // Recorded at 63616e7: a set's plan weighed ('plan-budget') and waited for in the hold's scope ('plan-wait-with-hold').
+  // Recorded at 3516332: a set's folder prepared uncancellably ('folder-before-discard'), its plan weighed ('plan-budget') and waited for in the hold's scope ('plan-wait-with-hold').
   it('a set whose plan is weighed and waited for with its hold, committed', setWithPackage('table-set-plan-weighed-committed'));
 
   // Recorded on 28d7bb7's workflow code: a malformed signal on code whose commit reports are strict
