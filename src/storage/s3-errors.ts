@@ -24,9 +24,18 @@ const RETRYABLE_NAMES = new Set([
   'XAmzContentSHA256Mismatch',
   'TokenRefreshRequired',
 ]);
-// No server answers at all (after the SDK's own retries): a wrong endpoint, not a passing glitch.
-// A reset or a timeout mid-transfer is S3_REQUEST_FAILED, which Temporal retries.
+/** No server answers at all (after the SDK's own retries). */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether no server answered at all. While the bucket is checked, before anything is written, that
+ * is a wrong endpoint (checkBucket calls it S3_UNREACHABLE); later, once the endpoint has answered,
+ * it may be a server restarting, and it is S3_REQUEST_FAILED, which Temporal retries.
+ */
+export function isUnreachable(err: unknown): boolean {
+  const e = (err ?? {}) as SdkError;
+  return (e.code !== undefined && UNREACHABLE.has(e.code)) || (e.name !== undefined && UNREACHABLE.has(e.name));
+}
 
 /** The HTTP status of a server's answer, if there was one. */
 export function statusOf(err: unknown): number | undefined {
@@ -40,7 +49,6 @@ export function s3ErrorCode(err: unknown): ErrorCode {
   const status = statusOf(err);
   if (e.name === 'NoSuchBucket') return ErrorCode.S3_BUCKET_NOT_FOUND;
   if ((e.name && DENIED.has(e.name)) || status === 403) return ErrorCode.S3_ACCESS_DENIED;
-  if ((e.code && UNREACHABLE.has(e.code)) || (e.name && UNREACHABLE.has(e.name))) return ErrorCode.S3_UNREACHABLE;
   // A redirect (another region) or a request the server calls malformed is refused again however often it is sent.
   if (status !== undefined && status >= 300 && status < 500 && !RETRYABLE_STATUS.has(status) && !(e.name && RETRYABLE_NAMES.has(e.name)))
     return ErrorCode.S3_REQUEST_REFUSED;

@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { ErrorCode, PgExtractError } from '../errors';
 import { CleanupCode } from '../lifecycle/terminal';
-import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
+import { isUnreachable, s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { type S3Location, formatS3Url } from '../contract/s3-url';
 
 /** Proves the bucket exists and these credentials may use it, before anything is written. */
@@ -26,6 +26,9 @@ export async function checkBucket(client: S3Client, location: S3Location): Promi
     // provider's timeout can end the chain the same way, and a retry may then find them.)
     if ((err as { name?: string } | null)?.name === 'CredentialsProviderError')
       throw new PgExtractError(ErrorCode.S3_ACCESS_DENIED, `bucket ${location.bucket}: no AWS credentials found`, { field: 'outDir', cause: err });
+    // No server answers before anything is written: the endpoint is wrong. (Later it may be restarting, and is retried.)
+    if (isUnreachable(err))
+      throw new PgExtractError(ErrorCode.S3_UNREACHABLE, s3Failure(err, `bucket ${location.bucket}`).message, { field: 'outDir', cause: err });
     throw s3Failure(err, `bucket ${location.bucket}`);
   });
 }

@@ -18,7 +18,9 @@ describe('S3 error codes', () => {
     ['any 403', answer('Unknown', 403), ErrorCode.S3_ACCESS_DENIED],
     // checkBucket calls it S3_ACCESS_DENIED before anything is written; later it may be a provider's timeout.
     ['no credentials from the chain', answer('CredentialsProviderError'), ErrorCode.S3_REQUEST_FAILED],
-    ['an endpoint nobody listens on', Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), ErrorCode.S3_UNREACHABLE],
+    // checkBucket calls it S3_UNREACHABLE before anything is written; later it may be a server restarting.
+    ['an endpoint nobody listens on', Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }), ErrorCode.S3_REQUEST_FAILED],
+    ['a host name that does not resolve', Object.assign(new Error('getaddrinfo'), { code: 'ENOTFOUND' }), ErrorCode.S3_REQUEST_FAILED],
     ['a bucket in another region (a redirect the SDK could not follow)', answer('PermanentRedirect', 301), ErrorCode.S3_REQUEST_REFUSED],
     ['a request signed for the wrong region', answer('AuthorizationHeaderMalformed', 400), ErrorCode.S3_REQUEST_REFUSED],
     ['any other 400', answer('Unknown', 400), ErrorCode.S3_REQUEST_REFUSED],
