@@ -5,7 +5,7 @@
  * failure removes what it wrote, so a retried partition's files replace the earlier ones whole.
  */
 import { Context } from '@temporalio/activity';
-import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import { digestSourceToken } from '../postgres/source-token';
 import { type BatchFile, copyBatchFiles } from '../postgres/batch-files';
@@ -35,17 +35,15 @@ function boundsOf(input: ExtractionInput): FileBounds {
   return bounds;
 }
 
-/** Runs `write` with the files under `prefix` cleared first, and cleared again if it fails. */
+/**
+ * Runs `write` with the files under `prefix` cleared first (what an earlier try left). A failed
+ * write leaves its files: the next try clears them, and a failed attempt's discard removes every
+ * file under the prefix. Clearing them here could remove a later try's files of the same names,
+ * when this try outlived its heartbeat timeout and learns of its cancellation only after the retry began.
+ */
 async function replacingBatches<T>(store: OutputStore, prefix: string, write: () => Promise<T>): Promise<T> {
   await store.removeStartingWith(`${prefix}-batch-`);
-  try {
-    return await write();
-  } catch (err) {
-    await store
-      .removeStartingWith(`${prefix}-batch-`)
-      .catch((cleanupErr: unknown) => addNote(err, `batch file removal failed: ${(cleanupErr as { code?: string }).code ?? 'Error'}`));
-    throw err;
-  }
+  return write();
 }
 
 function manifestFile(store: OutputStore, f: BatchFile, partition: number, range: PartitionRange, backendPid: number, snapshotDigest: string): ManifestFile {

@@ -28,38 +28,36 @@ export interface TableGroupOptions {
   signal?: AbortSignal;
 }
 
-/** Runs on a fresh session the caller closes. Each file appears under its location only when complete; on failure the files committed so far are removed. */
+/**
+ * Runs on a fresh session the caller closes. Each file appears under its location only when
+ * complete. On failure the files committed so far stay: a retry of the group replaces them, and a
+ * failed attempt's discard removes them. Removing them here could remove a later try's files of the
+ * same names, when this try outlived its heartbeat timeout and learns of its cancellation only after the retry began.
+ */
 export async function copyTableGroup(
   client: Client,
   request: SnapshotImport,
   ranges: readonly GroupRange[],
   options: TableGroupOptions,
 ): Promise<PartitionRead & { files: CopiedOutput[] }> {
-  const committed: OutputSink[] = [];
-  try {
-    const { result: written, ...read } = await readInSnapshot(client, request, async (snapshot) => {
-      const tables = await snapshot.resolve(ranges);
-      const outputs = [];
-      let before = 0;
-      for (const [i, planned] of ranges.entries()) {
-        const table = tables[i]!;
-        snapshot.reading(planned.table);
-        const sink = await options.sink(i);
-        const out = await exportToOutput(client, selectSql(table, rangePredicate(planned.range, table.key)), sourceColumns(table), options.format, sink, {
-          onBytes: (bytes) => options.onBytes?.(before + bytes),
-          signal: options.signal,
-        });
-        committed.push(sink);
-        before += out.bytes;
-        outputs.push(out);
-        options.onFile?.(i);
-      }
-      return outputs;
-    });
-    // A COPY's row count arrives with the reply to the next query: every one has by now.
-    return { files: written.map((w) => ({ location: w.location, etag: w.etag, rows: w.rowCount(), bytes: w.bytes, sha256: w.sha256 })), ...read };
-  } catch (err) {
-    for (const sink of committed) await sink.discard().catch(() => undefined);
-    throw err;
-  }
+  const { result: written, ...read } = await readInSnapshot(client, request, async (snapshot) => {
+    const tables = await snapshot.resolve(ranges);
+    const outputs = [];
+    let before = 0;
+    for (const [i, planned] of ranges.entries()) {
+      const table = tables[i]!;
+      snapshot.reading(planned.table);
+      const sink = await options.sink(i);
+      const out = await exportToOutput(client, selectSql(table, rangePredicate(planned.range, table.key)), sourceColumns(table), options.format, sink, {
+        onBytes: (bytes) => options.onBytes?.(before + bytes),
+        signal: options.signal,
+      });
+      before += out.bytes;
+      outputs.push(out);
+      options.onFile?.(i);
+    }
+    return outputs;
+  });
+  // A COPY's row count arrives with the reply to the next query: every one has by now.
+  return { files: written.map((w) => ({ location: w.location, etag: w.etag, rows: w.rowCount(), bytes: w.bytes, sha256: w.sha256 })), ...read };
 }

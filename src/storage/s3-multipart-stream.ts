@@ -167,18 +167,18 @@ export class MultipartStream extends Writable {
     if (this.partNumber === 1) {
       // Smaller than one part: a single PutObject is atomic too.
       const { body, digest } = this.closePart();
-      this.storeSent = true;
       const put = await this.send(
         signedWith(new PutObjectCommand({ Bucket, Key, Body: body, ContentLength: body.length, ChecksumSHA256: digest.toString('base64') }), digest),
         'storing',
+        true,
       );
       this.etag = put.ETag ?? null;
     } else {
       if (this.filled > 0) await this.uploadPart(this.closePart());
-      this.storeSent = true;
       const done = await this.send(
         new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: this.uploadId!, MultipartUpload: { Parts: this.parts } }),
         'completing the upload of',
+        true,
       );
       this.etag = done.ETag ?? null;
     }
@@ -187,10 +187,15 @@ export class MultipartStream extends Writable {
     for (const buffer of buffers) if (buffer) freeMemory(buffer);
   }
 
-  /** Sends one request of the upload; a failure carries its stable S3 code and names the object. */
-  private send(command: { input: unknown }, what: string): Promise<Sent> {
+  /**
+   * Sends one request of the upload; a failure carries its stable S3 code and names the object.
+   * `stores`: the request that makes the object (a PutObject, a CompleteMultipartUpload), which
+   * counts as sent only once it is handed to the client: a writer closed before then stored nothing.
+   */
+  private send(command: { input: unknown }, what: string, stores = false): Promise<Sent> {
     const url = formatS3Url(this.object);
     if (this.destroyed) return Promise.reject(new PgExtractError(ErrorCode.S3_REQUEST_FAILED, `${what} ${url}: the writer was closed`));
+    if (stores) this.storeSent = true;
     const sent = (this.client.send(command as never) as Promise<Sent>).catch((err: unknown) => Promise.reject(s3Failure(err, `${what} ${url}`)));
     const forget = (): boolean => this.requests.delete(sent);
     this.requests.add(sent);
