@@ -107,7 +107,7 @@ const CODES = {
   S3_REQUEST_FAILED: TRANSIENT,
   /** The server refused the request itself (a redirect to another region, a 400): sending it again cannot help. */
   S3_REQUEST_REFUSED: { ...CALLERS_FAULT, hint: 'check AWS_REGION and the endpoint (AWS_ENDPOINT_URL_S3) against the bucket' },
-  /** No server answered while the bucket was checked, before anything was written: a wrong endpoint. (Later in a run it is S3_REQUEST_FAILED.) */
+  /** No server answered while an attempt checked its bucket, before it wrote anything: a wrong endpoint. (A later request's is S3_REQUEST_FAILED.) */
   S3_UNREACHABLE: CALLERS_FAULT,
   /** The run's manifest, its result or a step's result would not fit in one Temporal payload (2 MB): too many files, or too long their paths. */
   RUN_EXCEEDS_PAYLOAD_LIMIT: {

@@ -1,8 +1,9 @@
 /**
  * Batched extraction activities: one partition of an exported snapshot, or the whole table in
  * one transaction, written as a sequence of size-bounded files `<prefix>-batch-NNNNN<ext>`. A try
- * first removes whatever an earlier try of the same partition left under its prefix, and on
- * failure removes what it wrote, so a retried partition's files replace the earlier ones whole.
+ * first removes whatever an earlier try of the same partition left under its prefix, so a retried
+ * partition's files replace the earlier ones whole; a try that fails leaves its files to the next
+ * try or to the attempt's discard (see {@link replacingBatches}).
  */
 import { Context } from '@temporalio/activity';
 import { ErrorCode, PgExtractError } from '../errors';

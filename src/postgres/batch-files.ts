@@ -58,49 +58,44 @@ const MAX_BATCH = 10_000_000;
 const BYTES_HEADROOM = 0.9;
 
 /**
- * Writes the rows of `range` as bounded files, in order. Runs inside the caller's transaction;
- * on failure the files it committed are removed (best effort) and the error is rethrown.
+ * Writes the rows of `range` as bounded files, in order. Runs inside the caller's transaction.
+ * On failure the files it committed stay: the next try clears its prefix, and a failed attempt's
+ * discard removes it. Removing them here could remove a later try's files of the same names, when
+ * this try outlived its heartbeat timeout and learns of its cancellation only after the retry began.
  */
 export async function* copyBatchFiles(client: Client, table: ResolvedTable, range: PartitionRange, options: BatchFilesOptions): AsyncGenerator<BatchFile> {
-  const written: OutputSink[] = [];
   let total = 0;
-  try {
-    let index = 0;
-    for (const cursor of cursorsFor(client, table, range)) {
-      let size = initialSize(cursor.unit, options.bounds);
-      for (;;) {
-        const batch = await cursor.peek(size);
-        const sink = await options.sink(index);
-        const out = await exportToOutput(client, selectSql(table, batch.where), sourceColumns(table), options.format, sink, {
-          onBytes: (bytes) => options.onBytes?.(total + bytes),
-          signal: options.signal,
-        });
-        // The COPY's row count arrives with the reply to the next query.
-        const completedAt = await serverNow(client);
-        const rows = out.rowCount();
-        const { maxRows, maxBytes } = options.bounds;
-        const over = (maxRows !== null && rows > maxRows) || (maxBytes !== null && out.bytes > maxBytes);
-        const scale = fitScale(options.bounds, rows, out.bytes);
-        if (over && size > 1 && !batch.last) {
-          await sink.discard();
-          size = Math.max(1, Math.min(size - 1, Math.floor(size * scale)));
-          continue;
-        }
-        cursor.advance();
-        if (rows === 0) {
-          await sink.discard();
-        } else {
-          written.push(sink);
-          total += out.bytes;
-          yield { index: index++, location: out.location, etag: out.etag, rows, bytes: out.bytes, sha256: out.sha256, completedAt };
-        }
-        if (batch.last) break;
-        size = Math.max(1, Math.min(MAX_BATCH, rows === 0 ? size * 2 : Math.floor(size * scale)));
+  let index = 0;
+  for (const cursor of cursorsFor(client, table, range)) {
+    let size = initialSize(cursor.unit, options.bounds);
+    for (;;) {
+      const batch = await cursor.peek(size);
+      const sink = await options.sink(index);
+      const out = await exportToOutput(client, selectSql(table, batch.where), sourceColumns(table), options.format, sink, {
+        onBytes: (bytes) => options.onBytes?.(total + bytes),
+        signal: options.signal,
+      });
+      // The COPY's row count arrives with the reply to the next query.
+      const completedAt = await serverNow(client);
+      const rows = out.rowCount();
+      const { maxRows, maxBytes } = options.bounds;
+      const over = (maxRows !== null && rows > maxRows) || (maxBytes !== null && out.bytes > maxBytes);
+      const scale = fitScale(options.bounds, rows, out.bytes);
+      if (over && size > 1 && !batch.last) {
+        await sink.discard();
+        size = Math.max(1, Math.min(size - 1, Math.floor(size * scale)));
+        continue;
       }
+      cursor.advance();
+      if (rows === 0) {
+        await sink.discard();
+      } else {
+        total += out.bytes;
+        yield { index: index++, location: out.location, etag: out.etag, rows, bytes: out.bytes, sha256: out.sha256, completedAt };
+      }
+      if (batch.last) break;
+      size = Math.max(1, Math.min(MAX_BATCH, rows === 0 ? size * 2 : Math.floor(size * scale)));
     }
-  } catch (err) {
-    for (const sink of written) await sink.discard().catch(() => undefined);
-    throw err;
   }
 }
 

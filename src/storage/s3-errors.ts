@@ -28,9 +28,9 @@ const RETRYABLE_NAMES = new Set([
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
- * Whether no server answered at all. While the bucket is checked, before anything is written, that
- * is a wrong endpoint (checkBucket calls it S3_UNREACHABLE); later, once the endpoint has answered,
- * it may be a server restarting, and it is S3_REQUEST_FAILED, which Temporal retries.
+ * Whether no server answered at all. While an attempt checks its bucket, before it writes anything,
+ * that is taken for a wrong endpoint (checkBucket calls it S3_UNREACHABLE); in any later request it
+ * may be a server restarting, and it is S3_REQUEST_FAILED, which Temporal retries.
  */
 export function isUnreachable(err: unknown): boolean {
   const e = (err ?? {}) as SdkError;
