@@ -55,12 +55,12 @@ export function s3ErrorCode(err: unknown): ErrorCode {
   return ErrorCode.S3_REQUEST_FAILED;
 }
 
-/** `err` as a PgExtractError with its stable code; `what` says which request failed. */
-export function s3Failure(err: unknown, what: string): PgExtractError {
+/** `err` as a PgExtractError with its stable code (or `code`, where the caller knows better); `what` says which request failed. */
+export function s3Failure(err: unknown, what: string, code: ErrorCode = s3ErrorCode(err)): PgExtractError {
   if (err instanceof PgExtractError) return err;
   const e = (err ?? {}) as SdkError & { message?: string };
   const detail = e.name && e.name !== 'Error' ? e.name : (e.code ?? 'error');
-  return new PgExtractError(s3ErrorCode(err), `${what}: ${detail}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}`, {
+  return new PgExtractError(code, `${what}: ${detail}${e.$metadata?.httpStatusCode ? ` (HTTP ${e.$metadata.httpStatusCode})` : ''}`, {
     cause: err,
   });
 }

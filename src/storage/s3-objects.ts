@@ -27,9 +27,7 @@ export async function checkBucket(client: S3Client, location: S3Location): Promi
     if ((err as { name?: string } | null)?.name === 'CredentialsProviderError')
       throw new PgExtractError(ErrorCode.S3_ACCESS_DENIED, `bucket ${location.bucket}: no AWS credentials found`, { field: 'outDir', cause: err });
     // No server answers before anything is written: the endpoint is wrong. (Later it may be restarting, and is retried.)
-    if (isUnreachable(err))
-      throw new PgExtractError(ErrorCode.S3_UNREACHABLE, s3Failure(err, `bucket ${location.bucket}`).message, { field: 'outDir', cause: err });
-    throw s3Failure(err, `bucket ${location.bucket}`);
+    throw s3Failure(err, `bucket ${location.bucket}`, isUnreachable(err) ? ErrorCode.S3_UNREACHABLE : s3ErrorCode(err));
   });
 }
 
