@@ -21,6 +21,7 @@ import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import { admin, seedMixedTable } from '../support/database';
 import { live } from '../support/services';
 import { churning, startStandbyPair } from '../support/standby';
+import { stoppingBatch } from '../support/stopping-batch';
 import { withWorker } from '../support/worker';
 
 const HERE = join(__dirname, '..', '..', '..', 'test', 'histories');
@@ -333,16 +334,8 @@ describe('record workflow histories', function () {
 
   // Recorded at 63616e7: a copy that fails for good cancels the batch's other copy ('batch-stops-on-failure').
   it("a set whose failed copy stops its batch (the batch workflow's history)", async () => {
-    await admin().query(`
-      CREATE OR REPLACE VIEW hist.slow_view AS SELECT x, pg_sleep(0.5) IS NULL AS slept FROM generate_series(1, 120) x;
-      CREATE OR REPLACE VIEW hist.broken_view AS SELECT x, 1 / (x - 3) AS y FROM generate_series(1, 5) x`);
+    const request = await stoppingBatch('hist_stop');
     await withWorker(async ({ taskQueue }) => {
-      const request: ExtractionRequest = {
-        tables: ['hist.slow_view', 'hist.broken_view'],
-        maxInFlight: 2,
-        partitionRetry: { maximumAttempts: 1 },
-        timeouts: { partitionHeartbeatMs: 2000 },
-      };
       const handle = await startExtraction(live().temporal.client, request, { taskQueue, workflowId: 'history-batch-stopped-parent' });
       await assert.rejects(handle.result());
       const events = (await handle.fetchHistory()).events ?? [];

@@ -20,6 +20,7 @@ import { cli, liveCliEnv } from '../support/cli';
 import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
+import { stoppingBatch } from '../support/stopping-batch';
 import { withWorker } from '../support/worker';
 import { projectRoot } from '../../devenv/project-root';
 
@@ -256,20 +257,8 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
   });
 
   it('a copy that fails for good stops the others of its batch at once: the slow one is cancelled, not waited for', async () => {
-    // Two groups (one per lane): a view that takes a minute to read, and one that fails on its third row.
-    await admin().query(`
-      DROP SCHEMA IF EXISTS tstop CASCADE; CREATE SCHEMA tstop;
-      CREATE VIEW tstop.slow AS SELECT x, pg_sleep(0.5) IS NULL AS slept FROM generate_series(1, 120) x;
-      CREATE VIEW tstop.broken AS SELECT x, 1 / (x - 3) AS y FROM generate_series(1, 5) x;
-    `);
+    const request = await stoppingBatch('tstop');
     await withWorker(async ({ taskQueue }) => {
-      // A copy learns of its cancellation with its next heartbeat the SDK sends: at most 0.8 × the heartbeat timeout later.
-      const request: ExtractionRequest = {
-        tables: ['tstop.slow', 'tstop.broken'],
-        maxInFlight: 2,
-        partitionRetry: { maximumAttempts: 1 },
-        timeouts: { partitionHeartbeatMs: 2000 },
-      };
       const handle = await startExtraction(live().temporal.client, request, { taskQueue });
       await assert.rejects(handle.result(), (err: unknown) => {
         assert.match(failureChain(err), /SQLSTATE_22012/);
