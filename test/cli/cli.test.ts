@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { access } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { CLI, cli, liveCliEnv } from '../support/cli';
+import { CLI, cli, cliJson, liveCliEnv } from '../support/cli';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
 import { live } from '../support/services';
@@ -20,9 +20,7 @@ describe('pg-extract CLI (live)', function () {
     const expected = await tableDigest(`SELECT * FROM ${table}`);
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
-      const started = await cli(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
-      assert.equal(started.code, 0, started.stderr);
-      const doc = JSON.parse(started.stdout);
+      const doc = await cliJson(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
       assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'tables', 'totals', 'workflowId']);
       assert.equal(doc.files.length, 3);
       for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
@@ -40,9 +38,7 @@ describe('pg-extract CLI (live)', function () {
       const status = await cli(['status', doc.workflowId, '--json'], env);
       assert.equal(JSON.parse(status.stdout).phase, 'awaiting_commit');
 
-      const committed = await cli(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
-      assert.equal(committed.code, 0, committed.stderr);
-      const receipt = JSON.parse(committed.stdout);
+      const receipt = await cliJson(['commit', doc.workflowId, '--outcome', 'committed', '--json'], env);
       assert.deepEqual(Object.keys(receipt).sort(), [
         'cleanupAttempted',
         'cleanupErrorCode',
@@ -140,12 +136,10 @@ describe('pg-extract CLI (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = liveCliEnv(taskQueue);
-        const started = await cli(
+        const doc = await cliJson(
           ['start', '--table', table, '--target', 'same', '--target-table', 'clivia.copy', '--via', 'internal', '--wait', '--json'],
           env,
         );
-        assert.equal(started.code, 0, started.stderr);
-        const doc = JSON.parse(started.stdout);
         assert.deepEqual(doc.files, [], 'no files');
         assert.equal(doc.extractionReceipt.snapshotAuthority, null, 'no snapshot claimed');
         assert.deepEqual(await tableDigest('SELECT * FROM clivia.copy'), expected);
@@ -161,12 +155,10 @@ describe('pg-extract CLI (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = liveCliEnv(taskQueue);
-        const started = await cli(
+        const doc = await cliJson(
           ['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'clistrm.copy', '--via', 'stream', '--wait', '--json'],
           env,
         );
-        assert.equal(started.code, 0, started.stderr);
-        const doc = JSON.parse(started.stdout);
         assert.deepEqual(doc.files, [], 'no files');
         assert.equal(doc.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
         assert.deepEqual(await tableDigest('SELECT * FROM clistrm.copy'), expected);
@@ -182,12 +174,10 @@ describe('pg-extract CLI (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = liveCliEnv(taskQueue);
-        const loaded = await cli(
+        const doc = await cliJson(
           ['start', '--table', table, '--partitions', '2', '--target', 'same', '--target-table', 'cliload.copy', '--wait', '--json'],
           env,
         );
-        assert.equal(loaded.code, 0, loaded.stderr);
-        const doc = JSON.parse(loaded.stdout);
         assert.equal(doc.files.length, 2);
         assert.equal(doc.load.outcome, 'committed');
         assert.equal(doc.load.rows, 2_000);
@@ -214,12 +204,10 @@ describe('pg-extract CLI (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = liveCliEnv(taskQueue);
-        const started = await cli(
+        const doc = await cliJson(
           ['start', '--table', table, '--partitions', '2', '--out', 's3://pgx-cli/exports', '--compression', 'zstd', '--wait', '--json'],
           env,
         );
-        assert.equal(started.code, 0, started.stderr);
-        const doc = JSON.parse(started.stdout);
         for (const f of doc.files) {
           assert.match(f.path, /^s3:\/\/pgx-cli\/exports\/[^/]+\/attempt-1\/part-000\d\.csv\.zst$/);
           assert.match(f.etag, /^[0-9a-f]{32}(-\d+)?$/);

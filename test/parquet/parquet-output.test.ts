@@ -20,7 +20,7 @@ import { projectRoot } from '../../devenv/project-root';
 import { scratchPrefix } from '../../src/parquet/scratch';
 import type { DataPackage } from '../../src/readers/data-package';
 import { commitUpdate } from '../../src/contract/definitions';
-import { cli, liveCliEnv } from '../support/cli';
+import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
@@ -489,12 +489,10 @@ describe('Parquet output (live, read back by pyarrow)', function () {
   it('from the CLI: start --format parquet --compression none --row-group-rows 100000 --wait --json', async () => {
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
-      const started = await cli(
+      const printed = await cliJson<{ workflowId: string; files: { path: string; rows: number }[] }>(
         ['start', '--table', 'pq.big', '--partitions', '1', '--format', 'parquet', '--compression', 'none', '--row-group-rows', '100000', '--wait', '--json'],
         env,
       );
-      assert.equal(started.code, 0, started.stderr);
-      const printed = JSON.parse(started.stdout) as { workflowId: string; files: { path: string; rows: number }[] };
       assert.match(printed.files[0]!.path, /part-0000\.parquet$/);
       const [read] = await pyarrowRead([printed.files[0]!.path]);
       // DuckDB fills row groups in whole vectors of 2048 rows: 100 352, 100 352 and the rest.

@@ -1,4 +1,5 @@
 /** Runs the built pg-extract CLI as a user does: a real process, its exit code, stdout and stderr. */
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +16,13 @@ export async function cli(args: string[], env: Record<string, string> = {}): Pro
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** Runs a CLI command that must succeed (its stderr fails the test otherwise) and returns the JSON it printed. */
+export async function cliJson<T = any>(args: string[], env: Record<string, string> = {}): Promise<T> {
+  const { code, stdout, stderr } = await cli(args, env);
+  assert.equal(code, 0, stderr);
+  return JSON.parse(stdout) as T;
 }
 
 /** The environment a CLI process needs to reach the live Temporal server, the test worker's queue and output root. */

@@ -10,7 +10,7 @@ import { startExtraction } from '../../src/client';
 import { type ExtractionRequest, parseExtractionInput } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { targetTableOf } from '../../src/contract/target-mapping';
-import { cli, liveCliEnv } from '../support/cli';
+import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { s3Service } from '../support/s3';
 import { live } from '../support/services';
@@ -380,12 +380,10 @@ describe('built-in loader over a set of tables (live)', function () {
     await withWorker(
       async ({ taskQueue }) => {
         const env = liveCliEnv(taskQueue);
-        const r = await cli(
+        const doc = await cliJson(
           ['start', '--tables', 'sload.parent,sload.child', '--target', 'warehouse', '--target-schema', 'dst', '--mode', 'replace', '--wait', '--json'],
           env,
         );
-        assert.equal(r.code, 0, r.stderr);
-        const doc = JSON.parse(r.stdout);
         assert.deepEqual(doc.tables.map((t: { table: string }) => t.table).sort(), ['sload.child', 'sload.parent']);
         // With a built-in target, --wait returns once the load has ended, and says how it ended.
         assert.equal(doc.load.outcome, 'committed', JSON.stringify(doc.load));

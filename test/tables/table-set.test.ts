@@ -16,7 +16,7 @@ import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
 import { causes } from '../../src/errors';
 import { failureChain } from '../support/failure-chain';
-import { cli, liveCliEnv } from '../support/cli';
+import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
@@ -358,9 +358,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
   it('start --schema --wait --json prints files[] with their table, tables[] and totals', async () => {
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
-      const r = await cli(['start', '--schema', 'tset', '--exclude', 'tmp_*', '--exclude', 'events', '--commit-deadline', '5', '--wait', '--json'], env);
-      assert.equal(r.code, 0, r.stderr);
-      const doc = JSON.parse(r.stdout);
+      const doc = await cliJson(['start', '--schema', 'tset', '--exclude', 'tmp_*', '--exclude', 'events', '--commit-deadline', '5', '--wait', '--json'], env);
       assert.deepEqual(Object.keys(doc.files[0]).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
       assert.deepEqual(doc.tables.map((t: { table: string }) => t.table).sort(), ['tset.customers', 'tset.notes', 'tset.orders']);
       const orders = doc.tables.find((t: { table: string }) => t.table === 'tset.orders');

@@ -12,7 +12,7 @@ import { commitUpdate } from '../../src/contract/definitions';
 import type { Manifest } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { admin, filesDigest, manifestDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
-import { cli, liveCliEnv } from '../support/cli';
+import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { bucketContents, download, s3Service } from '../support/s3';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -198,12 +198,10 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
   it('pg-extract start --max-file-rows from the CLI writes bounded batch files', async () => {
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
-      const started = await cli(
+      const doc = await cliJson(
         ['start', '--table', table, '--partitions', '2', '--max-file-rows', '4000', '--max-file-bytes', '1MiB', '--wait', '--json'],
         env,
       );
-      assert.equal(started.code, 0, started.stderr);
-      const doc = JSON.parse(started.stdout);
       assert.ok(doc.files.length >= 6);
       for (const f of doc.files) {
         assert.match(f.path, /\/part-000[01]-batch-\d{5}\.csv$/);
