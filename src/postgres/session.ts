@@ -45,6 +45,10 @@ const SESSION_SETTINGS: Record<string, string> = {
   tcp_keepalives_interval: '5',
   tcp_keepalives_count: '3',
   client_connection_check_interval: '5s',
+  // A whole-table COPY of a table over a quarter of shared_buffers would otherwise start wherever
+  // another session's scan of it has got to: a retry over the same snapshot would write the rows in
+  // another order, so a file of other bytes under the same name. pg_dump turns it off for the same reason.
+  synchronize_seqscans: 'off',
   // Our queries are COPYs and catalog lookups. JIT compiled a catalog lookup of ours (its estimated
   // cost passes jit_above_cost) on every session that resolved a table: about 0.15 CPU-s of the
   // backends in a 200-table run, where the work it compiles for takes milliseconds.

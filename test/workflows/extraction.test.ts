@@ -89,6 +89,32 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
+  it('a whole copy writes the same bytes while another session is part-way through scanning the table (synchronized scans off)', async () => {
+    // Over a quarter of shared_buffers (128 MB here), where a sequential scan joins one under way.
+    await admin().query(`DROP SCHEMA IF EXISTS syncscan CASCADE; CREATE SCHEMA syncscan;
+      CREATE TABLE syncscan.t (id int PRIMARY KEY, pad text);
+      INSERT INTO syncscan.t SELECT g, repeat('x', 100) FROM generate_series(1, 400000) g;`);
+    const digestOfCopy = async (taskQueue: string): Promise<string> => {
+      const handle = await start(taskQueue, { table: 'syncscan.t', partitions: 1 });
+      const manifest = await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      return manifest.files[0]!.sha256;
+    };
+    const scanner = await admin().connect();
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const alone = await digestOfCopy(taskQueue);
+        await scanner.query('BEGIN; DECLARE part_way CURSOR FOR SELECT * FROM syncscan.t');
+        await scanner.query('FETCH 200000 FROM part_way');
+        assert.equal(await digestOfCopy(taskQueue), alone);
+      });
+    } finally {
+      await scanner.query('ROLLBACK');
+      scanner.release();
+      await admin().query('DROP SCHEMA syncscan CASCADE');
+    }
+  });
+
   for (const [format, gzip] of [
     ['binary', false],
     ['csv', true],
