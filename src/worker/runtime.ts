@@ -44,3 +44,28 @@ export function hasWorkerRuntimeSettings(execArgv: string[] = process.execArgv, 
   const flags = [...execArgv, ...words(env.NODE_OPTIONS)];
   return WORKER_V8_FLAGS.every((f) => flags.includes(f)) && Object.keys(WORKER_MALLOC_ENV).every((k) => env[k] !== undefined);
 }
+
+/**
+ * libuv's pool, 4 threads unless `UV_THREADPOOL_SIZE` says otherwise, runs the worker's file I/O,
+ * gzip and zstd, DNS lookups, SCRAM's password hashing, and every Parquet conversion, which holds a
+ * pool thread for the whole of its partition (DuckDB runs a query as one pool task). Four conversions
+ * at once held the whole pool: a new session waited behind them for its host's lookup and its
+ * password's hash until its connect timeout failed it. So the pool has a thread for each activity the
+ * worker runs at once, and four for the rest.
+ */
+export function threadPoolSizeFor(maxConcurrentActivities: number): number {
+  return Math.min(maxConcurrentActivities + 4, 1024);
+}
+
+/**
+ * Sets `UV_THREADPOOL_SIZE` for this process unless its environment did. libuv reads it when its pool
+ * first runs a task, so this must run before anything in the process does I/O. Returns the size the
+ * pool gets, and whether it is smaller than the activities need (a value the environment gave).
+ */
+export function sizeThreadPool(maxConcurrentActivities: number, env: NodeJS.ProcessEnv = process.env): { size: number; tooSmall: boolean } {
+  const wanted = threadPoolSizeFor(maxConcurrentActivities);
+  const given = Number(env.UV_THREADPOOL_SIZE);
+  if (env.UV_THREADPOOL_SIZE && Number.isInteger(given) && given > 0) return { size: Math.min(given, 1024), tooSmall: given < wanted };
+  env.UV_THREADPOOL_SIZE = String(wanted);
+  return { size: wanted, tooSmall: false };
+}

@@ -14,7 +14,7 @@ import { PinoTemporalLogger, createLogger } from './logging';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
-import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings } from './runtime';
+import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings, sizeThreadPool, threadPoolSizeFor } from './runtime';
 import { sweepOrphanedScratch } from '../parquet/scratch';
 import { withWorkflowBundleFile } from './workflow-bundle';
 
@@ -52,11 +52,14 @@ export interface ExtractionWorkerOptions {
    */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /**
-   * Concurrent activities per worker: each partition holds one PostgreSQL session.
+   * Concurrent activities per worker: each partition holds one PostgreSQL session. A process that
+   * raises it should raise libuv's pool with it (`sizeThreadPool` in ./runtime.ts; `pg-extract worker` does).
    * @default 8
    */
   maxConcurrentActivities?: number;
 }
+
+const DEFAULT_CONCURRENT_ACTIVITIES = 8;
 
 export interface ExtractionWorker {
   readonly holderTaskQueue: string;
@@ -87,7 +90,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
         targetUrl: options.targetUrl ?? ((name) => targetUrl(name, {})),
         holderTaskQueue,
       }),
-      maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 8,
+      maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? DEFAULT_CONCURRENT_ACTIVITIES,
       // A crashed worker's cached workflows move to another worker after this, not the 10 s default.
       stickyQueueScheduleToStartTimeout: '3 seconds',
     });
@@ -117,6 +120,11 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
  * on stderr; PG_EXTRACT_METRICS_ADDRESS (e.g. 127.0.0.1:9464) serves Prometheus metrics.
  */
 export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const concurrency = env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES
+    ? maxConcurrentActivities(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES)
+    : DEFAULT_CONCURRENT_ACTIVITIES;
+  // First, before this process does any I/O: libuv sizes its pool when the pool first runs.
+  const threadPool = sizeThreadPool(concurrency);
   const config = connectionConfig(env);
   const root = outputRoot(env);
   const fileMode = outputFileMode(env);
@@ -149,7 +157,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
       sourceUrl: (name) => sourceUrl(name, env),
       targetUrl: (name) => targetUrl(name, env),
       ...(env.PG_EXTRACT_WORKFLOW_BUNDLE ? { workflowBundle: { codePath: env.PG_EXTRACT_WORKFLOW_BUNDLE } } : {}),
-      ...(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES ? { maxConcurrentActivities: maxConcurrentActivities(env.PG_EXTRACT_MAX_CONCURRENT_ACTIVITIES) } : {}),
+      maxConcurrentActivities: concurrency,
     });
     const swept = await sweepOrphanedScratch();
     if (swept.removed.length) logger.info({ removed: swept.removed }, 'removed the scratch folders of workers that are gone');
@@ -157,8 +165,21 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
     if (!hasWorkerRuntimeSettings()) {
       logger.warn(`started without the worker's memory settings; start it with ${describeWorkerRuntimeSettings()} for a lower peak RSS`);
     }
+    if (threadPool.tooSmall) {
+      logger.warn(
+        `UV_THREADPOOL_SIZE=${threadPool.size} is under the ${threadPoolSizeFor(concurrency)} threads ${concurrency} concurrent activities want: a Parquet conversion holds a thread for its whole partition, and connects wait behind them`,
+      );
+    }
     logger.info(
-      { address: config.temporalAddress, namespace: config.namespace, taskQueue: config.taskQueue, outputRoot: root, metrics: metrics ?? null },
+      {
+        address: config.temporalAddress,
+        namespace: config.namespace,
+        taskQueue: config.taskQueue,
+        outputRoot: root,
+        metrics: metrics ?? null,
+        maxConcurrentActivities: concurrency,
+        threadPoolSize: threadPool.size,
+      },
       `pg-extract worker on ${config.temporalAddress} queue ${config.taskQueue}`,
     );
     await worker.run();

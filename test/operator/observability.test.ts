@@ -50,12 +50,16 @@ describe('observability (live)', function () {
         .output()
         .split('\n')
         .filter((l) => l.trim());
-      const records = lines.map((l) => JSON.parse(l) as { level: number; msg: string; service: string });
+      const records = lines.map(
+        (l) => JSON.parse(l) as { level: number; msg: string; service: string; maxConcurrentActivities?: number; threadPoolSize?: number },
+      );
       assert.ok(
         records.length > 0 && records.every((r) => typeof r.level === 'number' && typeof r.msg === 'string' && r.service === 'pg-extract'),
         'every line is a pino record',
       );
-      assert.ok(records.some((r) => r.msg.startsWith('pg-extract worker on')));
+      const started = records.find((r) => r.msg.startsWith('pg-extract worker on'));
+      // libuv's pool gets a thread per concurrent activity and four more (test/worker/runtime.test.ts counts them).
+      assert.deepEqual([started?.maxConcurrentActivities, started?.threadPoolSize], [8, 12]);
       // It bundled in a child process; Temporal's bundler, had it run in the worker, would have logged 'Workflow bundle created'.
       assert.ok(records.some((r) => r.msg.startsWith('bundling the workflows in a child process')));
       assert.ok(!records.some((r) => r.msg === 'Workflow bundle created'), 'webpack did not run in the worker');

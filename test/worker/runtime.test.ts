@@ -4,12 +4,25 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../devenv/project-root';
-import { WORKER_MALLOC_ENV, WORKER_V8_FLAGS, workerProcessEnv } from '../../src/worker/runtime';
+import { WORKER_MALLOC_ENV, WORKER_V8_FLAGS, threadPoolSizeFor, workerProcessEnv } from '../../src/worker/runtime';
 
 /** Asks a fresh node process whether it started with the worker settings. */
 function probe(env: NodeJS.ProcessEnv): { settings: boolean } {
   const script = `const r = require(${JSON.stringify(require.resolve('../../src/worker/runtime'))});
     console.log(JSON.stringify({ settings: r.hasWorkerRuntimeSettings() }));`;
+  return JSON.parse(execFileSync(process.execPath, ['-e', script], { env, encoding: 'utf8' }));
+}
+
+/**
+ * Starts a fresh node process that sizes libuv's pool for `activities` (unless null), then counts the
+ * threads its first file-system call starts: the pool's.
+ */
+function poolThreads(activities: number | null, env: NodeJS.ProcessEnv): { size: number | null; tooSmall: boolean | null; started: number } {
+  const script = `const { readdirSync, promises } = require('node:fs');
+    const sized = ${activities === null ? 'null' : `require(${JSON.stringify(require.resolve('../../src/worker/runtime'))}).sizeThreadPool(${activities})`};
+    const threads = () => readdirSync('/proc/self/task').length;
+    const before = threads();
+    promises.stat('/').then(() => console.log(JSON.stringify({ size: sized?.size ?? null, tooSmall: sized?.tooSmall ?? null, started: threads() - before })));`;
   return JSON.parse(execFileSync(process.execPath, ['-e', script], { env, encoding: 'utf8' }));
 }
 
@@ -39,6 +52,14 @@ describe('worker runtime settings', () => {
       assert.equal(workerProcessEnv({ ...bare, [name]: '7' })[name], '7');
     });
   }
+
+  it("libuv's pool gets a thread per concurrent activity and four more, unless UV_THREADPOOL_SIZE was set", () => {
+    assert.equal(poolThreads(null, bare).started, 4, "libuv's own default");
+    assert.deepEqual(poolThreads(8, bare), { size: 12, tooSmall: false, started: 12 });
+    assert.deepEqual(poolThreads(20, bare), { size: 24, tooSmall: false, started: 24 });
+    assert.deepEqual(poolThreads(8, { ...bare, UV_THREADPOOL_SIZE: '6' }), { size: 6, tooSmall: true, started: 6 });
+    assert.equal(threadPoolSizeFor(1000), 1004);
+  });
 
   it('the Dockerfile and `npm run worker`, which cannot import them, start the worker with every one of them', () => {
     const dockerEnv = readFileSync(join(projectRoot(), 'Dockerfile'), 'utf8')
