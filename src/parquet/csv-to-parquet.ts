@@ -1,5 +1,5 @@
 /**
- * Converts one PostgreSQL CSV file (no header, the session settings' text forms) into one Parquet
+ * Converts one PostgreSQL CSV file (a header line, then rows in the session settings' text forms) into one Parquet
  * file with an in-process DuckDB: read_csv with the read types and casts of
  * {@link parquetColumn}, `COPY … TO (FORMAT parquet)` with the requested compression and row-group
  * size, and the columns' names and PostgreSQL types in the file's key-value metadata. DuckDB streams
@@ -73,7 +73,7 @@ export interface CsvToParquetRequest {
 /** Writes the Parquet file and returns the rows DuckDB wrote. */
 export async function csvToParquet(request: CsvToParquetRequest): Promise<number> {
   const { csv, parquet, columns, format, scratch, maxRowBytes } = request;
-  const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: false, gzip: false });
+  const resource = dataPackageResource({ schema: '', table: '', columns, primaryKey: [], paths: [] }, { format: 'csv', header: true, gzip: false });
   const byName = new Map(columns.map((c) => [c.name, parquetColumn(c)]));
   const reading = {
     readType: (field: TableSchemaField) => byName.get(field.name)!.readType,

@@ -2,9 +2,14 @@
 import type { ExportFormat } from '../contract/formats';
 import { quoteIdent } from './sql';
 
-/** COPY's options for a format. Parquet is written from CSV without a header (src/parquet/), whose text forms the converter reads exactly. */
+/**
+ * COPY's options for a format. Parquet is written from CSV (src/parquet/), whose text forms the
+ * converter reads exactly, with a header line: DuckDB drops a byte-order mark at the start of what it
+ * reads, which without one would be the start of the first row's first value.
+ */
 function copyOptions(format: ExportFormat): string {
-  return format.format === 'binary' ? 'FORMAT binary' : `FORMAT csv, HEADER ${format.format === 'csv' && format.header ? 'true' : 'false'}`;
+  if (format.format === 'binary') return 'FORMAT binary';
+  return `FORMAT csv, HEADER ${format.format === 'parquet' || format.header ? 'true' : 'false'}`;
 }
 
 /** `COPY (select) TO STDOUT (…)` in the requested format. */

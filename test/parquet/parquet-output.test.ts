@@ -363,6 +363,22 @@ describe('Parquet output (live, read back by pyarrow)', function () {
     });
   }
 
+  it('a first value that starts with a byte-order mark keeps it (DuckDB drops one at the start of what it reads)', async () => {
+    await admin().query(
+      `DROP TABLE IF EXISTS pq.bom; CREATE TABLE pq.bom (v text PRIMARY KEY, w int); INSERT INTO pq.bom VALUES (E'\\ufeffbom', 1), (E'\\ufeffx', 2)`,
+    );
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await startExtraction(client, { table: 'pq.bom', partitions: 1, format: 'parquet' }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      const [read] = await pyarrowRead([manifest.files[0]!.path]);
+      assert.deepEqual(read!.rows, [
+        ['\ufeffbom', '1'],
+        ['\ufeffx', '2'],
+      ]);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
   it('a large value DuckDB refuses is cut in the failure: a two-dimensional array of 100 000 integers', async () => {
     await admin().query(
       `DROP TABLE IF EXISTS pq.badwide; CREATE TABLE pq.badwide (id int PRIMARY KEY, v int[]);

@@ -106,6 +106,21 @@ const COLUMNS: [string, string, string, string[], (string | null)[]][] = [
     [`'1 year 2 mons 3 days 04:05:06.789'`, `'-1 days +02:00:00'`, `'00:00:00'`, `NULL`, `'-2 years -03:00:00'`, `'1 mon -1 days'`],
     ['1 year 2 months 3 days 04:05:06.789', '-1 day 02:00:00', '00:00:00', null, '-2 years -03:00:00', '1 month -1 day'],
   ],
+  // A field restriction is a typmod written as words: still an interval.
+  [
+    'ivym',
+    'interval year to month',
+    'INTERVAL',
+    [`'1 year 2 mons'`, `'-3 mons'`, `'0'`, `NULL`, `'14 mons'`, `'-1 year'`],
+    ['1 year 2 months', '-3 months', '00:00:00', null, '1 year 2 months', '-1 year'],
+  ],
+  [
+    'ivds',
+    'interval day to second(3)',
+    'INTERVAL',
+    [`'1 day 00:00:01.23456'`, `'-00:00:01'`, `'0'`, `NULL`, `'2 days'`, `'36:00:00'`],
+    ['1 day 00:00:01.235', '-00:00:01', '00:00:00', null, '2 days', '36:00:00'],
+  ],
   ['by', 'bytea', 'BLOB', [`'\\x00ff'`, `'\\x'`, `NULL`, `'\\x5c4e'`, `'\\x2c22'`, `'\\x0a'`], ['\\x00\\xFF', '', null, '\\x5CN', ',\\x22', '\\x0A']],
   ['js', 'json', 'JSON', [`'{"a": [1, 2]}'`, `'"x"'`, `'null'`, `NULL`, `'1'`, `'[]'`], ['{"a": [1, 2]}', '"x"', 'null', null, '1', '[]']],
   ['jb', 'jsonb', 'JSON', [`'{"a": [1, 2]}'`, `'"x,y"'`, `'null'`, `NULL`, `'1'`, `'{}'`], ['{"a": [1, 2]}', '"x,y"', 'null', null, '1', '{}']],
