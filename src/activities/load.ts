@@ -111,7 +111,10 @@ async function reporting<T>(
 async function committedEarlier(operationId: string, targetUrl: () => string): Promise<boolean | null> {
   const { info, cancellationSignal } = Context.current();
   if (info.attempt <= 1) return false;
-  return onTargetSession(targetUrl(), cancellationSignal, (client) => fenceHolds(client, operationId)).catch(() => null);
+  // targetUrl() throws on a worker without the target's URL: that too leaves the fence unread.
+  return Promise.resolve()
+    .then(() => onTargetSession(targetUrl(), cancellationSignal, (client) => fenceHolds(client, operationId)))
+    .catch(() => null);
 }
 
 export function createLoadActivities({

@@ -17,6 +17,7 @@ import { FENCE_COLUMNS, ensureFence, fenceHolds, fenceVerdict, reconcileCommit }
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
+import { targetUrl as configuredTargetUrl } from '../../src/config';
 import { admin, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
 import { eventually } from '../support/eventually';
@@ -170,6 +171,20 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 0);
     });
 
+    it("a target trigger's RAISE EXCEPTION fails the load at its first try (retrying meets it again): nothing lands", async () => {
+      await onTarget((c) =>
+        c.query(`CREATE FUNCTION dst.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no rows here'; END $$;
+                 CREATE TRIGGER refuse BEFORE INSERT ON dst.u FOR EACH ROW EXECUTE FUNCTION dst.refuse()`),
+      );
+      try {
+        const report: LoadReport = await env.run(activity(), request({ operationId: 'op-raise' }));
+        assert.deepEqual([report.outcome, report.reason], ['failed', 'SQLSTATE_P0001']);
+        assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 0);
+      } finally {
+        await onTarget((c) => c.query('DROP FUNCTION dst.refuse() CASCADE'));
+      }
+    });
+
     it('a retried load (same operation id) loads exactly once', async () => {
       const first: LoadReport = await env.run(activity(), request());
       const second: LoadReport = await env.run(activity(), request());
@@ -198,6 +213,19 @@ describe('built-in PostgreSQL target loader (live)', function () {
         const report: LoadReport = await environment.run(activity(), request({ operationId }));
         assert.equal(report.outcome, 'failed', operationId);
       }
+    });
+
+    it("a retry on a worker without the target's URL cannot read the fence: unknown, not failed (an earlier attempt committed)", async () => {
+      const first: LoadReport = await env.run(activity(), request({ operationId: 'op-no-url' }));
+      assert.equal(first.outcome, 'committed');
+      const unconfigured = createLoadActivities({
+        targetUrl: (name) => configuredTargetUrl(name, {}),
+        sourceUrl: () => live().pg.url,
+        stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+      }).loadTarget;
+      const retry = new MockActivityEnvironment({ attempt: 2 }, { logger: new DefaultLogger('ERROR') });
+      const report: LoadReport = await retry.run(unconfigured, request({ operationId: 'op-no-url' }));
+      assert.deepEqual([report.outcome, report.reason], ['unknown', 'SOURCE_UNKNOWN']);
     });
 
     it('the fence probe of a read-only session (a standby) reads the fence as it is: a claim would be refused', async () => {
