@@ -57,6 +57,8 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; s
         'schema',
         `the source schema ${JSON.stringify(dotted)} has a dot in its name, so target.schema cannot tell its tables' names from it; map them with target.tables`,
       );
+    const clash = sameNamedTables(input.tables ?? []);
+    if (clash) issue('schema', `${clash.join(' and ')} both map onto the one table of that name in target.schema; map them with target.tables`);
   }
   if (target.tables === undefined) return;
   try {
@@ -67,6 +69,23 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; s
   } catch (err) {
     issue('tables', (err as Error).message, (err as PgExtractError).code ?? ErrorCode.TARGET_MAPPING_INVALID);
   }
+}
+
+/** Two listed tables of one name in different schemas, which `target.schema` would load into one table; null if none. */
+function sameNamedTables(tables: string[]): [string, string] | null {
+  const seen = new Map<string, string>();
+  for (const name of tables) {
+    let parsed: Name;
+    try {
+      parsed = parseTableName(name);
+    } catch {
+      continue; // the selection check reports it
+    }
+    const first = seen.get(parsed.table);
+    if (first !== undefined && first !== joinedName(parsed)) return [first, joinedName(parsed)];
+    seen.set(parsed.table, joinedName(parsed));
+  }
+  return null;
 }
 
 /** The schemas of a set's source tables as named in the input (names that do not parse are the selection check's to report). */

@@ -346,6 +346,11 @@ describe('built-in loader over a set of tables (live)', function () {
       { tables: ['"a.b".orders', 'sload.parent'], target: { name: 'warehouse', schema: 'dst' } },
       /TARGET_MAPPING_INVALID/,
     ],
+    [
+      'two listed tables of one name in different schemas, mapped by target.schema',
+      { tables: ['sload.parent', 'public.parent'], target: { name: 'warehouse', schema: 'dst' } },
+      /TARGET_MAPPING_INVALID/,
+    ],
     ['a schema with a dot, mapped by target.schema', { schema: '"a.b"', target: { name: 'warehouse', schema: 'dst' } }, /TARGET_MAPPING_INVALID/],
     ['--via stream', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'stream' } }, /TARGET_VIA_UNSUPPORTED/],
     ['--via internal', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'internal' } }, /TARGET_VIA_UNSUPPORTED/],
