@@ -74,6 +74,19 @@ export async function parentsFirst(client: Client, tables: { schema: string; tab
   return [...order, ...tables.map((_, i) => i).filter((i) => !placed.has(i))];
 }
 
+/**
+ * A set's `replace`: its tables emptied by one TRUNCATE, so tables of the set that reference each
+ * other empty at once; a view or a foreign table, which TRUNCATE refuses or its wrapper may not
+ * support, by a DELETE of its rows after it, as a one-table `replace` empties it. A table that does
+ * not exist stays in the TRUNCATE, which fails naming it.
+ */
+async function emptyTargets(client: Client, tables: readonly (SetLoadRequest['tables'][number] & { relkind: string })[]): Promise<void> {
+  const deleted = (t: { relkind: string }): boolean => t.relkind === 'v' || t.relkind === 'f';
+  const truncated = tables.filter((t) => !deleted(t));
+  if (truncated.length) await client.query(`TRUNCATE ${truncated.map(fromItem).join(', ')}`);
+  for (const t of tables.filter(deleted)) await client.query(`DELETE FROM ${fromItem(t)}`);
+}
+
 /** Loads the set on `client` (a fresh target session); failures carry the dispositions {@link loadIntoTarget} documents. */
 export async function loadSetIntoTarget(client: Client, request: SetLoadRequest, { signal, onBytes }: LoadControl = {}): Promise<LoadResult> {
   const label = request.tables.map((t) => `${t.schema}.${t.table}`).join(', ');
@@ -84,7 +97,7 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
     label,
     async () => {
       await requireBinaryTypes(client, request.format.format, request.tables);
-      if (request.mode === 'replace') await client.query(`TRUNCATE ${(await withRelkinds(client, request.tables)).map(fromItem).join(', ')}`);
+      if (request.mode === 'replace') await emptyTargets(client, await withRelkinds(client, request.tables));
       let total = 0;
       let bytes = 0;
       for (const i of await parentsFirst(client, request.tables)) {

@@ -76,6 +76,17 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.deepEqual(counts, { parents: source.parents, archived: 1 });
   });
 
+  it('replace into a view of the set empties it with a DELETE (TRUNCATE refuses a view), as a one-table replace does', async () => {
+    await onTarget((c) =>
+      c.query(`DROP TABLE dst.child; CREATE TABLE dst.child_rows (id bigint PRIMARY KEY, parent_id int NOT NULL, amount numeric(12,2));
+               CREATE VIEW dst.child AS SELECT * FROM dst.child_rows; INSERT INTO dst.child_rows VALUES (-7, -7, 0)`),
+    );
+    const replaced = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } });
+    assert.equal(replaced.terminalReceipt.outcome, 'success', JSON.stringify(replaced.load));
+    const counts = await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n, min(id)::int AS first FROM dst.child_rows')).rows[0]);
+    assert.deepEqual(counts, { n: source.children, first: 1 });
+  });
+
   it('--target-schema: parent and child load in one transaction, the key holds, rows and sums equal the source; replace empties the set at once', async () => {
     const appended = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst' } });
     assert.equal(appended.terminalReceipt.outcome, 'success', JSON.stringify(appended.load));
