@@ -29,12 +29,31 @@ export interface StartOptions {
   workflowId?: string;
 }
 
+/**
+ * The longest workflow id a run takes: the id names the run's folder (a path component of at most 255
+ * bytes), and with its run id and attempt each snapshot attempt's key and each load's operation id
+ * (at most 300 characters).
+ */
+export const MAX_WORKFLOW_ID_LENGTH = 200;
+
+/** Refuses a workflow id the run could not carry, before anything starts. */
+export function checkWorkflowId(workflowId: string | undefined): void {
+  if (workflowId !== undefined && (workflowId.length === 0 || workflowId.length > MAX_WORKFLOW_ID_LENGTH)) {
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `a workflow id has 1 to ${MAX_WORKFLOW_ID_LENGTH} characters (it names the run's folder, attempts and loads); this one has ${workflowId.length}`,
+      { field: 'workflowId' },
+    );
+  }
+}
+
 export async function startExtraction(
   client: Client,
   request: ExtractionRequest,
   options: StartOptions,
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof extractionWorkflow>> {
   const input = parseNewRunInput(request);
+  checkWorkflowId(options.workflowId);
   const label = runLabel(input);
   const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
   const compression = fileCompression(input);

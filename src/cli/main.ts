@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
-import { extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
+import { checkWorkflowId, extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputFileMode, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionResult } from '../contract/extraction-types';
@@ -143,7 +143,7 @@ program
   .option('--workflow-id <id>', 'workflow id (default derived from the table and time)')
   .option('--wait', 'wait until extraction is complete (with --target, until the load has ended) and print the manifest')
   .option('--json', 'print JSON')
-  .action(async (opts) => {
+  .action(async (opts, command: Command) => {
     const request: ExtractionRequest = {
       source: opts.source,
       partitions: opts.partitions,
@@ -168,9 +168,17 @@ program
         target: opts.target === undefined ? undefined : { name: opts.target, ...targetTables(opts), mode: opts.mode, ...given({ via: opts.via }) },
       }),
     };
-    if (opts.via !== undefined && opts.target === undefined) throw new PgExtractError(ErrorCode.INPUT_INVALID, '--via needs --target', { field: 'target.via' });
-    if (opts.targetSchema !== undefined && opts.target === undefined)
-      throw new PgExtractError(ErrorCode.INPUT_INVALID, '--target-schema needs --target', { field: 'target.schema' });
+    if (opts.target === undefined) {
+      const targetOnly = [
+        ['--via', 'target.via', opts.via !== undefined],
+        ['--target-schema', 'target.schema', opts.targetSchema !== undefined],
+        ['--target-table', 'target.table', opts.targetTable !== undefined],
+        ['--mode', 'target.mode', command.getOptionValueSource('mode') === 'cli'],
+      ] as const;
+      const [flag, field] = targetOnly.find(([, , set]) => set) ?? [];
+      if (flag) throw new PgExtractError(ErrorCode.INPUT_INVALID, `${flag} needs --target`, { field });
+    }
+    checkWorkflowId(opts.workflowId);
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseNewRunInput(request);
     if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);

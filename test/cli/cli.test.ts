@@ -102,6 +102,9 @@ describe('pg-extract CLI (live)', function () {
     ['a row bound of 2.5', ['--table', 'a.b', '--max-file-rows', '2.5'], 'FILE_BOUND_INVALID'],
     ['a row bound that is not a number', ['--table', 'a.b', '--max-file-rows', 'many'], 'FILE_BOUND_INVALID'],
     ['file bounds with --via internal (no files)', ['--table', 'a.b', '--target', 'x', '--via', 'internal', '--max-file-rows', '10'], 'FILE_BOUND_INVALID'],
+    ['--target-table without --target', ['--table', 'a.b', '--target-table', 'dst.b'], 'INPUT_INVALID'],
+    ['--mode without --target', ['--table', 'a.b', '--mode', 'replace'], 'INPUT_INVALID'],
+    ['a workflow id of 201 characters', ['--table', 'a.b', '--workflow-id', 'w'.repeat(201)], 'INPUT_INVALID'],
   ];
   for (const [what, args, code] of badStarts) {
     it(`start rejects ${what} with ${code}, exit 2, before connecting anywhere`, async () => {
