@@ -1,6 +1,16 @@
 /** Human and JSON renderings of manifests, receipts and status. */
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
+import { parseTableName } from '../contract/identifiers';
+import { joinedName } from '../contract/target-mapping';
+
+/**
+ * The table a file holds, as a manifest of several tables names it (catalog names joined by a dot):
+ * a one-table run's files name none, and its manifest names the table as it was given (`T`, `"S".t`).
+ */
+function tableOf(file: { table?: string | undefined }, m: Manifest): string {
+  return file.table ?? joinedName(parseTableName(m.table));
+}
 
 /** The `start --wait --json` document. Field names are a stable interface. */
 export function manifestJson(m: Manifest) {
@@ -9,7 +19,7 @@ export function manifestJson(m: Manifest) {
     extractionReceipt: m.extractionReceipt,
     // An object on S3 also gives its ETag; a local file has none to give.
     files: m.files.map(({ table, path, partition, batch, range, rows, bytes, sha256, etag }) => ({
-      table: table ?? m.table,
+      table: tableOf({ table }, m),
       path,
       partition,
       ...(batch !== undefined ? { batch } : {}),
@@ -29,7 +39,7 @@ export function manifestJson(m: Manifest) {
 export function tableTotals(m: Manifest): { table: string; rows: number; bytes: number; files: number }[] {
   const byTable = new Map<string, { table: string; rows: number; bytes: number; files: number }>();
   for (const f of m.files) {
-    const table = f.table ?? m.table;
+    const table = tableOf(f, m);
     const t = byTable.get(table) ?? { table, rows: 0, bytes: 0, files: 0 };
     byTable.set(table, { table, rows: t.rows + f.rows, bytes: t.bytes + f.bytes, files: t.files + 1 });
   }

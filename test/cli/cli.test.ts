@@ -20,10 +20,15 @@ describe('pg-extract CLI (live)', function () {
     const expected = await tableDigest(`SELECT * FROM ${table}`);
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
-      const doc = await cliJson(['start', '--table', table, '--partitions', '3', '--wait', '--json'], env);
+      // Named in upper case, unquoted: the JSON names the table as the catalog does, as a run of several tables does.
+      const doc = await cliJson(['start', '--table', table.toUpperCase(), '--partitions', '3', '--wait', '--json'], env);
       assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'tables', 'totals', 'workflowId']);
       assert.equal(doc.files.length, 3);
       for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
+      assert.deepEqual(
+        doc.files.map((f: { table: string }) => f.table),
+        [table, table, table],
+      );
       assert.deepEqual(doc.totals.rows, 5_000);
       assert.deepEqual(doc.tables, [{ table, rows: 5_000, bytes: doc.totals.bytes, files: 3 }], 'a one-table run lists its table too');
       assert.deepEqual(
