@@ -42,7 +42,10 @@ export async function followProgress(handle: WorkflowHandle, out: NodeJS.WriteSt
   return waitForManifest(handle, pollMs, async (manifest) => {
     // Asked after the manifest, the status is never older than it (two queries can be answered
     // from different workflow states); queries answer on closed runs too.
-    const status = await liveStatus(handle);
+    // A run no worker answers for a while (a restart) fails the query after about a minute: the run goes on,
+    // and so does the wait, as `--json`'s does.
+    const status = await liveStatus(handle).catch(() => null);
+    if (!status) return;
     if (out.isTTY) {
       const copying = status.batchWorkflowId ? handle.client.getHandle(status.batchWorkflowId) : handle;
       const live = manifest ? 0 : await heartbeatBytes(copying).catch(() => 0);
