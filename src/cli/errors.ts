@@ -1,11 +1,16 @@
 /** Prints an error as `error CODE: message` plus a hint, and returns the exit code; both come from the error table. */
-import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { CommanderError } from 'commander';
 import { ApplicationFailure } from '@temporalio/common';
 import { redactUrl } from '../config';
 import { ErrorCode, PgExtractError, causes, codeInfo } from '../errors';
 
 function codeAndMessage(err: unknown): { code: string; message: string } {
   if (err instanceof PgExtractError) return { code: err.code, message: err.message };
+  // An argument commander refused (a bad value, an unknown or missing option), a workflow id that names no run or one already taken.
+  if (err instanceof CommanderError) return { code: ErrorCode.INPUT_INVALID, message: `${err.message.replace(/^error: /, '')}; see pg-extract --help` };
+  if (err instanceof WorkflowNotFoundError) return { code: ErrorCode.INPUT_INVALID, message: err.message };
+  if (err instanceof WorkflowExecutionAlreadyStartedError) return { code: ErrorCode.INPUT_INVALID, message: `${err.message}: give another --workflow-id` };
   // A failed run, or a report the run refused (NOT_AWAITING_COMMIT, INPUT_INVALID): the code is its failure's type.
   if (err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError) {
     const failure = [...causes(err)].find((e) => e instanceof ApplicationFailure);
@@ -20,6 +25,8 @@ function codeAndMessage(err: unknown): { code: string; message: string } {
 }
 
 export function printError(err: unknown): number {
+  // Help (asked for, or shown for a missing command) ends through the same path, already printed.
+  if (err instanceof CommanderError && (err.exitCode === 0 || err.code === 'commander.help')) return err.exitCode;
   const { code, message } = codeAndMessage(err);
   return printFailure(code, message);
 }

@@ -81,7 +81,9 @@ const program = new Command('pg-extract')
   .option('--address <host:port>', 'Temporal frontend (TEMPORAL_ADDRESS, default localhost:7233)')
   .option('--namespace <ns>', 'Temporal namespace (TEMPORAL_NAMESPACE, default default)')
   .option('--task-queue <name>', 'task queue (PG_EXTRACT_TASK_QUEUE, default pg-extract)')
-  .showHelpAfterError();
+  // Bad arguments are bad input like any other: `error INPUT_INVALID: …`, exit 2 (./errors.ts), not commander's own line and exit 1.
+  .exitOverride()
+  .configureOutput({ outputError: () => undefined });
 
 program
   .command('worker')

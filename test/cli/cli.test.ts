@@ -110,6 +110,10 @@ describe('pg-extract CLI (live)', function () {
     ['--target-table without --target', ['--table', 'a.b', '--target-table', 'dst.b'], 'INPUT_INVALID'],
     ['--mode without --target', ['--table', 'a.b', '--mode', 'replace'], 'INPUT_INVALID'],
     ['a workflow id of 201 characters', ['--table', 'a.b', '--workflow-id', 'w'.repeat(201)], 'INPUT_INVALID'],
+    // Refused by commander, reported as any bad input is.
+    ['a partition count that is not a number', ['--table', 'a.b', '--partitions', 'abc'], 'INPUT_INVALID'],
+    ['a negative commit deadline', ['--table', 'a.b', '--commit-deadline', '-5'], 'INPUT_INVALID'],
+    ['an unknown option', ['--table', 'a.b', '--bogus'], 'INPUT_INVALID'],
   ];
   for (const [what, args, code] of badStarts) {
     it(`start rejects ${what} with ${code}, exit 2, before connecting anywhere`, async () => {
@@ -119,6 +123,29 @@ describe('pg-extract CLI (live)', function () {
       assert.match(r.stderr, new RegExp(`^error ${code}: `, 'm'));
     });
   }
+
+  it('a workflow id no run has (status, cancel, commit) or one a running run has (start): INPUT_INVALID, exit 2', async () => {
+    const env = liveCliEnv(`nobody-polls-${Date.now()}`);
+    for (const args of [
+      ['status', 'no-such-run'],
+      ['cancel', 'no-such-run'],
+      ['commit', 'no-such-run', '--outcome', 'failed'],
+    ]) {
+      const r = await cli(args, env);
+      assert.equal(r.code, 2, `${args[0]}: ${r.stderr}`);
+      assert.match(r.stderr, /^error INPUT_INVALID: /m, args[0]);
+    }
+    const workflowId = `cli-taken-${Date.now()}`;
+    const first = await cli(['start', '--table', 'a.b', '--workflow-id', workflowId], env);
+    assert.equal(first.code, 0, first.stderr);
+    try {
+      const again = await cli(['start', '--table', 'a.b', '--workflow-id', workflowId], env);
+      assert.equal(again.code, 2, again.stderr);
+      assert.match(again.stderr, /^error INPUT_INVALID: .*give another --workflow-id/m);
+    } finally {
+      await live().temporal.client.workflow.getHandle(workflowId).terminate('no worker polls its queue');
+    }
+  });
 
   const badCommits: [string, string[]][] = [
     ['an unknown outcome', ['--outcome', 'maybe']],
