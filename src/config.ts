@@ -88,7 +88,11 @@ export function maxConcurrentActivities(text: string): number {
   return n;
 }
 
-/** A URL with its password replaced, for messages. */
+/**
+ * Text with the passwords of the URLs in it replaced, for messages: a user-info password up to the
+ * authority's last `@` (a password may hold one, as PostgreSQL's URL parser reads it), and a
+ * `password` or `sslpassword` query parameter.
+ */
 export function redactUrl(text: string): string {
-  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/?#\s]*:)[^@/\s]*@/gi, '$1***@');
+  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/?#\s@]*:)[^/?#\s]*@/gi, '$1***@').replace(/([?&](?:ssl)?password=)[^&#\s]*/gi, '$1***');
 }

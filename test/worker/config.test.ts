@@ -1,6 +1,9 @@
-/** The worker's PG_EXTRACT_DIRECT_IO setting: on by default, off on request, anything else refused with a code. */
+/**
+ * The worker's PG_EXTRACT_DIRECT_IO setting: on by default, off on request, anything else refused
+ * with a code; and the redaction of passwords in URLs that messages quote.
+ */
 import assert from 'node:assert/strict';
-import { outputDirectIo } from '../../src/config';
+import { outputDirectIo, redactUrl } from '../../src/config';
 import { ErrorCode } from '../../src/errors';
 
 describe('PG_EXTRACT_DIRECT_IO', () => {
@@ -14,6 +17,22 @@ describe('PG_EXTRACT_DIRECT_IO', () => {
   it('refuses any other value with INPUT_INVALID naming the variable', () => {
     for (const value of ['0', 'false', 'OFF', 'yes']) {
       assert.throws(() => outputDirectIo({ PG_EXTRACT_DIRECT_IO: value }), { code: ErrorCode.INPUT_INVALID, field: 'PG_EXTRACT_DIRECT_IO' });
+    }
+  });
+});
+
+describe('redactUrl', () => {
+  it("replaces every form of password PostgreSQL's URL parser reads, and nothing else", () => {
+    for (const [given, redacted] of [
+      ['connect postgres://u:secret@h:5432/db failed', 'connect postgres://u:***@h:5432/db failed'],
+      ['postgres://u:p@ss@h/db', 'postgres://u:***@h/db'],
+      ['postgresql://h/db?user=u&password=secret&sslmode=require', 'postgresql://h/db?user=u&password=***&sslmode=require'],
+      ['postgresql://h/db?sslpassword=key-secret', 'postgresql://h/db?sslpassword=***'],
+      ['a postgres://a:x@h1/d and a mysql://b:y@h2/e', 'a postgres://a:***@h1/d and a mysql://b:***@h2/e'],
+      ['postgres://u@h:5432/db', 'postgres://u@h:5432/db'],
+      ['postgres://h:5432/db?sslmode=require', 'postgres://h:5432/db?sslmode=require'],
+    ]) {
+      assert.equal(redactUrl(given!), redacted, given);
     }
   });
 });
