@@ -110,7 +110,7 @@ async function convertCopy(
     if (lastAttempt) throw tooLongError();
     return null;
   }
-  const rows = copied.rowCount;
+  const rows = await copied.finished;
   if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
   return rows;
 }

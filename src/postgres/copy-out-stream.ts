@@ -29,6 +29,12 @@ type DataHandler = (chunk: Buffer) => void;
 export class CopyOutStream extends Readable implements Submittable {
   /** Rows the server reported in CommandComplete; valid once the query has finished. */
   rowCount = 0;
+  private settle: { resolve: (rows: number) => void; reject: (err: Error) => void } | null = null;
+  /**
+   * Settles when pg hands the query back: with {@link rowCount} at ReadyForQuery, or with the server's
+   * or the connection's error. The stream ends at CopyDone, and `COPY n` may come in a later read.
+   */
+  readonly finished: Promise<number> = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
   /**
    * Bytes of the longest CopyData message so far: the longest row's text with its line end, as the
    * server sends one message per row. Known from a message's header, before any of its payload is pushed.
@@ -55,6 +61,8 @@ export class CopyOutStream extends Readable implements Submittable {
 
   constructor(private readonly text: string) {
     super({ highWaterMark: 2 * BLOCK });
+    // Most callers read the count after a later query instead; a failure is reported by the stream too.
+    this.finished.catch(() => undefined);
   }
 
   /** Called by pg's client when the query is dequeued. */
@@ -210,6 +218,7 @@ export class CopyOutStream extends Readable implements Submittable {
 
   /** pg: the server reported an error (after {@link handBack} returned the connection). */
   handleError(err: Error): void {
+    this.settle?.reject(err);
     this.destroy(err);
   }
 
@@ -219,5 +228,7 @@ export class CopyOutStream extends Readable implements Submittable {
     if (match) this.rowCount = Number(match[1]);
   }
 
-  handleReadyForQuery(): void {}
+  handleReadyForQuery(): void {
+    this.settle?.resolve(this.rowCount);
+  }
 }
