@@ -22,7 +22,7 @@ import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { type CsvToParquetRequest, ROW_BYTES_LIMITS, csvToParquet } from './csv-to-parquet';
 import { type FifoSink, makeFifo, openFifoWhenRead } from './fifo-sink';
 import { requireParquetColumns } from './column-mapping';
-import { makeScratch } from './scratch';
+import { makeScratch, requirePlainScratchParent } from './scratch';
 
 export interface ParquetOutputOptions {
   /** Called with the CSV bytes read so far, then the Parquet bytes stored (progress only). */
@@ -39,6 +39,7 @@ export async function writeParquet(
   options: ParquetOutputOptions,
 ): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
   requireParquetColumns(null, columns);
+  requirePlainScratchParent();
   const scratch = await makeScratch();
   try {
     for (const [attempt, maxRowBytes] of ROW_BYTES_LIMITS.entries()) {

@@ -9,6 +9,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ErrorCode, PgExtractError } from '../errors';
 
 export const SCRATCH_PREFIX = 'pg-extract-parquet-';
 
@@ -26,6 +27,20 @@ export function scratchPrefix(pid = process.pid, host = hostname()): string {
 /** A new scratch folder of this process; the caller removes it. */
 export function makeScratch(): Promise<string> {
   return mkdtemp(join(tmpdir(), scratchPrefix()));
+}
+
+/**
+ * Refuses a scratch parent DuckDB cannot read a conversion's pipe in: its file functions read `*`,
+ * `?` and `[` in a path as a pattern, and a pattern, escaped or not, matches no named pipe.
+ */
+export function requirePlainScratchParent(dir = tmpdir()): void {
+  if (/[*?[]/.test(dir)) {
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `the worker's TMPDIR ${JSON.stringify(dir)} has a *, ? or [ in it, which DuckDB reads as a pattern: Parquet conversions need a TMPDIR without them`,
+      { field: 'TMPDIR' },
+    );
+  }
 }
 
 function isAlive(pid: number): boolean {

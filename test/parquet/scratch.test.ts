@@ -1,14 +1,15 @@
 /**
  * A killed worker cannot remove its Parquet scratch folders; the next worker to start on the host
  * removes those of processes that are gone and of its own pid's earlier life, and leaves live
- * processes' folders and other hosts' alone.
+ * processes' folders and other hosts' alone. A TMPDIR DuckDB would read as a pattern is refused.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { scratchPrefix, sweepOrphanedScratch } from '../../src/parquet/scratch';
+import { requirePlainScratchParent, scratchPrefix, sweepOrphanedScratch } from '../../src/parquet/scratch';
+import { ErrorCode } from '../../src/errors';
 
 describe('Parquet scratch folders', () => {
   it('a worker starting removes its host’s folders of dead processes and of its own pid, and no others', async () => {
@@ -24,5 +25,12 @@ describe('Parquet scratch folders', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a TMPDIR with a *, ? or [ in it is refused with INPUT_INVALID naming TMPDIR, before a conversion makes anything', () => {
+    for (const dir of ['/tmp/a[b]c', '/tmp/q*', '/tmp/what?']) {
+      assert.throws(() => requirePlainScratchParent(dir), { code: ErrorCode.INPUT_INVALID, field: 'TMPDIR' }, dir);
+    }
+    requirePlainScratchParent('/tmp/plain-dir_1.x');
   });
 });
