@@ -12,7 +12,7 @@ import type { ExtractionResult } from '../contract/extraction-types';
 import { confinedPath } from '../storage/output-root';
 import { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../contract/s3-url';
-import { splitNameList } from '../contract/identifiers';
+import { parseTableName, splitNameList } from '../contract/identifiers';
 import { parseCommitReport } from '../contract/commit-report';
 import { type ExtractionRequest, parseNewRunInput } from '../contract/extraction-input';
 import { DEFAULT_ROW_GROUP_ROWS } from '../contract/format-options';
@@ -252,10 +252,11 @@ program
   .action(async (workflowId: string, opts) => {
     // Validate before connecting: bad input has no side effect, not even a connection.
     parseEngine(opts.engine);
+    const table = opts.table === undefined ? undefined : parseTableName(opts.table, 'table');
     const root = outputRoot();
     const stores = new OutputStores({ outputRoot: root, fileMode: outputFileMode() });
     await withClient(program.opts<GlobalOptions>(), async (client) => {
-      console.log(await readerStatement(client, stores, root, workflowId, opts.table));
+      console.log(await readerStatement(client, stores, root, workflowId, table));
     });
   });
 

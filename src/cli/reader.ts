@@ -7,7 +7,6 @@ import { posix, resolve } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
-import { parseTableName } from '../contract/identifiers';
 import type { DataPackage } from '../readers/data-package';
 import { duckdbStatement } from '../readers/duckdb';
 import { manifestQuery } from '../contract/definitions';
@@ -57,8 +56,13 @@ async function storedPackage(stores: OutputStores, manifest: Manifest): Promise<
 }
 
 /** The statement for `table` (`schema.name`; the run's only table when absent). */
-export async function readerStatement(client: Client, stores: OutputStores, outputRoot: string, workflowId: string, table?: string): Promise<string> {
-  const wanted = table === undefined ? undefined : parseTableName(table, 'table');
+export async function readerStatement(
+  client: Client,
+  stores: OutputStores,
+  outputRoot: string,
+  workflowId: string,
+  wanted?: { schema: string; table: string },
+): Promise<string> {
   const { pkg, folder } = await storedPackage(stores, await manifestWithFiles(client, workflowId));
   const resources = wanted ? pkg.resources.filter((r) => r.pgTable === `${wanted.schema}.${wanted.table}`) : pkg.resources;
   const resource = resources[0];

@@ -161,6 +161,12 @@ describe('pg-extract CLI (live)', function () {
     });
   }
 
+  it('reader refuses a --table that is no table name with IDENTIFIER_INVALID, exit 2, before connecting anywhere', async () => {
+    const r = await cli(['reader', 'wf-1', '--engine', 'duckdb', '--table', 'a.b.c'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /^error IDENTIFIER_INVALID: /m);
+  });
+
   it('start --target NAME --via internal loads inside one database with no files; --via without --target exits 2', async () => {
     const table = await seedMixedTable('clivia', 3_000);
     const expected = await tableDigest(`SELECT * FROM ${table}`);
