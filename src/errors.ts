@@ -88,6 +88,11 @@ const CODES = {
     ...CALLERS_FAULT,
     hint: "give the source role BYPASSRLS, or extract as the table's owner (unless the table forces row security)",
   },
+  /** A foreign table is read, named or through a partition or a view: its wrapper reads it outside the run's snapshot. */
+  SOURCE_FOREIGN_TABLE: {
+    ...CALLERS_FAULT,
+    hint: 'export the foreign table from its own server, or leave it out (--exclude, --tables); a materialized view of it is copied as of its last refresh',
+  },
   // Target loading.
   /** The files do not match their manifest entries: loading them again cannot cure that. */
   TARGET_CHECKSUM_MISMATCH: DEFINITE,

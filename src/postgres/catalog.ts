@@ -86,11 +86,34 @@ export const ATTRIBUTE_BASE_TYPE = `CROSS JOIN LATERAL (
                  SELECT oid, typmod FROM chain ORDER BY depth DESC LIMIT 1) AS base`;
 
 /** What one catalog query returns per requested table (null oid: no such readable relation). */
+/** The relations a view's rule reads (the view → each relation), as `parent, child` rows. */
+export const VIEW_READS = `
+  SELECT w.ev_class AS parent, d.refobjid AS child
+    FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class v ON v.oid = w.ev_class AND v.relkind = 'v'
+    JOIN pg_catalog.pg_depend d
+      ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
+   WHERE d.refobjid <> w.ev_class`;
+
+/**
+ * Whether reading relation `c` reads a foreign table: it is one, or a partition or a relation a view
+ * reads is, at any depth (an inheritance child too, which a view reads unless it says ONLY). An
+ * ordinary table is read with ONLY, and a materialized view's rows are its own.
+ */
+const READS_FOREIGN_TABLE = `CASE WHEN c.relkind IN ('p', 'v', 'f') THEN EXISTS (
+       WITH RECURSIVE reached(oid) AS (
+         SELECT c.oid
+         UNION
+         SELECT e.child FROM reached JOIN (SELECT i.inhparent AS parent, i.inhrelid AS child FROM pg_catalog.pg_inherits i UNION ALL ${VIEW_READS}) e
+             ON e.parent = reached.oid)
+       SELECT FROM reached JOIN pg_catalog.pg_class f ON f.oid = reached.oid WHERE f.relkind = 'f') ELSE false END`;
+
 interface CatalogRow {
   oid: string | null;
   relkind: string;
   /** Whether row security applies to this role on the table (`row_security_active`). */
   rowSecurity: boolean | null;
+  /** Whether reading it reads a foreign table ({@link READS_FOREIGN_TABLE}). */
+  readsForeign: boolean | null;
   columns: (ResolvedColumn & { collation: KeyCollation | null })[] | null;
   primaryKey: string[] | null;
   uniqueKey: string | null;
@@ -103,6 +126,7 @@ interface CatalogRow {
 export async function resolveTables(client: ClientBase, requests: readonly TableRequest[], options: ResolveOptions = {}): Promise<ResolvedTable[]> {
   const r = await client.query<CatalogRow>(
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
+            ${READS_FOREIGN_TABLE} AS "readsForeign",
             (SELECT json_agg(json_build_object(
                       'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,
@@ -138,6 +162,14 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     throw new PgExtractError(
       ErrorCode.SOURCE_ROW_SECURITY,
       `row security applies to the source role on ${names}: its policies would show only some rows, and a copy of them would pass for the whole`,
+      { field: 'source' },
+    );
+  }
+  const foreign = options.readRows ? tables.filter((_, i) => r.rows[i]!.readsForeign) : [];
+  if (foreign.length > 0) {
+    throw new PgExtractError(
+      ErrorCode.SOURCE_FOREIGN_TABLE,
+      `${foreign.map(formatTableName).join(', ')} read${foreign.length === 1 ? 's' : ''} a foreign table, whose rows its wrapper fetches in a transaction of its own on the remote server, not at the run's snapshot: a copy of it could not be claimed as of one point in time`,
       { field: 'source' },
     );
   }

@@ -10,7 +10,7 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
-import { fromItem } from './catalog';
+import { VIEW_READS, fromItem } from './catalog';
 import { quoteQualified } from './sql';
 
 /** lock_timeout for the rest of the current transaction. */
@@ -56,12 +56,7 @@ const LOCKED_WITH = `
   SELECT i.inhparent AS parent, i.inhrelid AS child
     FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
    WHERE p.relkind = 'p'
-  UNION ALL
-  SELECT w.ev_class, d.refobjid
-    FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class v ON v.oid = w.ev_class AND v.relkind = 'v'
-    JOIN pg_catalog.pg_depend d
-      ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
-   WHERE d.refobjid <> w.ev_class`;
+  UNION ALL${VIEW_READS}`;
 
 /**
  * SQLSTATEs of a lock on a name that no longer leads where the snapshot's catalog said: no such
