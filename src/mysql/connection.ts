@@ -1,8 +1,9 @@
 /**
  * Opens one MySQL/MariaDB session for one job (mysql2). Each session is tagged with its role
  * (connection attribute `program_name`, `pg-extract/<role>`), reads in UTC, quotes identifiers
- * the ANSI way (so the one quoting helper, src/postgres/sql.ts, serves both sources) and is read
- * only. A refused login is SOURCE_AUTH_FAILED: retrying the same credentials cannot help.
+ * the ANSI way (so the one quoting helper, src/postgres/sql.ts, serves both sources), escapes
+ * values with backslashes as the driver does, and is read only. A refused login is
+ * SOURCE_AUTH_FAILED: retrying the same credentials cannot help.
  */
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
@@ -14,7 +15,9 @@ const AUTH_ERRNOS = new Set([1044, 1045, 1698]);
 
 const SESSION_SETTINGS = [
   "SET SESSION time_zone = '+00:00'",
-  "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+  // mysql2 escapes a quote in a value as \', which NO_BACKSLASH_ESCAPES (a server may default to it) would read as a
+  // backslash and the end of the string: a table name could then rewrite a catalog query. So it goes.
+  "SET SESSION sql_mode = CONCAT(TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ',')), ',ANSI_QUOTES')",
   // The client sends no statement that writes; the server enforces it too.
   'SET SESSION TRANSACTION READ ONLY',
 ];
