@@ -217,7 +217,7 @@ export async function planRanges(
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
       bounds.quantiles =
         (await statisticsQuantiles(client, table, table.key, n)) ??
-        (await sampleQuantiles(client, from, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
+        (await sampleQuantiles(client, from, table.relkind, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
@@ -332,16 +332,22 @@ async function statisticsQuantiles(client: ClientBase, table: ResolvedTable, key
   return Array.from({ length: n - 1 }, (_, i) => bounds[Math.round(((i + 1) * buckets) / n)]!);
 }
 
+/** Relation kinds TABLESAMPLE reads pages of; a view or a foreign table it refuses. */
+const PAGE_SAMPLED = new Set(['r', 'm', 'p']);
+
 /**
- * n-1 quantiles of the key: exact for a table of at most sampleRows(n) rows, else from a page
- * sample of about that many (sorting a whole table of 970 k rows took most of a 5 M-row set's planning).
+ * n-1 quantiles of the key: exact for a table of at most sampleRows(n) rows, else from a sample of
+ * about that many (sorting a whole table of 970 k rows took most of a 5 M-row set's planning): of
+ * pages where TABLESAMPLE reads them, else of the rows a view gives (all read, a share sorted).
  * `from` is the table's FROM item (catalog.ts `fromItem`).
  */
-async function sampleQuantiles(client: ClientBase, from: string, key: string, n: number, rows: number): Promise<string[]> {
+async function sampleQuantiles(client: ClientBase, from: string, relkind: string, key: string, n: number, rows: number): Promise<string[]> {
   const fractions = Array.from({ length: n - 1 }, (_, i) => (i + 1) / n);
-  const sample = rows > sampleRows(n) ? ` TABLESAMPLE SYSTEM (${Math.max(0.01, (100 * sampleRows(n)) / rows).toFixed(4)}) REPEATABLE (42)` : '';
+  const share = rows > sampleRows(n) ? Math.max(0.0001, sampleRows(n) / rows) : null;
+  const pages = share !== null && PAGE_SAMPLED.has(relkind) ? ` TABLESAMPLE SYSTEM (${(100 * share).toFixed(4)}) REPEATABLE (42)` : '';
+  const some = share !== null && !PAGE_SAMPLED.has(relkind) ? ` AND random() < ${share}` : '';
   const q = await client.query<{ q: string[] | null }>(
-    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${key}))::text[] AS q FROM ${from}${sample} WHERE ${key} IS NOT NULL`,
+    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${key}))::text[] AS q FROM ${from}${pages} WHERE ${key} IS NOT NULL${some}`,
     [fractions],
   );
   return q.rows[0]?.q ?? [];

@@ -302,6 +302,13 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     assertBalanced(auto, 4);
   });
 
+  it('a large view split by a key takes its cuts from a sample of its rows (TABLESAMPLE refuses a view)', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pview CASCADE; CREATE SCHEMA pview; CREATE TABLE pview.base (id int PRIMARY KEY, v text);
+      INSERT INTO pview.base SELECT g, md5(g::text) FROM generate_series(1, 200000) g; ANALYZE pview.base;
+      CREATE VIEW pview.t AS SELECT id, v FROM pview.base`);
+    assertBalanced(await exportPartitions('pview', { partitions: 4 }, undefined, 'id'), 4);
+  });
+
   it('a text key splits by quantiles under its own collation; NULLs and empty strings exported exactly once', async () => {
     const collation = await nonBytewiseCollation();
     await admin().query(`DROP SCHEMA IF EXISTS ptx CASCADE; CREATE SCHEMA ptx; CREATE TABLE ptx.t (k text COLLATE ${collation}, v int)`);
