@@ -35,8 +35,11 @@ const SESSION_SETTINGS: Record<string, string> = {
   TimeZone: 'UTC',
   // The driver already asks for UTF8 at startup and decodes UTF8; listed so this is the whole contract.
   client_encoding: 'UTF8',
-  // An export's COPY may run for hours; a role's statement_timeout must not end it.
+  // An export's COPY may run for hours, and the coordinator's transaction holds the snapshot for the whole run: a
+  // role's statement_timeout or (PostgreSQL 17+) transaction_timeout must not end them. A server without a
+  // setting skips it (below).
   statement_timeout: '0',
+  transaction_timeout: '0',
   // The server ends the session of a vanished client host after about 25 s of silence, and of a
   // closed client socket within 5 s even while a query runs (PostgreSQL 14+; older servers skip it).
   // Neither ends the session of a stopped (SIGSTOP) worker, whose kernel still answers: the
