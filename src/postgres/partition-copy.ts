@@ -44,6 +44,18 @@ export interface PartitionRequest extends SnapshotImport, PlannedTable {
 /** SQLSTATEs of a snapshot that can no longer be imported (its exporting transaction ended). */
 const LOST_SNAPSHOT_STATES = new Set(['22023', '55000', '0A000']);
 
+/**
+ * After a refused import: SNAPSHOT_MISMATCH when this session is on another cluster or database than
+ * the coordinator's (a pooler or balancer sending it elsewhere, a URL naming another database), which
+ * refuses the id too (22023, 0A000), and where a fresh snapshot would be refused the same way.
+ */
+async function requireSameSource(client: Client, request: SnapshotImport): Promise<void> {
+  if (!request.source) return;
+  await client.query('ROLLBACK');
+  const r = await client.query<IdentityRow>(`SELECT ${SOURCE_IDENTITY_COLUMNS}`);
+  checkSnapshotIdentity({ source: request.source }, { snapshotText: '', source: identityOf(r.rows[0]!) });
+}
+
 /** What a partition's session proved about the snapshot it read, and when it read. */
 export interface PartitionRead {
   backendPid: number;
@@ -124,6 +136,7 @@ export async function readInSnapshot<T>(
     } catch (err) {
       const state = (err as { code?: string }).code;
       if (state && LOST_SNAPSHOT_STATES.has(state)) {
+        await requireSameSource(client, request);
         throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, 'the exported snapshot is gone (its coordinator transaction ended)', { cause: err });
       }
       throw err;

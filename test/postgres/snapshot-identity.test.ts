@@ -86,6 +86,23 @@ describe('a partition proves the snapshot it imported (live PostgreSQL)', () => 
     });
   }
 
+  it('a partition on another database, which refuses the import, fails with SNAPSHOT_MISMATCH, not SNAPSHOT_LOST', async () => {
+    await admin().query('DROP DATABASE IF EXISTS si_elsewhere');
+    await admin().query('CREATE DATABASE si_elsewhere');
+    const elsewhere = new URL(live().pg.url);
+    elsewhere.pathname = '/si_elsewhere';
+    const reader = await openSession(elsewhere.toString(), 'partition');
+    try {
+      await assert.rejects(copyPartition(reader, request(), new LocalFileSink(join(live().outRoot, 'si-elsewhere.csv'), 0o600)), {
+        code: ErrorCode.SNAPSHOT_MISMATCH,
+        message: /database oid/,
+      });
+    } finally {
+      await closeSession(reader);
+      await admin().query('DROP DATABASE si_elsewhere WITH (FORCE)');
+    }
+  });
+
   it('the activity accepts requests without digest and identity (workflows started on older code) and checks those that have them', () => {
     const base = {
       input: parseExtractionInput({ table: 'si.t', partitions: 2 }),
