@@ -31,10 +31,17 @@ export function rangePredicate(range: PartitionRange, key: SplitKey | null): str
   }
 }
 
+/**
+ * ` COLLATE "schema"."collation"`: a text key's collation as the plan recorded it, which the bounds are
+ * compared under and the cuts sorted under, whatever the column's collation is by then; else nothing.
+ */
+export function keyCollate(key: SplitKey): string {
+  return key.collation ? ` COLLATE ${quoteQualified(key.collation.schema, key.collation.name)}` : '';
+}
+
 /** `"key" op 'value'::type [COLLATE "schema"."collation"]`. */
 export function keyBound(key: SplitKey, op: '<' | '<=' | '>' | '>=', value: string): string {
-  const collate = key.collation ? ` COLLATE ${quoteQualified(key.collation.schema, key.collation.name)}` : '';
-  return `${quoteIdent(key.name)} ${op} ${quoteLiteral(value)}::${key.sqlType}${collate}`;
+  return `${quoteIdent(key.name)} ${op} ${quoteLiteral(value)}::${key.sqlType}${keyCollate(key)}`;
 }
 
 function pageNumber(page: number): string {

@@ -18,6 +18,7 @@ import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { WHILE_READ, lockAccessShare, lockTimeoutError, requireUnchanged, setLockTimeout } from './table-lock';
+import { keyCollate } from './range-predicate';
 
 /** How many partitions to plan. */
 export interface PlanningOptions {
@@ -205,9 +206,12 @@ export async function planRanges(
   const rows = auto ? await plannedRows(client, relation, table.relkind) : null;
   if (table.key) {
     const key = quoteIdent(table.key.name);
+    // Sorted under the collation the plan records and the bounds are compared under (keyCollate): the column's own
+    // when the snapshot was taken; one changed in place since would otherwise sort the cuts out of their order.
+    const ordered = `${key}${keyCollate(table.key)}`;
     // MIN and MAX are index probes (ORDER BY … LIMIT 1 works for every key type; uuid has no min()),
     // ordered by the key's own collation, and "any NULL?" is a probe too.
-    const end = (direction: 'ASC' | 'DESC') => `(SELECT ${key} FROM ${from} WHERE ${key} IS NOT NULL ORDER BY ${key} ${direction} LIMIT 1)::text`;
+    const end = (direction: 'ASC' | 'DESC') => `(SELECT ${key} FROM ${from} WHERE ${key} IS NOT NULL ORDER BY ${ordered} ${direction} LIMIT 1)::text`;
     const b = await client.query<{ min: string | null; max: string | null; has_nulls: boolean }>(
       `SELECT ${end('ASC')} AS min, ${end('DESC')} AS max, EXISTS (SELECT 1 FROM ${from} WHERE ${key} IS NULL) AS has_nulls`,
     );
@@ -217,7 +221,7 @@ export async function planRanges(
     if (n > 1 && bounds.min !== null && bounds.min !== bounds.max) {
       bounds.quantiles =
         (await statisticsQuantiles(client, table, table.key, n)) ??
-        (await sampleQuantiles(client, from, table.relkind, key, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
+        (await sampleQuantiles(client, from, table.relkind, key, ordered, n, bounds.rowCount ?? (await plannedRows(client, relation, table.relkind))));
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
@@ -339,15 +343,15 @@ const PAGE_SAMPLED = new Set(['r', 'm', 'p']);
  * n-1 quantiles of the key: exact for a table of at most sampleRows(n) rows, else from a sample of
  * about that many (sorting a whole table of 970 k rows took most of a 5 M-row set's planning): of
  * pages where TABLESAMPLE reads them, else of the rows a view gives (all read, a share sorted).
- * `from` is the table's FROM item (catalog.ts `fromItem`).
+ * `from` is the table's FROM item (catalog.ts `fromItem`), `ordered` the key as the cuts are sorted.
  */
-async function sampleQuantiles(client: ClientBase, from: string, relkind: string, key: string, n: number, rows: number): Promise<string[]> {
+async function sampleQuantiles(client: ClientBase, from: string, relkind: string, key: string, ordered: string, n: number, rows: number): Promise<string[]> {
   const fractions = Array.from({ length: n - 1 }, (_, i) => (i + 1) / n);
   const share = rows > sampleRows(n) ? Math.max(0.0001, sampleRows(n) / rows) : null;
   const pages = share !== null && PAGE_SAMPLED.has(relkind) ? ` TABLESAMPLE SYSTEM (${(100 * share).toFixed(4)}) REPEATABLE (42)` : '';
   const some = share !== null && !PAGE_SAMPLED.has(relkind) ? ` AND random() < ${share}` : '';
   const q = await client.query<{ q: string[] | null }>(
-    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${key}))::text[] AS q FROM ${from}${pages} WHERE ${key} IS NOT NULL${some}`,
+    `SELECT (percentile_disc($1::float8[]) WITHIN GROUP (ORDER BY ${ordered}))::text[] AS q FROM ${from}${pages} WHERE ${key} IS NOT NULL${some}`,
     [fractions],
   );
   return q.rows[0]?.q ?? [];

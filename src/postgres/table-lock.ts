@@ -8,10 +8,10 @@
  * or queued for the conflicting lock, read from pg_locks after the wait ended (pg_blocking_pids
  * only answers for a backend that is still waiting).
  */
-import type { ClientBase } from 'pg';
+import type { ClientBase, QueryResult } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { VIEW_READS, fromItem } from './catalog';
-import { quoteQualified } from './sql';
+import { quoteIdent, quoteQualified } from './sql';
 
 /** lock_timeout for the rest of the current transaction. */
 export async function setLockTimeout(client: ClientBase, ms: number): Promise<void> {
@@ -23,11 +23,12 @@ export async function setLockTimeout(client: ClientBase, ms: number): Promise<vo
 /** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
 const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
 
-/** A relation as a lock names it. */
+/** A relation as a lock names it, with the columns a read of it will name (none: only the lock is taken). */
 export interface LockableTable {
   schema: string;
   table: string;
   relkind: string;
+  columns?: readonly { name: string }[];
 }
 
 /**
@@ -81,18 +82,47 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
  * is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
+  const numbered = await snapshotColumnNumbers(client, tables);
   const lock = lockTableSql(tables);
-  const statements = [...(lock ? [lock] : []), ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`)];
-  if (!statements.length) return;
+  // Each table's columns described as the catalog has them now, once locked: planning the SELECT also locks a
+  // materialized view or a foreign table, which LOCK TABLE refuses.
+  const described = tables.map((t) => `SELECT ${(t.columns ?? []).map((c) => quoteIdent(c.name)).join(', ')} FROM ${fromItem(t)} LIMIT 0`);
+  let results: QueryResult[];
   try {
-    await client.query(statements.join(';\n'));
+    const replies = await client.query([...(lock ? [lock] : []), ...described].join(';\n'));
+    results = (Array.isArray(replies) ? replies : [replies]).slice(lock ? 1 : 0);
   } catch (err) {
     if (!GONE_SINCE.has(String((err as { code?: unknown }).code))) throw err;
     throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, `a table went away after the snapshot was taken, before it was locked (${(err as Error).message})`, {
       cause: err,
     });
   }
+  const renumbered = tables.filter((_, i) => results[i]!.fields.some((f) => numbered[i]?.[f.name] !== f.columnID));
+  if (renumbered.length) {
+    throw changedSinceSnapshot(
+      renumbered.map((t) => `${t.schema}.${t.table}`),
+      'before it was locked (a column renamed, dropped or added under a name read): the snapshot would read its columns by their new names',
+    );
+  }
   await requireUnchanged(client, tables, 'before it was locked (replaced, emptied, rewritten, or a partition attached or detached)');
+}
+
+/**
+ * Each table's column numbers by name, as the snapshot's catalog has them: what a statement parsed
+ * now must still find under each name it reads. Parsing reads the catalog as it is now, so after a
+ * swap of two columns' names between the snapshot and the lock, each would be read under the other's.
+ */
+async function snapshotColumnNumbers(client: ClientBase, tables: readonly LockableTable[]): Promise<(Record<string, number> | null)[]> {
+  const r = await client.query<{ columns: Record<string, number> | null }>(
+    `SELECT (SELECT json_object_agg(a.attname, a.attnum)
+               FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid
+               JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+              WHERE n.nspname = t.schema AND c.relname = t.rel) AS columns
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, rel, i)
+      ORDER BY t.i`,
+    [tables.map((t) => t.schema), tables.map((t) => t.table)],
+  );
+  return r.rows.map((row) => row.columns);
 }
 
 /** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */

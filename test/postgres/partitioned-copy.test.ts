@@ -10,7 +10,7 @@ import { ErrorCode } from '../../src/errors';
 import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { type PlanningOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
-import { admin, filesDigest, settleSessions, tableDigest } from '../support/database';
+import { admin, filesDigest, nonBytewiseCollation, settleSessions, tableDigest } from '../support/database';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
@@ -406,16 +406,4 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
 
 function exportPartitionsWithKey(schema: string, key: string, partitions: number) {
   return exportPartitions(schema, { partitions }, undefined, key);
-}
-
-/** A collation whose order is not byte order (ICU or libc English), quoted for SQL. */
-async function nonBytewiseCollation(): Promise<string> {
-  const names = ['en-x-icu', 'und-x-icu', 'en_US.utf8', 'en_US'];
-  const r = await admin().query<{ name: string }>(
-    `SELECT collname AS name FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, pg_char_to_encoding('UTF8')) ORDER BY array_position($1, collname) LIMIT 1`,
-    [names],
-  );
-  const name = r.rows[0]?.name;
-  if (!name) throw new Error(`this server has none of the collations ${names.join(', ')} (ICU or an English libc locale) the text-key test needs`);
-  return `"${name}"`;
 }

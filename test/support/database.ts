@@ -138,3 +138,15 @@ export async function manifestDigest(table: string, manifest: Pick<Manifest, 'fi
     format,
   );
 }
+
+/** A collation whose order is not byte order (ICU or libc English), quoted for SQL. */
+export async function nonBytewiseCollation(): Promise<string> {
+  const names = ['en-x-icu', 'und-x-icu', 'en_US.utf8', 'en_US'];
+  const r = await admin().query<{ name: string }>(
+    `SELECT collname AS name FROM pg_collation WHERE collname = ANY($1) AND collencoding IN (-1, pg_char_to_encoding('UTF8')) ORDER BY array_position($1, collname) LIMIT 1`,
+    [names],
+  );
+  const name = r.rows[0]?.name;
+  if (!name) throw new Error(`this server has none of the collations ${names.join(', ')} (ICU or an English libc locale) the text-key test needs`);
+  return `"${name}"`;
+}

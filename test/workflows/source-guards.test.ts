@@ -9,7 +9,7 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, seedMixedTable, settleSessions } from '../support/database';
+import { admin, nonBytewiseCollation, seedMixedTable, settleSessions } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -167,6 +167,26 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     });
     assert.deepEqual(streamed, { rows: 50, attempts: ['completed'] });
     assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.t')).rows[0].n), 50);
+    await admin().query('DROP SCHEMA sgr CASCADE');
+  });
+
+  it("a swap of two columns' names, or a text key's collation changed in place, committed after the snapshot and before its lock: a fresh snapshot for the names; for the collation, cuts sorted under the one the plan records (every row once)", async () => {
+    const seed = (key: string) =>
+      admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr; CREATE TABLE sgr.t (k ${key} PRIMARY KEY, a text, b text);
+        INSERT INTO sgr.t SELECT chr(CASE WHEN g % 2 = 0 THEN 65 ELSE 97 END + g % 26) || g, 'a' || g, 'b' || g
+          FROM generate_series(1, 900) g`);
+    // Read under the old names, a's values would be written as b's and b's as a's, in one attempt.
+    await seed('text');
+    const swapped = await changedWhileLocking('ALTER TABLE sgr.t RENAME a TO x; ALTER TABLE sgr.t RENAME b TO a; ALTER TABLE sgr.t RENAME x TO b', {
+      table: 'sgr.t',
+      partitions: 2,
+    });
+    assert.deepEqual(swapped, { rows: 900, attempts: ['snapshot_lost', 'completed'] });
+    // Upper and lower case keys: "C" puts every upper case one first, the other collation mixes them. The cuts were
+    // sorted under "C" and compared under the snapshot's collation: ranges that overlapped, and rows copied twice.
+    await seed(`text COLLATE ${await nonBytewiseCollation()}`);
+    const recollated = await changedWhileLocking('ALTER TABLE sgr.t ALTER k TYPE text COLLATE "C"', { table: 'sgr.t', partitions: 3 });
+    assert.deepEqual(recollated, { rows: 900, attempts: ['completed'] });
     await admin().query('DROP SCHEMA sgr CASCADE');
   });
 
