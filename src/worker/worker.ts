@@ -16,7 +16,7 @@ import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
 import { describeWorkerRuntimeSettings, hasWorkerRuntimeSettings, sizeThreadPool, threadPoolSizeFor } from './runtime';
 import { sweepOrphanedScratch } from '../parquet/scratch';
-import { withWorkflowBundleFile } from './workflow-bundle';
+import { PAYLOAD_CONVERTER_PATH, withWorkflowBundleFile } from './workflow-bundle';
 
 /** Options for {@link createExtractionWorker}. */
 export interface ExtractionWorkerOptions {
@@ -72,7 +72,11 @@ export interface ExtractionWorker {
 
 export async function createExtractionWorker(options: ExtractionWorkerOptions): Promise<ExtractionWorker> {
   const holderTaskQueue = `${options.taskQueue}/holder/${randomUUID()}`;
-  const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
+  const common = {
+    connection: options.connection,
+    namespace: options.namespace ?? 'default',
+    dataConverter: { payloadConverterPath: PAYLOAD_CONVERTER_PATH },
+  };
   const stores = new OutputStores({
     outputRoot: options.outputRoot,
     fileMode: options.fileMode ?? DEFAULT_FILE_MODE,

@@ -10,6 +10,9 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeScratch } from '../parquet/scratch';
 
+/** The payload converter the bundle and the worker both use (./payload-converter.ts). */
+export const PAYLOAD_CONVERTER_PATH = require.resolve('./payload-converter');
+
 /** Bundles ./workflows in this process and writes the code to `path`. */
 export async function writeWorkflowBundle(path: string): Promise<void> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
@@ -17,7 +20,11 @@ export async function writeWorkflowBundle(path: string): Promise<void> {
   // Temporal's bundler logs webpack's whole report, warnings included, at INFO: dropped. A failed build is an error,
   // on stderr, which the parent shows in its own error.
   const logger = { trace: quiet, debug: quiet, info: quiet, log: quiet, warn: console.error, error: console.error };
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: logger as never });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    payloadConverterPath: PAYLOAD_CONVERTER_PATH,
+    logger: logger as never,
+  });
   await writeFile(path, code);
 }
 

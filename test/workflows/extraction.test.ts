@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { access, readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { Client, WorkflowFailedError, type WorkflowHandle, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { DefaultFailureConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
 import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../../src/contract/definitions';
@@ -237,6 +238,32 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       assert.equal(new Set(receipts.map((r) => JSON.stringify(r))).size, 1, 'one receipt for everyone');
       const result = (await handle.result()) as ExtractionResult;
       assert.deepEqual(result.terminalReceipt, receipts[0]);
+    });
+  });
+
+  it("a targetCommit signal whose payload cannot be decoded (another client's encoding) is ignored: no workflow task fails, and a later report decides", async () => {
+    await withWorker(async ({ client, taskQueue }) => {
+      const handle = await start(taskQueue, { table, partitions: 2 });
+      await waitForManifest(handle);
+      // A client whose payloads say json/plain and are not JSON, as another codec's or SDK's would be to ours.
+      const encode = (text: string) => new TextEncoder().encode(text);
+      const garbling = new Client({
+        connection: client.connection,
+        dataConverter: {
+          payloadConverter: { toPayload: () => ({ metadata: { encoding: encode('json/plain') }, data: encode('{not json') }), fromPayload: () => undefined },
+          failureConverter: new DefaultFailureConverter(),
+          payloadCodecs: [],
+        } as never,
+      });
+      await garbling.workflow.getHandle(handle.workflowId).signal(targetCommitSignal, { outcome: 'committed' });
+      const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'failed' }] });
+      assert.equal(receipt.outcome, 'abort', 'the undecodable report decided nothing');
+      const events = (await handle.fetchHistory()).events ?? [];
+      assert.ok(
+        events.some((e) => e.workflowExecutionSignaledEventAttributes),
+        'the signal reached the run',
+      );
+      assert.ok(!events.some((e) => e.workflowTaskFailedEventAttributes), 'no workflow task failed');
     });
   });
 
