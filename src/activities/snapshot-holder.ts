@@ -240,6 +240,8 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
     },
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {
+      // Its stub has the holder's heartbeat timeout, and a visibility check of thousands of objects can outlast it.
+      const stopHeartbeat = heartbeatEvery(heartbeatInterval(), () => ({ completing: true }));
       return withFailures(async () => {
         const req = parseActivityRequest(completeSnapshotRequestSchema, raw);
         const held = registry.get(req.attemptKey);
@@ -261,7 +263,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         } finally {
           held.finished.resolve();
         }
-      });
+      }).finally(stopHeartbeat);
     },
   };
 }

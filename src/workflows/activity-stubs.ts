@@ -53,7 +53,9 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
   return {
     hold: proxyActivities<HolderActivities>({
       ...common,
-      startToCloseTimeout: input.timeouts.partitionStartToCloseMs * 2,
+      // The hold lasts the whole attempt (a set's batches one after another, ranges queued behind busy workers),
+      // not one partition's time: its heartbeats say when it is lost.
+      startToCloseTimeout: '3650 days',
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),
