@@ -24,10 +24,13 @@ import { heartbeatEvery, heartbeatInterval } from './heartbeats';
 import { definiteLoadFailure, loadFailureMessage } from './load-failures';
 import { parseActivityRequest } from '../contract/activity-requests';
 import {
+  type LoadFenceRequest,
+  type LoadFenceVerdict,
   type LoadTargetRequest,
   type LoadTargetSetRequest,
   type LoadWithoutFilesRequest,
   type ReleaseStreamStagingRequest,
+  loadFenceRequestSchema,
   loadTargetRequestSchema,
   loadTargetSetRequestSchema,
   loadWithoutFilesRequestSchema,
@@ -111,9 +114,14 @@ async function reporting<T>(
 async function committedEarlier(operationId: string, targetUrl: () => string): Promise<boolean | null> {
   const { info, cancellationSignal } = Context.current();
   if (info.attempt <= 1) return false;
+  return fenceSays(operationId, targetUrl, cancellationSignal);
+}
+
+/** Whether the fence holds a row for `operationId` (see loader.ts `fenceHolds`); null when it cannot be read. */
+function fenceSays(operationId: string, targetUrl: () => string, signal: AbortSignal): Promise<boolean | null> {
   // targetUrl() throws on a worker without the target's URL: that too leaves the fence unread.
   return Promise.resolve()
-    .then(() => onTargetSession(targetUrl(), cancellationSignal, (client) => fenceHolds(client, operationId)))
+    .then(() => onTargetSession(targetUrl(), signal, (client) => fenceHolds(client, operationId)))
     .catch(() => null);
 }
 
@@ -155,6 +163,18 @@ export function createLoadActivities({
     });
 
   return {
+    /**
+     * What the fence says of a load that ended without a report (cancelled, or its retries spent):
+     * an attempt may have committed and vanished, or committed as the cancellation came.
+     */
+    async loadFenceVerdict(raw: LoadFenceRequest): Promise<LoadFenceVerdict> {
+      return withFailures(async () => {
+        const { target, operationId } = parseActivityRequest(loadFenceRequestSchema, raw);
+        const held = await fenceSays(operationId, () => targetUrl(target), Context.current().cancellationSignal);
+        return held === null ? 'unreadable' : held ? 'committed' : 'not_committed';
+      });
+    },
+
     /** Internal query: source and target are one database (see {@link loadBySelect}). */
     async loadInternal(raw: LoadWithoutFilesRequest): Promise<{ report: LoadReport; receipt: ExtractionLifecycleReceipt | null }> {
       return withFailures(async () => {

@@ -80,3 +80,10 @@ export type LoadWithoutFilesRequest = z.output<typeof loadWithoutFilesRequestSch
 /** Drop what a stream left on the target under `operationId`. */
 export const releaseStreamStagingRequestSchema = z.strictObject({ target: z.strictObject({ name: targetName, table: tableName }), operationId });
 export type ReleaseStreamStagingRequest = z.output<typeof releaseStreamStagingRequestSchema>;
+
+/** Ask a target's commit fence whether the load `operationId` committed: for a load that ended without a report. */
+export const loadFenceRequestSchema = z.strictObject({ target: targetName, operationId });
+export type LoadFenceRequest = z.output<typeof loadFenceRequestSchema>;
+
+/** What the fence says: the load committed, did not, or the fence could not be read. */
+export type LoadFenceVerdict = 'committed' | 'not_committed' | 'unreadable';

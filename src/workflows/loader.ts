@@ -4,7 +4,7 @@
  * waits for the load to report its transaction's end, and a load that ends without a report still
  * decides the run. Runs that reached the load under older code replay with the old proxy.
  */
-import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, patched, proxyActivities } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
 import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
@@ -12,6 +12,8 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import { activityTimeout, describeFailure, failureMessage } from './failure-kind';
 
 export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
+/** A load that ended without a report and not by a timeout is decided by what its fence says (see {@link fenceDecides}). */
+export const LOAD_FENCE_ASKED = 'load-fence-asked';
 /** A run of several tables loads each table into its mapped target table (loadTargetSet). */
 export const TABLE_SET_LOAD = 'table-set-load';
 
@@ -42,10 +44,28 @@ function unreported(err: unknown, operationId: string): LoadReport {
   return { outcome: activityTimeout(err) ? 'unknown' : 'failed', operationId, reason: describeFailure(err), rows: null, ...(message ? { message } : {}) };
 }
 
-/** Runs `call` on the loader; `onUnreported` turns a load that ended without a report into the call's result. */
+// Asked after a load ended: short, and not retried for long (a fence it cannot read makes the run keep its files).
+const fenceReader = proxyActivities<MainActivities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 3 } });
+
+/**
+ * The report of a load that ended without one and not by a timeout (cancelled, or out of retries),
+ * from the target's fence: an attempt may have committed and vanished before reporting while the next
+ * waited to retry, or committed as the cancellation came. Committed there is committed; no row is the
+ * failure; a fence that cannot be read leaves the outcome `unknown`, and the run keeps its files.
+ */
+async function fenceDecides(input: ExtractionInput, operationId: string, report: LoadReport): Promise<LoadReport> {
+  const asked = { target: input.target!.name, operationId };
+  const verdict = await CancellationScope.nonCancellable(() => fenceReader.loadFenceVerdict(asked)).catch(() => 'unreadable' as const);
+  if (verdict === 'committed') return { outcome: 'committed', operationId, reason: null, rows: null };
+  if (verdict === 'not_committed') return report;
+  const message = `the load ended without a report and its commit fence could not be read: an attempt may have committed${report.message ? ` (${report.message})` : ''}`;
+  return { ...report, outcome: 'unknown', message: message.slice(0, LOAD_MESSAGE_LIMIT) };
+}
+
 /** The load activities as the workflow calls them. */
 export type Loader = typeof legacyLoader;
 
+/** Runs `call` on the loader; `onUnreported` turns a load that ended without a report into the call's result. */
 export async function runLoad<R>(
   input: ExtractionInput,
   operationId: string,
@@ -56,6 +76,8 @@ export async function runLoad<R>(
   try {
     return await call(reportingLoader(input));
   } catch (err) {
-    return onUnreported(unreported(err, operationId));
+    const report = unreported(err, operationId);
+    if (report.outcome !== 'failed' || !patched(LOAD_FENCE_ASKED)) return onUnreported(report);
+    return onUnreported(await fenceDecides(input, operationId, report));
   }
 }

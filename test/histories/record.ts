@@ -1,7 +1,7 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
  * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, a load refused or
- * cancelled, cancelled, waiting for its commit, a standby's conflict while planning) and the batch
+ * cancelled (its fence asked too), cancelled, waiting for its commit, a standby's conflict while planning) and the batch
  * workflow of a table set. Run it only when a new shape of history is worth keeping — on the code
  * that is deployed, so later workflow changes are checked against what real runs recorded:
  *
@@ -181,13 +181,15 @@ describe('record workflow histories', function () {
     );
   });
 
-  it('cancelled while loading', async () => {
-    await admin().query(`CREATE FUNCTION hist.slow_ok(text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.002); RETURN true; END $$;
-      CREATE DOMAIN hist.slow_text AS text CHECK (hist.slow_ok(VALUE));
+  /** A run loading into a table whose every value is checked slowly, cancelled once its COPY runs, saved as `name`. */
+  const cancelledWhileLoading = (name: string) => async () => {
+    await admin()
+      .query(`CREATE OR REPLACE FUNCTION hist.slow_ok(text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.002); RETURN true; END $$;
+      DROP TABLE IF EXISTS hist.slow; DROP DOMAIN IF EXISTS hist.slow_text; CREATE DOMAIN hist.slow_text AS text CHECK (hist.slow_ok(VALUE));
       CREATE TABLE hist.slow (id bigint, name hist.slow_text, amount numeric(12,2), created timestamptz, flag boolean, doc jsonb)`);
     await withWorker(
       async ({ taskQueue }) => {
-        const handle = await run(taskQueue, 'load-cancelled', {
+        const handle = await run(taskQueue, name, {
           partitions: 2,
           target: { name: 'local', table: 'hist.slow' },
           timeouts: { loadHeartbeatMs: 2000 },
@@ -196,11 +198,15 @@ describe('record workflow histories', function () {
         while ((await admin().query(copying)).rowCount === 0) await new Promise((r) => setTimeout(r, 20));
         await handle.cancel();
         await handle.result().catch(() => undefined);
-        await save('load-cancelled', handle);
+        await save(name, handle);
       },
       { targets: { local: live().pg.url } },
     );
-  });
+  };
+
+  it('cancelled while loading', cancelledWhileLoading('load-cancelled'));
+
+  it('cancelled while loading, the fence asked once the load ended', cancelledWhileLoading('load-cancelled-fence-asked'));
 
   it('a set of tables at one snapshot, copied in a batch workflow, committed', async () => {
     await admin().query('CREATE TABLE hist.other (id int PRIMARY KEY); INSERT INTO hist.other SELECT generate_series(1, 10)');

@@ -10,14 +10,14 @@ import { randomUUID } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { statusQuery } from '../../src/contract/definitions';
+import { statusQuery, terminalReceiptQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
-import { type RowsDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { type RowsDigest, admin, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
-import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetDigest, targetStatement, targetUrl } from './target-db';
+import { TARGET_DB, lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetDigest, targetStatement, targetUrl } from './target-db';
 
 const COLUMNS = 'amount numeric(12,2), created timestamptz, flag boolean, doc jsonb';
 /** A target whose `name` column checks each value slowly (~2 ms: 6 s for the table's COPY), so a test can act while the load runs. */
@@ -126,6 +126,35 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
         const at = (i: number): number => Number(events[i]!.eventTime!.seconds) * 1000 + (events[i]!.eventTime!.nanos ?? 0) / 1e6;
         // Left alone, the COPY runs ~6 s more; cancelled on the server it ends within a heartbeat.
         assert.ok(at(cancelled) - at(requested) < 4000, `the COPY was cancelled on the server (${at(cancelled) - at(requested)} ms)`);
+      },
+      { targets: { warehouse: targetUrl() } },
+    );
+  });
+
+  it('cancelled mid-load while the target takes no new session: the fence cannot say whether an attempt committed, so the run keeps its files (retain_commit_unknown)', async () => {
+    await recreateTarget(SLOW_TARGET);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await start(taskQueue, { name: 'warehouse', table: 'dst.t' }, { partitions: 1, timeouts: { loadHeartbeatMs: 2000 } });
+        const manifest = await waitForManifest(handle);
+        await targetStatement('COPY');
+        // The loading session stays; the fence's question needs a new one.
+        await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`);
+        try {
+          await handle.cancel();
+          await assert.rejects(handle.result(), WorkflowFailedError);
+          assert.equal((await handle.query(statusQuery)).outcome, 'retain_commit_unknown');
+        } finally {
+          await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
+        }
+        for (const f of manifest.files) await access(f.path);
+        const receipt = await handle.query(terminalReceiptQuery);
+        assert.deepEqual(receipt?.filesDeleted, []);
+        assert.deepEqual(await targetState(), { rows: 0, fenced: 0, staging: 0 });
+        const asked = ((await handle.fetchHistory()).events ?? []).filter(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadFenceVerdict',
+        );
+        assert.equal(asked.length, 1, 'the fence was asked once the load ended without a report');
       },
       { targets: { warehouse: targetUrl() } },
     );

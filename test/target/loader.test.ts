@@ -228,6 +228,15 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.deepEqual([report.outcome, report.reason], ['unknown', 'SOURCE_UNKNOWN']);
     });
 
+    it('loadFenceVerdict, asked of a load that ended without a report: committed where the fence has its row, not_committed where not, unreadable where the target cannot be reached', async () => {
+      const loaded: LoadReport = await env.run(activity(), request({ operationId: 'op-verdict' }));
+      assert.equal(loaded.outcome, 'committed');
+      const verdict = (url: string, operationId: string) => env.run(activitiesAt(url).loadFenceVerdict, { target: 'warehouse', operationId });
+      assert.equal(await verdict(targetUrl(), 'op-verdict'), 'committed');
+      assert.equal(await verdict(targetUrl(), 'op-verdict-never'), 'not_committed');
+      assert.equal(await verdict('postgresql://pgx@127.0.0.1:1/none', 'op-verdict'), 'unreadable');
+    });
+
     it('the fence probe of a read-only session (a standby) reads the fence as it is: a claim would be refused', async () => {
       const client = new Client({ connectionString: targetUrl() });
       await client.connect();
