@@ -104,60 +104,62 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
     });
   }
 
-  it('cancelled mid-load: the target statement is cancelled, the target untouched, the run aborts after the transaction ended', async () => {
+  /**
+   * Runs `work` once a one-file run's load into the slow target is COPYing. The SDK sends heartbeats (and
+   * so learns of a cancellation) at most every 0.8 × the heartbeat timeout; one file, so only a cancel on
+   * the server (not the check between files) can stop the load early.
+   */
+  const whileLoading = async (work: (handle: Handle, manifest: Manifest) => Promise<void>): Promise<void> => {
     await recreateTarget(SLOW_TARGET);
     await withWorker(
       async ({ taskQueue }) => {
-        // The SDK sends heartbeats (and so learns of a cancellation) at most every 0.8 × the heartbeat timeout.
-        // One file, so only a cancel on the server (not the check between files) can stop the load early.
         const handle = await start(taskQueue, { name: 'warehouse', table: 'dst.t' }, { partitions: 1, timeouts: { loadHeartbeatMs: 2000 } });
         const manifest = await waitForManifest(handle);
         await targetStatement('COPY');
-        await handle.cancel();
-        await assert.rejects(handle.result(), WorkflowFailedError);
-        assert.equal((await handle.query(statusQuery)).outcome, 'abort');
-        await filesGone(manifest);
-        assert.deepEqual(await targetState(), { rows: 0, fenced: 0, staging: 0 });
-        const events = (await handle.fetchHistory()).events ?? [];
-        const requested = events.findIndex((e) => e.activityTaskCancelRequestedEventAttributes);
-        const cancelled = events.findIndex((e) => e.activityTaskCanceledEventAttributes);
-        const released = events.findIndex((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseOutputs');
-        assert.ok(requested >= 0 && requested < cancelled && cancelled < released, 'the load reported its cancellation before the run decided');
-        const at = (i: number): number => Number(events[i]!.eventTime!.seconds) * 1000 + (events[i]!.eventTime!.nanos ?? 0) / 1e6;
-        // Left alone, the COPY runs ~6 s more; cancelled on the server it ends within a heartbeat.
-        assert.ok(at(cancelled) - at(requested) < 4000, `the COPY was cancelled on the server (${at(cancelled) - at(requested)} ms)`);
+        await work(handle, manifest);
       },
       { targets: { warehouse: targetUrl() } },
     );
+  };
+
+  it('cancelled mid-load: the target statement is cancelled, the target untouched, the run aborts after the transaction ended', async () => {
+    await whileLoading(async (handle, manifest) => {
+      await handle.cancel();
+      await assert.rejects(handle.result(), WorkflowFailedError);
+      assert.equal((await handle.query(statusQuery)).outcome, 'abort');
+      await filesGone(manifest);
+      assert.deepEqual(await targetState(), { rows: 0, fenced: 0, staging: 0 });
+      const events = (await handle.fetchHistory()).events ?? [];
+      const requested = events.findIndex((e) => e.activityTaskCancelRequestedEventAttributes);
+      const cancelled = events.findIndex((e) => e.activityTaskCanceledEventAttributes);
+      const released = events.findIndex((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseOutputs');
+      assert.ok(requested >= 0 && requested < cancelled && cancelled < released, 'the load reported its cancellation before the run decided');
+      const at = (i: number): number => Number(events[i]!.eventTime!.seconds) * 1000 + (events[i]!.eventTime!.nanos ?? 0) / 1e6;
+      // Left alone, the COPY runs ~6 s more; cancelled on the server it ends within a heartbeat.
+      assert.ok(at(cancelled) - at(requested) < 4000, `the COPY was cancelled on the server (${at(cancelled) - at(requested)} ms)`);
+    });
   });
 
   it('cancelled mid-load while the target takes no new session: the fence cannot say whether an attempt committed, so the run keeps its files (retain_commit_unknown)', async () => {
-    await recreateTarget(SLOW_TARGET);
-    await withWorker(
-      async ({ taskQueue }) => {
-        const handle = await start(taskQueue, { name: 'warehouse', table: 'dst.t' }, { partitions: 1, timeouts: { loadHeartbeatMs: 2000 } });
-        const manifest = await waitForManifest(handle);
-        await targetStatement('COPY');
-        // The loading session stays; the fence's question needs a new one.
-        await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`);
-        try {
-          await handle.cancel();
-          await assert.rejects(handle.result(), WorkflowFailedError);
-          assert.equal((await handle.query(statusQuery)).outcome, 'retain_commit_unknown');
-        } finally {
-          await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
-        }
-        for (const f of manifest.files) await access(f.path);
-        const receipt = await handle.query(terminalReceiptQuery);
-        assert.deepEqual(receipt?.filesDeleted, []);
-        assert.deepEqual(await targetState(), { rows: 0, fenced: 0, staging: 0 });
-        const asked = ((await handle.fetchHistory()).events ?? []).filter(
-          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadFenceVerdict',
-        );
-        assert.equal(asked.length, 1, 'the fence was asked once the load ended without a report');
-      },
-      { targets: { warehouse: targetUrl() } },
-    );
+    await whileLoading(async (handle, manifest) => {
+      // The loading session stays; the fence's question needs a new one.
+      await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS false`);
+      try {
+        await handle.cancel();
+        await assert.rejects(handle.result(), WorkflowFailedError);
+        assert.equal((await handle.query(statusQuery)).outcome, 'retain_commit_unknown');
+      } finally {
+        await admin().query(`ALTER DATABASE ${TARGET_DB} ALLOW_CONNECTIONS true`);
+      }
+      for (const f of manifest.files) await access(f.path);
+      const receipt = await handle.query(terminalReceiptQuery);
+      assert.deepEqual(receipt?.filesDeleted, []);
+      assert.deepEqual(await targetState(), { rows: 0, fenced: 0, staging: 0 });
+      const asked = ((await handle.fetchHistory()).events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadFenceVerdict',
+      );
+      assert.equal(asked.length, 1, 'the fence was asked once the load ended without a report');
+    });
   });
 
   it('a loader worker killed mid-load is noticed within the heartbeat timeout and the load runs again on another worker', async () => {
