@@ -45,7 +45,10 @@ export async function followProgress(handle: WorkflowHandle, out: NodeJS.WriteSt
     // A run no worker answers for a while (a restart) fails the query after about a minute: the run goes on,
     // and so does the wait, as `--json`'s does.
     const status = await liveStatus(handle).catch(() => null);
-    if (!status) return;
+    if (!status) {
+      if (manifest && out.isTTY) out.write('\n');
+      return;
+    }
     if (out.isTTY) {
       const copying = status.batchWorkflowId ? handle.client.getHandle(status.batchWorkflowId) : handle;
       const live = manifest ? 0 : await heartbeatBytes(copying).catch(() => 0);

@@ -55,7 +55,7 @@ async function storedPackage(stores: OutputStores, manifest: Manifest): Promise<
   return { pkg: JSON.parse(body.toString('utf8')) as DataPackage, folder: posix.dirname(receipt.name) };
 }
 
-/** The statement for `table` (`schema.name`; the run's only table when absent). */
+/** The statement for the table `wanted` (the run's only table when absent). */
 export async function readerStatement(
   client: Client,
   stores: OutputStores,

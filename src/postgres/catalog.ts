@@ -57,7 +57,8 @@ export interface ResolveOptions {
   /**
    * Their rows are read as a source's: a table whose row security applies to this role (its
    * policies would hide rows) is refused with SOURCE_ROW_SECURITY, where a target's is not.
-   * Source sessions also read with row_security off (./session.ts), which fails such a read.
+   * Source sessions also read with row_security off (./session.ts), which fails such a read. A
+   * table that reads a foreign table is refused with SOURCE_FOREIGN_TABLE.
    * @default false
    */
   readRows?: boolean;
@@ -85,28 +86,33 @@ export const ATTRIBUTE_BASE_TYPE = `CROSS JOIN LATERAL (
                              WHERE oid = chain.oid AND typtype = 'd' OFFSET 0) AS t)
                  SELECT oid, typmod FROM chain ORDER BY depth DESC LIMIT 1) AS base`;
 
-/** What one catalog query returns per requested table (null oid: no such readable relation). */
-/** The relations a view's rule reads (the view → each relation), as `parent, child` rows. */
+/** The relations the SELECT rule of view `view` (an oid expression) reads, as rows of `child`. */
+const viewReadsOf = (view: string): string => `
+  SELECT d.refobjid AS child
+    FROM pg_catalog.pg_rewrite w
+    JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
+   WHERE w.ev_class = ${view} AND w.ev_type = '1' AND d.refobjid <> w.ev_class`;
+
+/** The relations every view reads (the view → each relation), as `parent, child` rows. */
 export const VIEW_READS = `
-  SELECT w.ev_class AS parent, d.refobjid AS child
-    FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_class v ON v.oid = w.ev_class AND v.relkind = 'v'
-    JOIN pg_catalog.pg_depend d
-      ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_catalog.pg_class'::regclass
-   WHERE d.refobjid <> w.ev_class`;
+  SELECT v.oid AS parent, r.child FROM pg_catalog.pg_class v CROSS JOIN LATERAL (${viewReadsOf('v.oid')}) r WHERE v.relkind = 'v'`;
 
 /**
  * Whether reading relation `c` reads a foreign table: it is one, or a partition or a relation a view
  * reads is, at any depth (an inheritance child too, which a view reads unless it says ONLY). An
- * ordinary table is read with ONLY, and a materialized view's rows are its own.
+ * ordinary table is read with ONLY, and a materialized view's rows are its own. Each step looks up
+ * the children of the relations reached so far by their oids.
  */
 const READS_FOREIGN_TABLE = `CASE WHEN c.relkind IN ('p', 'v', 'f') THEN EXISTS (
        WITH RECURSIVE reached(oid) AS (
          SELECT c.oid
          UNION
-         SELECT e.child FROM reached JOIN (SELECT i.inhparent AS parent, i.inhrelid AS child FROM pg_catalog.pg_inherits i UNION ALL ${VIEW_READS}) e
-             ON e.parent = reached.oid)
+         SELECT e.child FROM reached CROSS JOIN LATERAL (
+           SELECT i.inhrelid AS child FROM pg_catalog.pg_inherits i WHERE i.inhparent = reached.oid
+           UNION ALL${viewReadsOf('reached.oid')}) e)
        SELECT FROM reached JOIN pg_catalog.pg_class f ON f.oid = reached.oid WHERE f.relkind = 'f') ELSE false END`;
 
+/** What one catalog query returns per requested table (null oid: no such readable relation). */
 interface CatalogRow {
   oid: string | null;
   relkind: string;
@@ -126,7 +132,7 @@ interface CatalogRow {
 export async function resolveTables(client: ClientBase, requests: readonly TableRequest[], options: ResolveOptions = {}): Promise<ResolvedTable[]> {
   const r = await client.query<CatalogRow>(
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
-            ${READS_FOREIGN_TABLE} AS "readsForeign",
+            ${options.readRows ? READS_FOREIGN_TABLE : 'false'} AS "readsForeign",
             (SELECT json_agg(json_build_object(
                       'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,

@@ -11,7 +11,7 @@
 import type { ClientBase, QueryResult } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 import { VIEW_READS, fromItem } from './catalog';
-import { quoteIdent, quoteQualified } from './sql';
+import { quoteQualified } from './sql';
 
 /** lock_timeout for the rest of the current transaction. */
 export async function setLockTimeout(client: ClientBase, ms: number): Promise<void> {
@@ -23,12 +23,11 @@ export async function setLockTimeout(client: ClientBase, ms: number): Promise<vo
 /** LOCK TABLE refuses materialized views and foreign tables; planning a SELECT takes the same lock on them. */
 const LOCK_TABLE_KINDS = new Set(['r', 'p', 'v']);
 
-/** A relation as a lock names it, with the columns a read of it will name (none: only the lock is taken). */
+/** A relation as a lock names it. */
 export interface LockableTable {
   schema: string;
   table: string;
   relkind: string;
-  columns?: readonly { name: string }[];
 }
 
 /**
@@ -68,61 +67,77 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
 /**
  * ACCESS SHARE on each relation (and its partitions, or a view's tables) until the transaction
  * ends; a table's inheritance children are not read (catalog.ts fromItem), so not locked either.
- * One round trip for all of them, where pg_dump takes one per table: a set of 2,000 tables on a
- * server 1 ms away waits one round trip, not 2,000 (about 2 s). Tables and views take one
- * `LOCK TABLE a, b, … IN ACCESS SHARE MODE`, each other relation a `SELECT … LIMIT 0`, all in one
- * simple-query message. The first lock not granted within lock_timeout fails it; the caller's
- * ROLLBACK releases the locks already taken.
+ * Two round trips for all of them, where pg_dump takes one per table: a set of 2,000 tables on a
+ * server 1 ms away waits two round trips, not 2,000 (about 2 s). The first reads the snapshot's
+ * column names; the second, one simple-query message, is `LOCK TABLE a, b, … IN ACCESS SHARE MODE`
+ * for tables and views, a `SELECT … LIMIT 0` for each other relation (planning it locks a
+ * materialized view, which LOCK TABLE refuses), and the columns as the catalog has them now. The
+ * first lock not granted within lock_timeout fails it; the caller's ROLLBACK releases the locks already taken.
  *
  * The tables were found in the snapshot, but a lock takes the name as it is now. A change committed
  * in between can leave the snapshot unable to read the table as it saw it: gone (dropped, renamed:
- * an ETL's scratch table), replaced (a swap of names), or emptied or rewritten (TRUNCATE, a rewriting
+ * an ETL's scratch table), replaced (a swap of names), emptied or rewritten (TRUNCATE, a rewriting
  * ALTER TABLE, REFRESH MATERIALIZED VIEW are not MVCC-safe: the snapshot would read the new file,
- * empty after a TRUNCATE and reload). Each is SNAPSHOT_LOST, and a fresh attempt plans the set as it
- * is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
+ * empty after a TRUNCATE and reload), or a column renamed or dropped (read by name, a swap of two
+ * names would read each under the other's). Each is SNAPSHOT_LOST, and a fresh attempt plans the set
+ * as it is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
-  const numbered = await snapshotColumnNumbers(client, tables);
+  const before = await snapshotColumnNames(client, tables);
   const lock = lockTableSql(tables);
-  // Each table's columns described as the catalog has them now, once locked: planning the SELECT also locks a
-  // materialized view or a foreign table, which LOCK TABLE refuses.
-  const described = tables.map((t) => `SELECT ${(t.columns ?? []).map((c) => quoteIdent(c.name)).join(', ')} FROM ${fromItem(t)} LIMIT 0`);
-  let results: QueryResult[];
+  const statements = [
+    ...(lock ? [lock] : []),
+    ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
+    currentColumnNamesSql(tables),
+  ];
+  let replies: QueryResult[];
   try {
-    const replies = await client.query([...(lock ? [lock] : []), ...described].join(';\n'));
-    results = (Array.isArray(replies) ? replies : [replies]).slice(lock ? 1 : 0);
+    const replied = await client.query(statements.join(';\n'));
+    replies = Array.isArray(replied) ? replied : [replied];
   } catch (err) {
     if (!GONE_SINCE.has(String((err as { code?: unknown }).code))) throw err;
     throw new PgExtractError(ErrorCode.SNAPSHOT_LOST, `a table went away after the snapshot was taken, before it was locked (${(err as Error).message})`, {
       cause: err,
     });
   }
-  const renumbered = tables.filter((_, i) => results[i]!.fields.some((f) => numbered[i]?.[f.name] !== f.columnID));
-  if (renumbered.length) {
+  const now = new Map((replies.at(-1)!.rows as { i: number; names: string[] }[]).map((r) => [r.i, r.names]));
+  // Columns added since come after the snapshot's: those must still be there, in their order, under their names.
+  const renamed = tables.filter((_, i) => before[i]!.some((name, n) => now.get(i)?.[n] !== name));
+  if (renamed.length) {
     throw changedSinceSnapshot(
-      renumbered.map((t) => `${t.schema}.${t.table}`),
-      'before it was locked (a column renamed, dropped or added under a name read): the snapshot would read its columns by their new names',
+      renamed.map((t) => `${t.schema}.${t.table}`),
+      'before it was locked (a column renamed or dropped): the snapshot would read its columns by their names now',
     );
   }
   await requireUnchanged(client, tables, 'before it was locked (replaced, emptied, rewritten, or a partition attached or detached)');
 }
 
-/**
- * Each table's column numbers by name, as the snapshot's catalog has them: what a statement parsed
- * now must still find under each name it reads. Parsing reads the catalog as it is now, so after a
- * swap of two columns' names between the snapshot and the lock, each would be read under the other's.
- */
-async function snapshotColumnNumbers(client: ClientBase, tables: readonly LockableTable[]): Promise<(Record<string, number> | null)[]> {
-  const r = await client.query<{ columns: Record<string, number> | null }>(
-    `SELECT (SELECT json_object_agg(a.attname, a.attnum)
+/** Each table's column names in column order, as the snapshot's catalog has them. */
+async function snapshotColumnNames(client: ClientBase, tables: readonly LockableTable[]): Promise<string[][]> {
+  const r = await client.query<{ names: string[] | null }>(
+    `SELECT (SELECT array_agg(a.attname::text ORDER BY a.attnum)
                FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid
                JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-              WHERE n.nspname = t.schema AND c.relname = t.rel) AS columns
+              WHERE n.nspname = t.schema AND c.relname = t.rel) AS names
        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, rel, i)
       ORDER BY t.i`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return r.rows.map((row) => row.columns);
+  return r.rows.map((row) => row.names ?? []);
+}
+
+/**
+ * One statement giving each table's column names in column order as the catalog has them now: a row
+ * type's fields are read from the catalog as it is, not as the snapshot saw it, as a statement's
+ * parse reads them. Parsing names no relation to scan, so it locks no index.
+ */
+function currentColumnNamesSql(tables: readonly LockableTable[]): string {
+  return tables
+    .map(
+      (t, i) =>
+        `SELECT ${i} AS i, ARRAY(SELECT pg_catalog.json_object_keys(pg_catalog.to_json(pg_catalog.json_populate_record(NULL::${quoteQualified(t.schema, t.table)}, '{}')))) AS names`,
+    )
+    .join('\nUNION ALL ');
 }
 
 /** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */

@@ -10,7 +10,7 @@
 import { DefaultPayloadConverter, type Payload, type PayloadConverter } from '@temporalio/common';
 
 /** What an undecodable payload decodes to: its encoding (metadata), and why it was refused. */
-export interface UndecodablePayload {
+interface UndecodablePayload {
   undecodablePayload: { encoding: string; reason: string };
 }
 

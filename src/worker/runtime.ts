@@ -1,7 +1,8 @@
 /**
- * Process settings a worker should start with. All are read only at process start, so they travel
- * as environment to whatever launches the worker (`npm run worker`, the Dockerfile, the bench, the
- * tests' worker processes); nothing here can apply them to a process that is already running.
+ * Process settings a worker should start with. The memory settings are read only at process start,
+ * so they travel as environment to whatever launches the worker (`npm run worker`, the Dockerfile,
+ * the bench, the tests' worker processes); libuv's pool size is read when the pool first runs, so
+ * the worker sets it itself, first thing ({@link sizeThreadPool}).
  *
  * Measured on 2 M rows, nine 2- and 4-partition runs in a row on one worker: peak RSS 284 MB
  * without the first two, 228 MB with them, at the same speed (the V8 profile shows no more GC time).

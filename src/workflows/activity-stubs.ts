@@ -54,8 +54,9 @@ export function holderActivities(taskQueue: string, input: ExtractionInput) {
     hold: proxyActivities<HolderActivities>({
       ...common,
       // The hold lasts the whole attempt (a set's batches one after another, ranges queued behind busy workers),
-      // not one partition's time: its heartbeats say when it is lost.
-      startToCloseTimeout: '3650 days',
+      // not one partition's time: its heartbeats say when it is lost. Still bounded, so that no attempt holds
+      // the source's oldest snapshot (and its vacuum horizon) past a month.
+      startToCloseTimeout: '30 days',
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     }),
     control: proxyActivities<HolderActivities>({ ...common, startToCloseTimeout: input.timeouts.partitionStartToCloseMs }),

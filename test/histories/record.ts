@@ -206,7 +206,8 @@ describe('record workflow histories', function () {
 
   it('cancelled while loading', cancelledWhileLoading('load-cancelled'));
 
-  it('cancelled while loading, the fence asked once the load ended', cancelledWhileLoading('load-cancelled-fence-asked'));
+  // Named apart from the case above, so that recording one never re-records the other.
+  it('a load cancelled, its fence asked once it ended', cancelledWhileLoading('load-cancelled-fence-asked'));
 
   it('a set of tables at one snapshot, copied in a batch workflow, committed', async () => {
     await admin().query('CREATE TABLE hist.other (id int PRIMARY KEY); INSERT INTO hist.other SELECT generate_series(1, 10)');

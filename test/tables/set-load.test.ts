@@ -329,12 +329,10 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
   });
 
-  it('a schema run whose explicit map leaves a table out, or maps two onto one: abort with TARGET_MAPPING_INVALID, nothing loaded', async () => {
+  // Two listed tables of one name under target.schema are refused before the run (below).
+  it('a schema run whose explicit map leaves a table out: abort with TARGET_MAPPING_INVALID, nothing loaded', async () => {
     const left = await run({ schema: 'sload', target: { name: 'warehouse', tables: { 'sload.parent': 'dst.parent' } } });
     assert.deepEqual([left.terminalReceipt.outcome, left.load?.reason], ['abort', 'TARGET_MAPPING_INVALID']);
-    await admin().query('DROP SCHEMA IF EXISTS sload2 CASCADE; CREATE SCHEMA sload2; CREATE TABLE sload2.parent (id int PRIMARY KEY, name text)');
-    const twice = await run({ tables: ['sload.parent', 'sload2.parent'], target: { name: 'warehouse', schema: 'dst' } });
-    assert.deepEqual([twice.terminalReceipt.outcome, twice.load?.reason], ['abort', 'TARGET_MAPPING_INVALID']);
     assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
   });
 
