@@ -71,7 +71,8 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
  * server 1 ms away waits two round trips, not 2,000 (about 2 s). The first reads the snapshot's
  * column names; the second, one simple-query message, is `LOCK TABLE a, b, … IN ACCESS SHARE MODE`
  * for tables and views, a `SELECT … LIMIT 0` for each other relation (planning it locks a
- * materialized view, which LOCK TABLE refuses), and the columns as the catalog has them now. The
+ * materialized view, which LOCK TABLE refuses), and each table's row type, its columns as the
+ * catalog has them now. The
  * first lock not granted within lock_timeout fails it; the caller's ROLLBACK releases the locks already taken.
  *
  * The tables were found in the snapshot, but a lock takes the name as it is now. A change committed
@@ -83,12 +84,15 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
  * as it is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
+  if (!tables.length) return;
   const before = await snapshotColumnNames(client, tables);
   const lock = lockTableSql(tables);
   const statements = [
     ...(lock ? [lock] : []),
     ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
-    currentColumnNamesSql(tables),
+    // Each table's row type expanded: its columns as the catalog has them now, as a statement's parse reads them (not
+    // as the snapshot saw them). No relation is scanned, so no index is locked, and no value is made.
+    ...tables.map((t) => `SELECT (NULL::${quoteQualified(t.schema, t.table)}).* LIMIT 0`),
   ];
   let replies: QueryResult[];
   try {
@@ -100,9 +104,9 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
       cause: err,
     });
   }
-  const now = new Map((replies.at(-1)!.rows as { i: number; names: string[] }[]).map((r) => [r.i, r.names]));
+  const now = replies.slice(-tables.length).map((reply) => reply.fields.map((f) => f.name));
   // Columns added since come after the snapshot's: those must still be there, in their order, under their names.
-  const renamed = tables.filter((_, i) => before[i]!.some((name, n) => now.get(i)?.[n] !== name));
+  const renamed = tables.filter((_, i) => before[i]!.some((name, n) => now[i]![n] !== name));
   if (renamed.length) {
     throw changedSinceSnapshot(
       renamed.map((t) => `${t.schema}.${t.table}`),
@@ -124,20 +128,6 @@ async function snapshotColumnNames(client: ClientBase, tables: readonly Lockable
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
   return r.rows.map((row) => row.names ?? []);
-}
-
-/**
- * One statement giving each table's column names in column order as the catalog has them now: a row
- * type's fields are read from the catalog as it is, not as the snapshot saw it, as a statement's
- * parse reads them. Parsing names no relation to scan, so it locks no index.
- */
-function currentColumnNamesSql(tables: readonly LockableTable[]): string {
-  return tables
-    .map(
-      (t, i) =>
-        `SELECT ${i} AS i, ARRAY(SELECT pg_catalog.json_object_keys(pg_catalog.to_json(pg_catalog.json_populate_record(NULL::${quoteQualified(t.schema, t.table)}, '{}')))) AS names`,
-    )
-    .join('\nUNION ALL ');
 }
 
 /** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */

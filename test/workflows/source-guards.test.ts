@@ -172,8 +172,10 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
 
   it("a swap of two columns' names, or a text key's collation changed in place, committed after the snapshot and before its lock: a fresh snapshot for the names; for the collation, cuts sorted under the one the plan records (every row once)", async () => {
     const seed = (key: string) =>
-      admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr; CREATE TABLE sgr.t (k ${key} PRIMARY KEY, a text, b text);
-        INSERT INTO sgr.t SELECT chr(CASE WHEN g % 2 = 0 THEN 65 ELSE 97 END + g % 26) || g, 'a' || g, 'b' || g
+      // A NOT NULL domain too: the check reads the row type's columns, never a value of it.
+      admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr; CREATE DOMAIN sgr.present AS int NOT NULL;
+        CREATE TABLE sgr.t (k ${key} PRIMARY KEY, a text, b text, n sgr.present);
+        INSERT INTO sgr.t SELECT chr(CASE WHEN g % 2 = 0 THEN 65 ELSE 97 END + g % 26) || g, 'a' || g, 'b' || g, g
           FROM generate_series(1, 900) g`);
     // Read under the old names, a's values would be written as b's and b's as a's, in one attempt.
     await seed('text');
