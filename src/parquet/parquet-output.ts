@@ -37,7 +37,7 @@ export async function writeParquet(
   format: ExportFormat,
   sink: OutputSink,
   options: ParquetOutputOptions,
-): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
+): Promise<WrittenFile & StoredOutput & { rows: number }> {
   requireParquetColumns(null, columns);
   requirePlainScratchParent();
   const scratch = await makeScratch();
@@ -46,7 +46,7 @@ export async function writeParquet(
       const files = { csv: join(scratch, `rows-${attempt + 1}.csv`), parquet: join(scratch, `rows-${attempt + 1}.parquet`), scratch };
       const lastAttempt = attempt === ROW_BYTES_LIMITS.length - 1;
       const rows = await convertCopy(client, select, columns, format, { ...files, maxRowBytes }, lastAttempt, options);
-      if (rows !== null) return { ...(await storeFile(files.parquet, sink, options)), rowCount: () => rows };
+      if (rows !== null) return { ...(await storeFile(files.parquet, sink, options)), rows };
       // The scratch disk holds one Parquet file at a time.
       await rm(files.parquet, { force: true });
     }
@@ -111,7 +111,7 @@ async function convertCopy(
     if (lastAttempt) throw tooLongError();
     return null;
   }
-  const rows = await copied.finished;
+  const rows = copied.rowCount;
   if (written !== rows) throw new PgExtractError(ErrorCode.SOURCE_READ_FAILED, `the Parquet file holds ${written} rows; the COPY sent ${rows}`);
   return rows;
 }

@@ -75,9 +75,8 @@ export async function* copyBatchFiles(client: Client, table: ResolvedTable, rang
         onBytes: (bytes) => options.onBytes?.(total + bytes),
         signal: options.signal,
       });
-      // The COPY's row count arrives with the reply to the next query.
       const completedAt = await serverNow(client);
-      const rows = out.rowCount();
+      const rows = out.rows;
       const { maxRows, maxBytes } = options.bounds;
       const over = (maxRows !== null && rows > maxRows) || (maxBytes !== null && out.bytes > maxBytes);
       const scale = fitScale(options.bounds, rows, out.bytes);

@@ -61,7 +61,7 @@ export class CopyOutStream extends Readable implements Submittable {
 
   constructor(private readonly text: string) {
     super({ highWaterMark: 2 * BLOCK });
-    // Most callers read the count after a later query instead; a failure is reported by the stream too.
+    // Awaited once the rows have ended (copy-to-output.ts copyThrough); a failure before then is the stream's to report.
     this.finished.catch(() => undefined);
   }
 

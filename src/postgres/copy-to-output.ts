@@ -48,16 +48,16 @@ export interface CopyToOutputOptions {
 }
 
 /**
- * Runs `copySql` on `client` and writes the stream into `sink`, then commits it. The caller owns
- * the transaction; the COPY's row count is on the returned stream once the next query on `client`
- * returns. A failure leaves no output (see {@link copyThrough} for the session).
+ * Runs `copySql` on `client` and writes the stream into `sink`, then commits it, and returns what it
+ * wrote with the COPY's row count. The caller owns the transaction. A failure leaves no output (see
+ * {@link copyThrough} for the session).
  */
 export async function copyToOutput(
   client: Client,
   copySql: string,
   sink: OutputSink,
   options: CopyToOutputOptions,
-): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
+): Promise<WrittenFile & StoredOutput & { rows: number }> {
   const digest = new Digest(options.onBytes ?? (() => undefined));
   try {
     // Uncompressed, the sink gets the source's own blocks (the digest passes them on), so it can
@@ -75,7 +75,7 @@ export async function copyToOutput(
     );
     const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
     const stored = await sink.commit(written);
-    return { ...written, ...stored, rowCount: () => source.rowCount };
+    return { ...written, ...stored, rows: source.rowCount };
   } catch (err) {
     // The COPY's failure is the one to report; a partial output left behind is only a note on it.
     await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
@@ -85,7 +85,8 @@ export async function copyToOutput(
 
 /**
  * Runs `copySql` on `client` and pipes the stream through `stages` (the last one writes); returns
- * the finished COPY stream. If writing fails or is aborted mid-COPY, the session is still in COPY
+ * the COPY stream once its query has ended, so its `rowCount` is the server's `COPY n` (which may
+ * reach the client in a later read than the rows' end). If writing fails or is aborted mid-COPY, the session is still in COPY
  * mode and can run nothing else (not even ROLLBACK), so it is closed here; the server then rolls
  * the transaction back.
  */
@@ -102,6 +103,7 @@ export async function copyThrough(
   source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
   try {
     await pipeline([source, ...stages(source)] as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], signal ? { signal } : {});
+    await source.finished;
     return source;
   } catch (err) {
     if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);

@@ -26,7 +26,7 @@ export function exportToOutput(
   format: ExportFormat,
   sink: OutputSink,
   options: ExportToOutputOptions,
-): Promise<WrittenFile & StoredOutput & { rowCount: () => number }> {
+): Promise<WrittenFile & StoredOutput & { rows: number }> {
   if (format.format === 'parquet') return writeParquet(client, select, columns, format, sink, options);
   return copyToOutput(client, copyOutSql(select, format), sink, {
     compress: (recycle) => compressStage(format, recycle),

@@ -75,7 +75,7 @@ export async function copyPartition(
   const { result: written, ...read } = await readPartition(client, request, (table) =>
     exportToOutput(client, selectSql(table, rangePredicate(request.range, table.key)), sourceColumns(table), request.format, output, options),
   );
-  return { location: written.location, etag: written.etag, rows: written.rowCount(), bytes: written.bytes, sha256: written.sha256, ...read };
+  return { location: written.location, etag: written.etag, rows: written.rows, bytes: written.bytes, sha256: written.sha256, ...read };
 }
 
 /** What `read` gets inside the imported snapshot. */

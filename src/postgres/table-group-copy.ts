@@ -58,6 +58,5 @@ export async function copyTableGroup(
     }
     return outputs;
   });
-  // A COPY's row count arrives with the reply to the next query: every one has by now.
-  return { files: written.map((w) => ({ location: w.location, etag: w.etag, rows: w.rowCount(), bytes: w.bytes, sha256: w.sha256 })), ...read };
+  return { files: written.map((w) => ({ location: w.location, etag: w.etag, rows: w.rows, bytes: w.bytes, sha256: w.sha256 })), ...read };
 }

@@ -47,7 +47,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
     const file: WholeCopyFile = {
       location: written.location,
       etag: written.etag,
-      rows: written.rowCount(),
+      rows: written.rows,
       bytes: written.bytes,
       sha256: written.sha256,
       backendPid,

@@ -65,7 +65,7 @@ describe('Parquet row count (live PostgreSQL)', function () {
       const table = await resolveTable(session, { schema: 'pqcount', table: 't' }, { readRows: true });
       const sink = new LocalFileSink(join(folder, 't.parquet'), 0o600, { directIo: false });
       const written = await writeParquet(session, selectSql(table), sourceColumns(table), { format: 'parquet', header: false, gzip: false }, sink, {});
-      assert.equal(written.rowCount(), 5);
+      assert.equal(written.rows, 5);
     } finally {
       await closeSession(session);
       await proxy.close();
