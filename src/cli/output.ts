@@ -14,6 +14,7 @@ function tableOf(file: { table?: string | undefined }, m: Manifest): string {
 
 /** The `start --wait --json` document. Field names are a stable interface. */
 export function manifestJson(m: Manifest) {
+  const tables = tableTotals(m);
   return {
     workflowId: m.workflowId,
     extractionReceipt: m.extractionReceipt,
@@ -29,8 +30,8 @@ export function manifestJson(m: Manifest) {
       sha256,
       ...(etag ? { etag } : {}),
     })),
-    tables: tableTotals(m),
-    totals: { ...m.totals, tables: tableTotals(m).length, files: m.files.length },
+    tables,
+    totals: { ...m.totals, tables: tables.length, files: m.files.length },
     dataPackage: m.dataPackage ? { path: m.dataPackage.path, bytes: m.dataPackage.bytes, sha256: m.dataPackage.sha256 } : null,
   };
 }

@@ -72,8 +72,8 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
  * column names; the second, one simple-query message, is `LOCK TABLE a, b, … IN ACCESS SHARE MODE`
  * for tables and views, a `SELECT … LIMIT 0` for each other relation (planning it locks a
  * materialized view, which LOCK TABLE refuses), and each table's row type, its columns as the
- * catalog has them now. The
- * first lock not granted within lock_timeout fails it; the caller's ROLLBACK releases the locks already taken.
+ * catalog has them now. The first lock not granted within lock_timeout fails it; the caller's
+ * ROLLBACK releases the locks already taken.
  *
  * The tables were found in the snapshot, but a lock takes the name as it is now. A change committed
  * in between can leave the snapshot unable to read the table as it saw it: gone (dropped, renamed:
