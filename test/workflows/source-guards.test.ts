@@ -31,10 +31,16 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
       const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       await holder.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
       await withWorker(async ({ taskQueue }) => {
-        // A one-session copy waited for the holder for as long as it held the lock.
+        // A one-session copy waited for the holder for as long as it held the lock. Its LOCK_TIMEOUT is
+        // retried (partitionRetry, README); two quick tries keep the test short.
+        const partitionRetry = { maximumAttempts: 2, initialIntervalMs: 100 };
         for (const request of [{ partitions: 2 }, { partitions: 1 }, { partitions: 1, maxFileRows: 10_000 }]) {
           const started = Date.now();
-          const handle = await startExtraction(live().temporal.client, { table, ...request, timeouts: { lockTimeoutMs: 500 } }, { taskQueue });
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table, ...request, partitionRetry, timeouts: { lockTimeoutMs: 500 } },
+            { taskQueue },
+          );
           await assert.rejects(handle.result(), (err: unknown) => {
             assert.ok(err instanceof WorkflowFailedError);
             const failure = JSON.stringify(err.cause);
