@@ -4,7 +4,7 @@
  * range on any worker, and completes the receipt on the holder. If the holder goes away the
  * attempt fails as SNAPSHOT_LOST, and the caller discards it and starts a fresh one.
  */
-import { patched, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
 import { fileExtension } from '../contract/formats';
 import { DATA_PACKAGE_FILE } from '../readers/data-package';
 import type { ExtractionInput } from '../contract/extraction-input';
@@ -61,10 +61,16 @@ function tellBatches(scope: AttemptScope, input: ExtractionInput, files: Manifes
   for (const f of files) events.writes(batchFileName(partitionPrefix(scope, f.partition), f.batch!, input));
 }
 
+/** A whole copy's folder is prepared uncancellably, as a held snapshot's is; runs started before replay without. */
+export const WHOLE_COPY_FOLDER_BEFORE_DISCARD = 'whole-copy-folder-before-discard';
+
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const batched = fileBoundsOf(input) !== null;
   const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
-  await quickActivities(input).prepareOutputFolder(scope.folder);
+  // A cancelled prepare (TRY_CANCEL) let the discard run while the folder was still being made: its marker then
+  // landed in a folder nothing removes. Once it is made, the copy is not started in a cancelled run.
+  const prepareFolder = () => quickActivities(input).prepareOutputFolder(scope.folder);
+  await (patched(WHOLE_COPY_FOLDER_BEFORE_DISCARD) ? CancellationScope.nonCancellable(prepareFolder) : prepareFolder());
   events.planned(batched ? { partitions: 1, names: [], prefixes: [`${name}-batch-`] } : { partitions: 1, names: [name] });
   const extract = extractActivities(input);
   const { files, receipt, snapshotDigest, columns, primaryKey } = batched

@@ -23,6 +23,7 @@ export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-plannin
 export const CALLERS_FAULT_AT_COMPLETION = 'callers-fault-at-completion';
 export const FOLDER_BEFORE_DISCARD = 'folder-before-discard';
 export const PLAN_WAIT_WITH_HOLD = 'plan-wait-with-hold';
+export const QUEUE_FAILURE_AFTER_FOLDER = 'queue-failure-after-folder';
 
 /**
  * Completing the receipt checks that every file is visible (a HEAD per object on S3). A failure
@@ -86,7 +87,13 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   const folderBeforeDiscard = whilePlanning && patched(FOLDER_BEFORE_DISCARD);
   const folderReady = !whilePlanning ? null : folderBeforeDiscard ? CancellationScope.nonCancellable(prepareFolder) : prepareFolder();
   folderReady?.catch(() => undefined);
-  const queue = await quick.holderTaskQueue();
+  const queue = await quick.holderTaskQueue().catch(async (err: unknown) => {
+    // Before the try below, whose failure path waits for the prepare: a cancellation here (or a next attempt
+    // started in a cancelled run, whose prepare is not cancelled) must not let the discard race it either.
+    // Runs that failed here before this change replay without the wait.
+    if (folderBeforeDiscard && patched(QUEUE_FAILURE_AFTER_FOLDER)) await folderReady!.catch(() => undefined);
+    throw err;
+  });
   const holder = holderActivities(queue, input);
   const holdScope = new CancellationScope();
   const held = holdScope.run(() => holder.hold.holdSnapshot({ attemptKey, input }));

@@ -66,6 +66,9 @@ describe('record workflow histories', function () {
 
   it('partitioned with its data package written, committed', committedWithPackage('data-package-committed', 2));
 
+  // Recorded with the whole copy's folder prepared uncancellably ('whole-copy-folder-before-discard').
+  it('one session, its folder prepared uncancellably, committed', committedWithPackage('one-session-uncancelled-prepare', 1));
+
   it(
     'partitioned, its folder prepared while the holder plans and its package written while the receipt completes, committed',
     committedWithPackage('folder-while-planning-committed', 2),
