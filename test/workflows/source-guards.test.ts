@@ -36,11 +36,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
         const partitionRetry = { maximumAttempts: 2, initialIntervalMs: 100 };
         for (const request of [{ partitions: 2 }, { partitions: 1 }, { partitions: 1, maxFileRows: 10_000 }]) {
           const started = Date.now();
-          const handle = await startExtraction(
-            live().temporal.client,
-            { table, ...request, partitionRetry, timeouts: { lockTimeoutMs: 500 } },
-            { taskQueue },
-          );
+          const handle = await startExtraction(live().temporal.client, { table, ...request, partitionRetry, timeouts: { lockTimeoutMs: 500 } }, { taskQueue });
           await assert.rejects(handle.result(), (err: unknown) => {
             assert.ok(err instanceof WorkflowFailedError);
             const failure = JSON.stringify(err.cause);
