@@ -62,9 +62,19 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; s
   }
   if (target.tables === undefined) return;
   try {
-    const targets = Object.values(target.tables).map((to) => joinedName(parseTableName(to, 'target.tables')));
-    const twice = targets.find((to, i) => targets.indexOf(to) !== i);
-    if (twice !== undefined) issue('tables', `two tables map onto ${twice}`);
+    // Manifests name a file's table by its joined name, so two sources that read alike there (`"a.b".c` and
+    // `a."b.c"`, or `users` and `public.users`) cannot both be mapped: the first would take the other's rows.
+    const sources = Object.keys(target.tables).map((from) => joinedName(parseTableName(from, 'target.tables')));
+    const alike = sources.findIndex((from, i) => sources.indexOf(from) !== i);
+    if (alike >= 0) {
+      const [first, second] = Object.keys(target.tables).filter((_, i) => sources[i] === sources[alike]);
+      issue('tables', `target.tables maps ${JSON.stringify(first)} and ${JSON.stringify(second)}, which name the same table in a manifest (${sources[alike]}); keep one`);
+    }
+    // Targets are told apart by their parts: `"x.y".z` and `x."y.z"` are two tables.
+    const targets = Object.values(target.tables).map((to) => parseTableName(to, 'target.tables'));
+    const keys = targets.map(({ schema, table }) => JSON.stringify([schema, table]));
+    const twice = keys.findIndex((to, i) => keys.indexOf(to) !== i);
+    if (twice >= 0) issue('tables', `two tables map onto ${joinedName(targets[twice]!)}`);
     for (const source of input.tables ?? []) targetTableOf(target, joinedName(parseTableName(source)));
   } catch (err) {
     issue('tables', (err as Error).message, (err as PgExtractError).code ?? ErrorCode.TARGET_MAPPING_INVALID);

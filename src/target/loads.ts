@@ -78,10 +78,13 @@ export async function loadFileSet(url: string, { tables, ...load }: FileSetLoad,
     const seen = new Map<string, string>();
     for (const { source, target, ...fill } of tables) {
       const resolved = await resolveTable(client, target);
-      const name = `${resolved.schema}.${resolved.table}`;
-      if (seen.has(name))
-        throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `${seen.get(name)} and ${source} both map onto ${name}`, { field: 'target' });
-      seen.set(name, source);
+      // By its parts: `"x.y".z` and `x."y.z"` are two tables.
+      const key = JSON.stringify([resolved.schema, resolved.table]);
+      if (seen.has(key))
+        throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, `${seen.get(key)} and ${source} both map onto ${resolved.schema}.${resolved.table}`, {
+          field: 'target',
+        });
+      seen.set(key, source);
       resolvedTables.push({ schema: resolved.schema, table: resolved.table, ...fill });
     }
     const request = { ...load, tables: resolvedTables };

@@ -361,6 +361,17 @@ describe('built-in loader over a set of tables (live)', function () {
       /TARGET_MAPPING_INVALID/,
     ],
     ['a schema with a dot, mapped by target.schema', { schema: '"a.b"', target: { name: 'warehouse', schema: 'dst' } }, /TARGET_MAPPING_INVALID/],
+    // Before, the first key that read as a.b.c took the run's table: a."b.c" loaded into dst.wrong.
+    [
+      'two map keys that read alike in a manifest',
+      { tables: ['a."b.c"'], target: { name: 'warehouse', tables: { '"a.b".c': 'dst.wrong', 'a."b.c"': 'dst.right' } } },
+      /TARGET_MAPPING_INVALID/,
+    ],
+    [
+      'one source mapped twice',
+      { tables: ['public.parent', 'sload.parent'], target: { name: 'warehouse', tables: { parent: 'dst.a', 'public.parent': 'dst.b', 'sload.parent': 'dst.c' } } },
+      /TARGET_MAPPING_INVALID/,
+    ],
     ['--via stream', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'stream' } }, /TARGET_VIA_UNSUPPORTED/],
     ['--via internal', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'internal' } }, /TARGET_VIA_UNSUPPORTED/],
   ];
@@ -378,6 +389,14 @@ describe('built-in loader over a set of tables (live)', function () {
       target: { name: 'warehouse', tables: { '"a.b".orders': 'dst.orders', 'sload.parent': 'dst.parent' } },
     });
     assert.deepEqual(targetTableOf(input.target!, 'a.b.orders'), { schema: 'dst', table: 'orders' });
+  });
+
+  it('two targets that read alike joined ("x.y".z and x."y.z") are two tables', () => {
+    const input = parseExtractionInput({
+      tables: ['sload.parent', 'sload.child'],
+      target: { name: 'warehouse', tables: { 'sload.parent': '"x.y".z', 'sload.child': 'x."y.z"' } },
+    });
+    assert.deepEqual(targetTableOf(input.target!, 'sload.child'), { schema: 'x', table: 'y.z' });
   });
 
   it('CLI: start --tables --target --target-schema --wait --json loads the set; a set without --target-schema, or --target-schema without --target, exits 2', async () => {
