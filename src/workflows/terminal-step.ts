@@ -37,7 +37,9 @@ export async function decideTerminal(
 ): Promise<TerminalDecision> {
   status.phase = 'awaiting_commit';
   show();
-  const folders = manifest.files.length ? [attemptFolder] : [];
+  // Every extraction prepared its attempt's folder, one that wrote no file too (batched files of empty tables):
+  // it goes with the run's files. A load without files (stream, internal query) prepared none.
+  const folders = manifest.strategy === 'stream_copy' || manifest.strategy === 'internal_query' ? [] : [attemptFolder];
   const terminal = new TerminalAuthority({
     files: runOutputs(manifest),
     releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),

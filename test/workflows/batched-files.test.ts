@@ -92,6 +92,25 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
     });
   });
 
+  it('an empty table in batched files (whole copy and partitions): no file, and the folder the run prepared goes at its end', async () => {
+    await admin().query('DROP TABLE IF EXISTS batched.empty; CREATE TABLE batched.empty (id int PRIMARY KEY, v text)');
+    await withWorker(async ({ client, taskQueue }) => {
+      for (const [partitions, outcome] of [
+        [1, 'committed'],
+        [2, 'failed'],
+      ] as const) {
+        const outDir = `batched-empty-${partitions}-${outcome}`;
+        const handle = await startExtraction(client, { table: 'batched.empty', partitions, maxFileRows: 1_000, outDir }, { taskQueue });
+        const manifest = await waitForManifest(handle);
+        assert.deepEqual(manifest.files, []);
+        const receipt = await handle.executeUpdate(commitUpdate, { args: [{ outcome }] });
+        assert.equal(receipt.cleanupSucceeded, true);
+        // Before, the attempt's folder (its marker) and the run's folder above it were left, whatever the outcome.
+        assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], `${partitions} ${outcome}: nothing left`);
+      }
+    });
+  });
+
   it('a run whose manifest would not fit in one Temporal payload fails with RUN_EXCEEDS_PAYLOAD_LIMIT before any commit decision, its files discarded', async () => {
     await withWorker(async ({ client, taskQueue }) => {
       // Long paths (four nested folders of 250 characters) pass the 2 MB payload limit with 1,000 files, each partition's well within it.
