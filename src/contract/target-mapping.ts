@@ -68,7 +68,10 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; s
     const alike = sources.findIndex((from, i) => sources.indexOf(from) !== i);
     if (alike >= 0) {
       const [first, second] = Object.keys(target.tables).filter((_, i) => sources[i] === sources[alike]);
-      issue('tables', `target.tables maps ${JSON.stringify(first)} and ${JSON.stringify(second)}, which name the same table in a manifest (${sources[alike]}); keep one`);
+      issue(
+        'tables',
+        `target.tables maps ${JSON.stringify(first)} and ${JSON.stringify(second)}, which name the same table in a manifest (${sources[alike]}); keep one`,
+      );
     }
     // Targets are told apart by their parts: `"x.y".z` and `x."y.z"` are two tables.
     const targets = Object.values(target.tables).map((to) => parseTableName(to, 'target.tables'));

@@ -156,8 +156,13 @@ class RunFolders {
     try {
       await unlink(path);
     } catch (err) {
-      // Gone from a folder the run can see as its own: proved gone. Anywhere else: not visible.
-      if ((err as { code?: string }).code !== 'ENOENT' || owned !== 'mine') throw err;
+      if ((err as { code?: string }).code !== 'ENOENT') throw err;
+      // Gone from a folder the run can see as its own: proved gone.
+      if (owned === 'mine') return;
+      // Its folder renamed away by a discard that stopped part-way: the file goes from there. Anywhere else: not visible.
+      const graveyards = await this.#graveyardsOf(dirname(path));
+      if (graveyards.length === 0) throw err;
+      await Promise.all(graveyards.map((graveyard) => unlink(join(graveyard, basename(path))).catch(ignoreError('ENOENT'))));
     }
   }
 
@@ -170,21 +175,36 @@ class RunFolders {
     }
   }
 
-  /** Removes this run's `folder` (its temp files, its marker, then the folder if empty); returns a code if it could not. */
+  /**
+   * Removes this run's `folder` and every file in it, as a discarded S3 prefix keeps no object; returns a code if it
+   * could not. The folder is renamed away first (a graveyard): a writer still running can then neither land a file
+   * in it nor re-create it. A graveyard whose discard stopped part-way (its worker died) is finished here.
+   */
   async discard(folder: string): Promise<string | null> {
     try {
+      const graveyards = await this.#graveyardsOf(folder);
       // A folder without this run's marker was never prepared here, or is not visible here: its files' releases say which.
-      if ((await this.#ownedInside(folder)) !== 'mine') return null;
-      const graveyard = join(dirname(folder), `.${basename(folder)}.discarded-${randomBytes(4).toString('hex')}`);
-      await rename(folder, graveyard);
-      await removeTemps(graveyard);
-      await unlink(join(graveyard, OWNER_MARKER));
-      await rmdir(graveyard);
+      if ((await this.#ownedInside(folder)) === 'mine') {
+        const graveyard = `${graveyardPrefix(folder)}${randomBytes(4).toString('hex')}`;
+        await rename(folder, graveyard);
+        graveyards.push(graveyard);
+      }
+      for (const graveyard of graveyards) await removeGraveyard(graveyard, folder);
     } catch (err) {
       return releaseErrorCode(err);
     }
     await removeEmptyParents(folder, this.root);
     return null;
+  }
+
+  /** The graveyards of `folder` that carry this run's marker. */
+  async #graveyardsOf(folder: string): Promise<string[]> {
+    const parent = dirname(folder);
+    await assertRealInside(this.root, parent, folder, this.#rootReal);
+    const prefix = basename(graveyardPrefix(folder));
+    const names = ((await readdir(parent).catch(ignoreError('ENOENT'))) ?? []).filter((e) => e.startsWith(prefix));
+    const owners = await Promise.all(names.map((e) => folderOwner(join(parent, e))));
+    return names.filter((_, i) => owners[i] === this.owner).map((e) => join(parent, e));
   }
 
   async #ownedInside(folder: string): Promise<'mine' | 'absent'> {
@@ -204,6 +224,27 @@ class RunFolders {
       this.#owners.set(folder, pending);
     }
     return pending;
+  }
+}
+
+/** Where `folder` is renamed to be discarded, before its random suffix. */
+function graveyardPrefix(folder: string): string {
+  return join(dirname(folder), `.${basename(folder)}.discarded-`);
+}
+
+/**
+ * Deletes every file of a graveyard, then its marker and itself. What cannot go (a folder inside it, a file that will
+ * not unlink) goes back under the folder's name with its marker, where the receipt and a retried release find it.
+ */
+async function removeGraveyard(graveyard: string, folder: string): Promise<void> {
+  try {
+    const files = (await readdir(graveyard)).filter((e) => e !== OWNER_MARKER);
+    await Promise.all(files.map((e) => unlink(join(graveyard, e)).catch(ignoreError('ENOENT'))));
+    await unlink(join(graveyard, OWNER_MARKER));
+    await rmdir(graveyard);
+  } catch (err) {
+    await rename(graveyard, folder).catch(() => undefined);
+    throw err;
   }
 }
 

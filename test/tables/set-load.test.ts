@@ -369,7 +369,10 @@ describe('built-in loader over a set of tables (live)', function () {
     ],
     [
       'one source mapped twice',
-      { tables: ['public.parent', 'sload.parent'], target: { name: 'warehouse', tables: { parent: 'dst.a', 'public.parent': 'dst.b', 'sload.parent': 'dst.c' } } },
+      {
+        tables: ['public.parent', 'sload.parent'],
+        target: { name: 'warehouse', tables: { parent: 'dst.a', 'public.parent': 'dst.b', 'sload.parent': 'dst.c' } },
+      },
       /TARGET_MAPPING_INVALID/,
     ],
     ['--via stream', { schema: 'sload', target: { name: 'warehouse', schema: 'dst', via: 'stream' } }, /TARGET_VIA_UNSUPPORTED/],
