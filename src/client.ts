@@ -45,6 +45,11 @@ export function checkWorkflowId(workflowId: string | undefined): void {
       { field: 'workflowId' },
     );
   }
+  // Without --out the id names the run's folder under the output root, where `..` would be its parent.
+  if (workflowId === '.' || workflowId === '..')
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `a workflow id of ${JSON.stringify(workflowId)} would name no folder of its own`, {
+      field: 'workflowId',
+    });
 }
 
 export async function startExtraction(

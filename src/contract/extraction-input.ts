@@ -6,6 +6,7 @@ import { isAbsolute, normalize } from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, PgExtractError } from '../errors';
 import { parseOrThrow } from './parse';
+import { climbsOut } from './relative-path';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkTargetMapping } from './target-mapping';
@@ -116,7 +117,7 @@ export const extractionInputSchema = z
       .refine((v) => !v.includes('\0'), 'no NUL bytes')
       .superRefine((v, ctx) => {
         if (!isS3Url(v)) {
-          if (!isAbsolute(v) && normalize(v).startsWith('..'))
+          if (!isAbsolute(v) && climbsOut(normalize(v)))
             ctx.addIssue({ code: 'custom', message: 'must not leave the output root', params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
           return;
         }

@@ -5,7 +5,8 @@
  * default) whatever the umask, and claimed by the run that prepares them.
  */
 import { chmod, mkdir, realpath } from 'node:fs/promises';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { climbsOut } from '../contract/relative-path';
 import { ErrorCode, PgExtractError } from '../errors';
 import { claimFolder } from './output-owner';
 
@@ -19,7 +20,7 @@ export function folderModeOf(fileMode: number): number {
 
 function inside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && !rel.startsWith(`..${sep}`));
+  return rel === '' || (!climbsOut(rel) && !isAbsolute(rel));
 }
 
 function escapes(name: string): PgExtractError {
