@@ -79,6 +79,9 @@ export async function fencedTransaction(
   // earlier attempt's COMMIT fails with a serialization error instead of seeing that attempt's row.
   await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
+    // Deferrable keys are checked at COMMIT: rows that reference each other across files (a self-reference split
+    // into ranges, a cycle of tables) load in any order. A key that is not deferrable is checked per statement.
+    await client.query('SET CONSTRAINTS ALL DEFERRED');
     // The fence row is claimed before any write: an earlier attempt of this operation still in its
     // transaction (its worker vanished mid-COMMIT) holds the row's key, so the claim waits for that
     // COMMIT and then answers from it. Claimed after the writes, the wait came at the target's own

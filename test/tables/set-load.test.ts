@@ -61,6 +61,36 @@ describe('built-in loader over a set of tables (live)', function () {
       { targets: { warehouse: targetUrl() }, ...(s3Env ? { s3Env } : {}) },
     );
 
+  it('deferrable keys hold at COMMIT, not per file: a self-referencing table split into ranges, and a cycle of two tables (DEFERRABLE INITIALLY IMMEDIATE)', async () => {
+    // Each row's boss is in the other half of the key range, so each file references rows of the other; each cyc.a row's
+    // b is loaded after it. Before, every file's COPY checked its keys at once and the loads failed with 23503.
+    const ddl = (schema: string) => `CREATE SCHEMA ${schema};
+      CREATE TABLE ${schema}.emp (id int PRIMARY KEY, boss int REFERENCES ${schema}.emp DEFERRABLE);
+      CREATE TABLE ${schema}.a (id int PRIMARY KEY, b int);
+      CREATE TABLE ${schema}.b (id int PRIMARY KEY, a int REFERENCES ${schema}.a DEFERRABLE);
+      ALTER TABLE ${schema}.a ADD FOREIGN KEY (b) REFERENCES ${schema}.b DEFERRABLE`;
+    await admin().query(`DROP SCHEMA IF EXISTS cyc CASCADE; ${ddl('cyc')};
+      INSERT INTO cyc.emp SELECT g, NULL FROM generate_series(1, 4000) g; UPDATE cyc.emp SET boss = 4001 - id;
+      INSERT INTO cyc.a SELECT g, NULL FROM generate_series(1, 100) g; INSERT INTO cyc.b SELECT g, g FROM generate_series(1, 100) g;
+      UPDATE cyc.a SET b = id; ANALYZE cyc.emp`);
+    await recreateTarget(ddl('dcyc'));
+    const whole = await run({ table: 'cyc.emp', partitions: 2, target: { name: 'warehouse', table: 'dcyc.emp' } });
+    assert.equal(whole.terminalReceipt.outcome, 'success', JSON.stringify(whole.load));
+    assert.equal(whole.manifest.files.length, 2);
+    const set = await run({ tables: ['cyc.a', 'cyc.b'], target: { name: 'warehouse', schema: 'dcyc', mode: 'replace' } });
+    assert.equal(set.terminalReceipt.outcome, 'success', JSON.stringify(set.load));
+    const loaded = await onTarget(
+      async (c) =>
+        (
+          await c.query(
+            'SELECT (SELECT count(*) FROM dcyc.emp WHERE boss = 4001 - id)::int AS emp, (SELECT count(*) FROM dcyc.a JOIN dcyc.b ON a.b = b.id AND b.a = a.id)::int AS pairs',
+          )
+        ).rows[0],
+    );
+    assert.deepEqual(loaded, { emp: 4000, pairs: 100 });
+    await admin().query('DROP SCHEMA cyc CASCADE');
+  });
+
   it("replace truncates each target table's own rows: an inheritance child outside the set keeps its rows", async () => {
     await onTarget((c) =>
       c.query(
