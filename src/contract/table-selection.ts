@@ -35,7 +35,8 @@ export function withoutTables(input: ExtractionInput): ExtractionInput {
 /** A glob on table names: `*` any run of characters, `?` one character, everything else literal. */
 export function globMatcher(pattern: string): (name: string) => boolean {
   const source = [...pattern].map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[\\^$.|+()[\]{}]/g, '\\$&'))).join('');
-  const re = new RegExp(`^${source}$`, 's');
+  // `u`: `?` is one code point, as the pattern was split, not one half of a character outside the BMP.
+  const re = new RegExp(`^${source}$`, 'su');
   return (name) => re.test(name);
 }
 
