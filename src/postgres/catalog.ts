@@ -134,7 +134,7 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
             ${options.readRows ? READS_FOREIGN_TABLE : 'false'} AS "readsForeign",
             (SELECT json_agg(json_build_object(
-                      'name', a.attname, 'type', a.atttypid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
+                      'name', a.attname, 'type', base.oid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,
                       'enumLabels', (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_catalog.pg_enum e WHERE e.enumtypid = base.oid),
                       'collation', (SELECT json_build_object('schema', cn.nspname, 'name', co.collname)

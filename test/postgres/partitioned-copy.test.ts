@@ -302,6 +302,21 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     assertBalanced(auto, 4);
   });
 
+  it('a primary key of a domain type (over bigint, over a domain over text) splits as its base type', async () => {
+    // Before, the key's type was the domain's name, which no key kind knows: page ranges, and --key was refused.
+    await admin().query(`DROP SCHEMA IF EXISTS pdom CASCADE; CREATE SCHEMA pdom;
+      CREATE DOMAIN pdom.order_id AS bigint CHECK (VALUE > 0); CREATE DOMAIN pdom.code AS text; CREATE DOMAIN pdom.sku AS pdom.code;
+      CREATE TABLE pdom.t (id pdom.order_id PRIMARY KEY, sku pdom.sku, v int);
+      INSERT INTO pdom.t SELECT g, 'sku-' || g, g FROM generate_series(1, 10000) g`);
+    const run = await exportPartitions('pdom', { partitions: 4 });
+    assert.deepEqual([run.plan.table.key?.name, run.plan.table.key?.kind], ['id', 'integer']);
+    assertBalanced(run, 4);
+    const byText = await exportPartitions('pdom', { partitions: 4 }, undefined, 'sku');
+    assert.equal(byText.plan.table.key?.kind, 'text');
+    assertBalanced(byText, 4);
+    await admin().query('DROP SCHEMA pdom CASCADE');
+  });
+
   it('a large view split by a key takes its cuts from a sample of its rows (TABLESAMPLE refuses a view)', async () => {
     await admin().query(`DROP SCHEMA IF EXISTS pview CASCADE; CREATE SCHEMA pview; CREATE TABLE pview.base (id int PRIMARY KEY, v text);
       INSERT INTO pview.base SELECT g, md5(g::text) FROM generate_series(1, 200000) g; ANALYZE pview.base;
