@@ -43,7 +43,9 @@ export interface TableFill {
 export async function fillTable(client: Client, fill: TableFill, signal: AbortSignal | undefined, onChunk: (bytes: number) => void): Promise<number> {
   const target = quoteQualified(fill.schema, fill.table);
   const { direct, relkind } = await targetShape(client, fill.schema, fill.table);
-  if (direct) {
+  // Files of a table with no columns hold empty lines, which a COPY into the target's columns would read as NULLs:
+  // staging takes them as rows of no column, and the move fills the target's columns as an INSERT does.
+  if (direct && fill.columns?.length !== 0) {
     if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
     return copyFiles(client, copyInSql(target, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
   }
@@ -66,17 +68,24 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
 
 /**
  * `direct`: whether COPY into `schema.table` does what INSERT would: a plain or partitioned table
- * without row security (COPY FROM refuses it), rules (COPY ignores them) or a generated column (COPY
- * expects one column fewer than the file holds). Such targets are filled through staging, so they
- * load or fail as with INSERT (see {@link moveIntoTarget}). A GENERATED ALWAYS identity column
- * loads directly: COPY keeps the file's values, as the move does. `relkind`: what a replace empties
- * (see {@link withRelkinds}).
+ * without row security (COPY FROM refuses it), rules (COPY ignores them), a generated column (COPY
+ * expects one column fewer than the file holds) or an enabled BEFORE INSERT row trigger on it or
+ * one of its partitions (one that returns NULL, as a trigger routing rows to an inheritance child
+ * does, leaves the row out of COPY's count, which would then disagree with the file's). Such
+ * targets are filled through staging, so they load or fail as with INSERT (see {@link
+ * moveIntoTarget}), and each file is counted as staging takes it. A GENERATED ALWAYS identity
+ * column loads directly: COPY keeps the file's values, as the move does. `relkind`: what a replace
+ * empties (see {@link withRelkinds}).
  */
 async function targetShape(client: Client, schema: string, table: string): Promise<{ direct: boolean; relkind: string }> {
   const r = await client.query<{ direct: boolean; relkind: string }>(
     `SELECT c.relkind IN ('r', 'p') AND NOT c.relrowsecurity AND NOT c.relhasrules
             AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
-                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> '') AS direct,
+                             WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> '')
+            -- tgtype bits: ROW 1, BEFORE 2, INSERT 4.
+            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                             WHERE (t.tgrelid = c.oid OR t.tgrelid IN (SELECT relid FROM pg_catalog.pg_partition_tree(c.oid)))
+                               AND t.tgtype & 7 = 7 AND t.tgenabled <> 'D') AS direct,
             c.relkind::text AS relkind
        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relname = $2`,

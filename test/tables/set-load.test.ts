@@ -154,6 +154,38 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.marks')).rows[0].n), 8, 'four rows, twice');
   });
 
+  it("a table with no columns into a target with one: each row takes the column's default, as an INSERT of no column does (csv, binary)", async () => {
+    // Before, the COPY into the target's columns read each empty line as a NULL.
+    await admin().query('CREATE TABLE sload.marks (); INSERT INTO sload.marks SELECT FROM generate_series(1, 4)');
+    await onTarget((c) => c.query(`CREATE TABLE dst.marks (note text DEFAULT 'filled')`));
+    try {
+      for (const format of ['csv', 'binary'] as const) {
+        const loaded = await run({ tables: ['sload.marks'], format, target: { name: 'warehouse', schema: 'dst' } });
+        assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+      }
+    } finally {
+      await admin().query('DROP TABLE sload.marks');
+    }
+    const notes = await onTarget(async (c) => (await c.query('SELECT note, count(*)::int AS n FROM dst.marks GROUP BY note')).rows);
+    assert.deepEqual(notes, [{ note: 'filled', n: 8 }]);
+  });
+
+  it('a target whose BEFORE INSERT trigger routes each row to an inheritance child (returning NULL) loads every row there', async () => {
+    // Before, COPY straight into the parent counted none of the routed rows: TARGET_CHECKSUM_MISMATCH blamed the files.
+    await onTarget((c) =>
+      c.query(`CREATE TABLE dst.parent_current () INHERITS (dst.parent);
+        CREATE FUNCTION dst.route() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO dst.parent_current VALUES (NEW.*); RETURN NULL; END $$;
+        CREATE TRIGGER route BEFORE INSERT ON dst.parent FOR EACH ROW EXECUTE FUNCTION dst.route()`),
+    );
+    const loaded = await run({ tables: ['sload.parent'], target: { name: 'warehouse', schema: 'dst' } });
+    assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+    const counts = await onTarget(
+      async (c) =>
+        (await c.query('SELECT (SELECT count(*) FROM ONLY dst.parent)::int AS own, (SELECT count(*) FROM dst.parent_current)::int AS routed')).rows[0],
+    );
+    assert.deepEqual(counts, { own: 0, routed: source.parents });
+  });
+
   it('identity and generated columns: a GENERATED ALWAYS identity keeps the copied ids and a generated column is computed by the target, loaded through files (csv, binary) and streamed', async () => {
     // tagged is staged (its generated column); numbered, an identity alone, is COPYed straight in.
     const ddl = (schema: string) =>
