@@ -57,6 +57,13 @@ export class S3ObjectWriter implements OutputSink {
     if (head.ChecksumSHA256 !== undefined && head.ChecksumSHA256 !== expected) {
       throw new PgExtractError(ErrorCode.S3_CHECKSUM_MISMATCH, `${this.location}: the server's checksum ${head.ChecksumSHA256} is not ${expected}`);
     }
+    // The size is checked whether or not the server keeps checksums (many S3-compatible ones do not).
+    if (head.ContentLength !== undefined && head.ContentLength !== written.bytes) {
+      throw new PgExtractError(
+        ErrorCode.S3_CHECKSUM_MISMATCH,
+        `${this.location}: the server stores ${head.ContentLength} bytes, not the ${written.bytes} written`,
+      );
+    }
     return { location: this.location, etag: (this.stream.etag ?? head.ETag ?? '').replace(/"/g, '') };
   }
 

@@ -173,6 +173,24 @@ describe('S3 objects (live SeaweedFS)', function () {
     );
   });
 
+  it('on a server that reports no checksum, the stored size is still checked against the bytes written', async () => {
+    const blind = await s3Client();
+    blind.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        if (context.commandName === 'HeadObjectCommand') delete (result.output as { ChecksumSHA256?: string }).ChecksumSHA256;
+        return result;
+      },
+      { step: 'initialize' },
+    );
+    const data = bytes(2);
+    const writer = new S3ObjectWriter(blind, { bucket: BUCKET, key: 'blind/x.csv' });
+    await pipeline(data.stream(), writer.open());
+    // Before, a server without checksums left the commit nothing to compare: any size passed.
+    await assert.rejects(writer.commit({ bytes: data.size + 1, sha256: data.sha256 }), (err) => errorCodeOf(err) === 'S3_CHECKSUM_MISMATCH');
+    assert.equal((await writer.commit({ bytes: data.size, sha256: data.sha256 })).location, `s3://${BUCKET}/blind/x.csv`);
+  });
+
   it('a discarded writer leaves neither an object nor an upload; a killed one is aborted by abortUploads', async () => {
     const data = bytes(FIRST_PART / MiB + 8);
     const discarded = new S3ObjectWriter(client, { bucket: BUCKET, key: 'gone/a.csv' });
