@@ -47,16 +47,25 @@ describe('worker process killed mid-extraction (live)', function () {
     table = await seedMixedTable('crash', 80_000);
     expected = await tableDigest(`SELECT * FROM ${table}`);
   });
-  afterEach(async () => {
-    for (const w of workers.splice(0)) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+  // The runs share a task queue: each run's second worker is the next run's first, killed in its turn.
+  const runsQueue = `crash-${randomUUID()}`;
+  let standby: WorkerProcess | undefined;
+  const killAll = (keep?: WorkerProcess) => {
+    for (const w of workers.splice(0)) if (w !== keep && w.child.exitCode === null) w.child.kill('SIGKILL');
+    if (keep) workers.push(keep);
+  };
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') standby = undefined;
+    killAll(standby);
   });
 
   for (let run = 1; run <= RUNS; run++) {
     const delayMs = Math.floor(random() * 600);
     it(`run ${run}/${RUNS} (seed ${SEED}): SIGKILL ${delayMs} ms into the partitions → exact rows, no temp file, no session left`, async () => {
-      const taskQueue = `crash-${randomUUID()}`;
-      const first = await spawnWorker(taskQueue);
-      workers.push(first);
+      const taskQueue = runsQueue;
+      const first = standby?.child.exitCode === null ? standby : await spawnWorker(taskQueue);
+      if (first !== standby) workers.push(first);
+      standby = undefined;
       const handle = await startExtraction(
         live().temporal.client,
         { table, partitions: 4, outDir: `crash-${run}`, timeouts: { holderHeartbeatMs: 2000, partitionHeartbeatMs: 2000 } },
@@ -81,8 +90,10 @@ describe('worker process killed mid-extraction (live)', function () {
       assert.deepEqual(await tempFilesUnder(join(live().outRoot, `crash-${run}`)), [], 'no temp file');
       assert.deepEqual(await readdir(join(live().outRoot, `crash-${run}`)).catch(() => []), [], 'nothing left after success');
 
-      second.child.kill('SIGTERM');
-      assert.equal(await second.exited, 0, 'SIGTERM shuts the worker down gracefully');
+      if (run === RUNS) {
+        second.child.kill('SIGTERM');
+        assert.equal(await second.exited, 0, 'SIGTERM shuts the worker down gracefully');
+      } else standby = second;
       assert.deepEqual(await settleSessions(10_000), [], 'no session left');
     });
   }
