@@ -98,9 +98,11 @@ export function planKeyRanges(bounds: KeyBounds, partitions: number): PartitionR
   const hi = codec.parse(bounds.max);
   const keyRanges = Math.max(1, Math.min(partitions - nulls.length || 1, bounds.rowCount ?? partitions));
   let cuts: unknown[] = [];
-  if (lo !== undefined && hi !== undefined && keyRanges > 1) {
+  if (keyRanges > 1) {
+    // An end the codec cannot read (a numeric NaN, a float's or a date's infinity) leaves nothing to interpolate
+    // between: the readable quantiles cut the ranges (the ones it cannot read are dropped), and the outer ranges stay open.
     const quantiles = (bounds.quantiles ?? []).map((q) => codec.parse(q)).filter((q) => q !== undefined);
-    const { interpolate } = codec;
+    const interpolate = lo !== undefined && hi !== undefined ? codec.interpolate : undefined;
     if (quantiles.length >= keyRanges - 1 || !interpolate) {
       // Too few quantiles and nothing to interpolate: fewer ranges.
       const n = Math.min(keyRanges, quantiles.length + 1);
@@ -118,14 +120,17 @@ export function planKeyRanges(bounds: KeyBounds, partitions: number): PartitionR
 /**
  * Keeps strictly increasing cuts within (MIN, MAX]: a cut at or below MIN would make an empty first
  * range. Without a JS order (text) the cuts are already in the server's order and within the
- * data's bounds, so only repeats (and MIN itself) are dropped.
+ * data's bounds, so only repeats (and MIN itself) are dropped. An end the codec could not read
+ * (undefined) bounds nothing.
  */
 function increasingCuts(codec: OrdinalCodec<any>, lo: unknown, hi: unknown, cuts: unknown[]): unknown[] {
   const kept: unknown[] = [];
   for (const cut of cuts) {
     if (cut === undefined || codec.format(cut).length > MAX_BOUND_LENGTH) continue;
     const prev = kept.length ? kept[kept.length - 1] : lo;
-    if (codec.less ? codec.less(prev, cut) && !codec.less(hi, cut) : codec.format(prev) !== codec.format(cut)) kept.push(cut);
+    const above = prev === undefined || (codec.less ? codec.less(prev, cut) : codec.format(prev) !== codec.format(cut));
+    const within = hi === undefined || !codec.less || !codec.less(hi, cut);
+    if (above && within) kept.push(cut);
   }
   return kept;
 }

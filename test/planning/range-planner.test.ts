@@ -111,9 +111,14 @@ describe('range planner', () => {
     assert.deepEqual(planKeyRanges({ kind: 'integer', min: null, max: null, rowCount: 0, hasNulls: false }, 4), [{ kind: 'all' }]);
   });
 
-  it('unparseable bounds (e.g. infinity) fall back to one open range rather than guessing', () => {
-    const r = keyRanges('date', '-infinity', 'infinity', 4);
-    assert.deepEqual(r, [{ kind: 'key', lower: null, upper: null }]);
+  it('unparseable bounds (infinity, NaN) take their cuts from the readable quantiles, never interpolated; without any, one open range', () => {
+    assert.deepEqual(keyRanges('date', '-infinity', 'infinity', 4), [{ kind: 'key', lower: null, upper: null }]);
+    // Before, one NaN or infinity at an end made the whole table one range.
+    const upper = (kind: KeyKind, min: string, max: string, quantiles: string[]) => keyRanges(kind, min, max, 4, quantiles).map((r) => r.upper);
+    assert.deepEqual(upper('numeric', '1', 'NaN', ['250', '500', '750']), ['250', '500', '750', null]);
+    assert.deepEqual(upper('numeric', '1', 'NaN', ['500', 'NaN', 'NaN']), ['500', null], 'NaN quantiles are dropped');
+    assert.deepEqual(upper('date', '-infinity', '2026-12-31', ['2020-01-01', '2021-01-01', '2022-01-01']), ['2020-01-01', '2021-01-01', '2022-01-01', null]);
+    assert.deepEqual(upper('numeric', '1', '1000', ['250', '1001', '500']), ['250', '500', null], 'a cut beyond a readable MAX is still dropped');
   });
 
   it('page ranges cover every page and leave the last one open', () => {
