@@ -57,11 +57,23 @@ export function outputRoot(env: NodeJS.ProcessEnv = process.env): string {
 export function outputFileMode(env: NodeJS.ProcessEnv = process.env): number {
   const text = env.PG_EXTRACT_FILE_MODE;
   if (!text) return DEFAULT_FILE_MODE;
-  const mode = /^0?[0-7]{3}$/.test(text) ? parseInt(text, 8) : NaN;
-  if (!((mode & 0o600) === 0o600 && (mode & 0o111) === 0)) {
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'PG_EXTRACT_FILE_MODE must be an octal file mode with owner read/write and no execute bits, e.g. 0640', {
-      field: 'PG_EXTRACT_FILE_MODE',
-    });
+  return checkFileMode(/^0?[0-7]{3}$/.test(text) ? parseInt(text, 8) : NaN, 'PG_EXTRACT_FILE_MODE');
+}
+
+/**
+ * `mode` if it keeps the owner's read/write and lets others at most read: no execute bit, and no
+ * write bit for group or others (their folders would let them delete the run's marker or replace its
+ * files). Else INPUT_INVALID naming `field`.
+ */
+export function checkFileMode(mode: number, field: string): number {
+  if (!(Number.isInteger(mode) && mode >= 0 && mode <= 0o777 && (mode & 0o600) === 0o600 && (mode & 0o133) === 0)) {
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `${field} must be an octal file mode with owner read/write, no execute bits and no write for group or others, e.g. 0640`,
+      {
+        field,
+      },
+    );
   }
   return mode;
 }

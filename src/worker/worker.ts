@@ -9,7 +9,17 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from '../activities';
-import { connectionConfig, maxConcurrentActivities, outputDirectIo, outputFileMode, outputRoot, redactUrl, sourceUrl, targetUrl } from '../config';
+import {
+  checkFileMode,
+  connectionConfig,
+  maxConcurrentActivities,
+  outputDirectIo,
+  outputFileMode,
+  outputRoot,
+  redactUrl,
+  sourceUrl,
+  targetUrl,
+} from '../config';
 import { PinoTemporalLogger, createLogger } from './logging';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
@@ -79,7 +89,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
   };
   const stores = new OutputStores({
     outputRoot: options.outputRoot,
-    fileMode: options.fileMode ?? DEFAULT_FILE_MODE,
+    fileMode: checkFileMode(options.fileMode ?? DEFAULT_FILE_MODE, 'fileMode'),
     directIo: options.directIo ?? true,
     ...(options.s3Client ? { s3Client: options.s3Client } : {}),
   });

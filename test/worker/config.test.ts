@@ -3,7 +3,7 @@
  * with a code; and the redaction of passwords in URLs that messages quote.
  */
 import assert from 'node:assert/strict';
-import { outputDirectIo, redactUrl } from '../../src/config';
+import { outputDirectIo, outputFileMode, redactUrl } from '../../src/config';
 import { ErrorCode } from '../../src/errors';
 
 describe('PG_EXTRACT_DIRECT_IO', () => {
@@ -17,6 +17,24 @@ describe('PG_EXTRACT_DIRECT_IO', () => {
   it('refuses any other value with INPUT_INVALID naming the variable', () => {
     for (const value of ['0', 'false', 'OFF', 'yes']) {
       assert.throws(() => outputDirectIo({ PG_EXTRACT_DIRECT_IO: value }), { code: ErrorCode.INPUT_INVALID, field: 'PG_EXTRACT_DIRECT_IO' });
+    }
+  });
+});
+
+describe('PG_EXTRACT_FILE_MODE', () => {
+  it('takes a mode that keeps the owner read/write and lets others read at most', () => {
+    assert.equal(outputFileMode({}), 0o600);
+    for (const [text, mode] of [
+      ['0600', 0o600],
+      ['640', 0o640],
+      ['0644', 0o644],
+    ] as const)
+      assert.equal(outputFileMode({ PG_EXTRACT_FILE_MODE: text }), mode);
+  });
+
+  it('refuses execute bits, a missing owner bit and write for group or others (their folders would be 0777), naming the variable', () => {
+    for (const text of ['0666', '0664', '0620', '0602', '0700', '0400', '0200', '1600', 'rw', '06400']) {
+      assert.throws(() => outputFileMode({ PG_EXTRACT_FILE_MODE: text }), { code: ErrorCode.INPUT_INVALID, field: 'PG_EXTRACT_FILE_MODE' }, text);
     }
   });
 });
