@@ -10,6 +10,7 @@ import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, ownedStagi
 import { type ResolvedTable, selectSql } from './catalog';
 import { serverNow } from './server-clock';
 import { quoteQualified } from './sql';
+import { withServerSearchPath } from './session';
 
 /** The staging table the caller owns once {@link insertSelectIntoStaging} resolves. */
 export interface StagingTable {
@@ -49,7 +50,8 @@ export async function insertSelectIntoStaging(
       // Read with row security off, as every source read is (./session.ts): a policy fails the read rather than hiding rows.
       // Only for this statement: the move into the target that follows keeps the session's value.
       const { rows } = await target.query<{ was: string }>(`SELECT current_setting('row_security') AS was, set_config('row_security', 'off', true)`);
-      const inserted = await target.query(`INSERT INTO ${staging} ${selectSql(source)}`);
+      // The read may call the source's own code (a view's functions), which resolves names as for any query of the role.
+      const inserted = await withServerSearchPath(target, () => target.query(`INSERT INTO ${staging} ${selectSql(source)}`));
       await target.query(`SELECT set_config('row_security', $1, true)`, [rows[0]!.was]);
       const completedAt = await serverNow(target);
       const table: StagingTable = { schema, name, rows: inserted.rowCount ?? 0 };

@@ -7,7 +7,7 @@
  */
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { Client, type ClientConfig, DatabaseError } from 'pg';
+import { Client, type ClientBase, type ClientConfig, DatabaseError, type QueryResult } from 'pg';
 import { connectTimedOut, connectTimeoutMs } from './connect-timeout';
 import { reusedReadSocket } from './reused-read-socket';
 
@@ -69,14 +69,38 @@ const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
 const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
 
 /**
- * Set on every session but a target's: an empty search_path, as pg_dump sets on its own. Every user
+ * Set on every session: an empty search_path, as pg_dump and pg_restore set on their own. Every user
  * object we name is schema-qualified, so only pg_catalog resolves an unqualified name: a function or
- * operator placed earlier on the role's or database's path is never called, and reg* values
- * (regclass, regproc…) outside pg_catalog are written schema-qualified, so they load under any path.
- * A target session keeps the server's path: a trigger a load fires resolves its names as it does for
- * any INSERT.
+ * operator that someone with CREATE on a schema of the role's or database's path placed there (one
+ * matching an argument type better than pg_catalog's) is never called with our session's rights, and
+ * reg* values (regclass, regproc…) outside pg_catalog are written schema-qualified, so they load
+ * under any path. A target session keeps the server's path for the statements that fire the
+ * target's own code ({@link withServerSearchPath}).
  */
 const SECURE_SEARCH_PATH: Record<string, string> = { search_path: '' };
+
+/** The search_path the server gave each target session, before the session set its own. */
+const serverSearchPaths = new WeakMap<ClientBase, string>();
+
+/**
+ * Runs `run` under the search_path the server gives the target session's role: for statements that
+ * fire the target's own code (a trigger, a rule, a view's or a default's functions) as an INSERT
+ * by that role would; back to the empty path after. Inside a transaction (a local setting): after a
+ * failure the rollback ends it. A session that is not a target's runs `run` as it is.
+ */
+export async function withServerSearchPath<T>(client: ClientBase, run: () => Promise<T>): Promise<T> {
+  if (!serverSearchPaths.has(client)) return run();
+  await useServerSearchPath(client);
+  const result = await run();
+  await client.query(`SELECT pg_catalog.set_config('search_path', '', true)`);
+  return result;
+}
+
+/** Sets the server's search_path on target session `client` until its transaction ends (its COMMIT fires deferred triggers). */
+export async function useServerSearchPath(client: ClientBase): Promise<void> {
+  const path = serverSearchPaths.get(client);
+  if (path !== undefined) await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [path]);
+}
 
 /** What pg's connect fails with once its `connectionTimeoutMillis` has passed (its own error, never a server's). */
 const PG_CONNECT_TIMED_OUT = 'timeout expired';
@@ -149,9 +173,13 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
   const settings = {
     ...SESSION_SETTINGS,
     ...(READS_SOURCE_ROWS.has(role) ? SOURCE_READ_SETTINGS : {}),
-    ...(role === 'target' ? {} : SECURE_SEARCH_PATH),
+    ...SECURE_SEARCH_PATH,
   };
   try {
+    if (role === 'target') {
+      const answer = (await client.query(`SELECT pg_catalog.current_setting('search_path') AS path`)) as QueryResult<{ path: string }>;
+      serverSearchPaths.set(client, answer.rows[0]!.path);
+    }
     // Qualified: the session's search_path is still the role's or database's here.
     await client.query(
       `SELECT pg_catalog.set_config(name, value, false) FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) AS s(name, value)

@@ -24,6 +24,7 @@ import { requireBinaryTypes } from '../target/binary-types';
 import { type LoadControl, type LoadResult, ensureFence, fencedTransaction, recordedLoad } from '../target/loader';
 import { createStagingSql, moveIntoTarget, withRelkinds } from '../target/table-fill';
 import { sequencesPastRows } from '../target/sequences';
+import { withServerSearchPath } from './session';
 
 /** Ranges streamed at once: each holds one source and one target session. */
 export const STREAMS_AT_ONCE = 8;
@@ -138,7 +139,7 @@ export async function streamIntoTarget(
         `${request.schema}.${request.table}`,
         async () => {
           const into = (await withRelkinds(fence, [request]))[0]!;
-          if (request.mode === 'replace') await fence.query(`DELETE FROM ${fromItem(into)}`);
+          if (request.mode === 'replace') await withServerSearchPath(fence, () => fence.query(`DELETE FROM ${fromItem(into)}`));
           for (const name of staging) await moveIntoTarget(fence, name, into, 'append', columns);
           await sequencesPastRows(fence, [request]);
           return evidence.reduce((sum, e) => sum + e.rows, 0);

@@ -16,6 +16,7 @@ import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { requireBinaryTypes } from './binary-types';
 import { sequencesPastRows } from './sequences';
 import { fillTable } from './table-fill';
+import { useServerSearchPath } from '../postgres/session';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
 export const FENCE_SCHEMA = 'pgextract';
@@ -94,7 +95,9 @@ export async function fencedTransaction(
     const rows = await work();
     signal?.throwIfAborted();
     await client.query(`UPDATE ${FENCE} SET rows = $2 WHERE operation_id = $1`, [operationId, rows]);
-    const xid = (await client.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]!.xid;
+    const xid = (await client.query<{ xid: string }>('SELECT pg_catalog.pg_current_xact_id()::text AS xid')).rows[0]!.xid;
+    // Deferred triggers fire at COMMIT: under the path the target's own statements run with.
+    await useServerSearchPath(client);
     try {
       await client.query('COMMIT');
     } catch (err) {

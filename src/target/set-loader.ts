@@ -10,6 +10,7 @@ import type { Client } from 'pg';
 import type { ExportFormat } from '../contract/formats';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
 import { fromItem } from '../postgres/catalog';
+import { withServerSearchPath } from '../postgres/session';
 import { requireBinaryTypes } from './binary-types';
 import { sequencesPastRows } from './sequences';
 import { fillTable, withRelkinds } from './table-fill';
@@ -83,8 +84,10 @@ export async function parentsFirst(client: Client, tables: { schema: string; tab
 async function emptyTargets(client: Client, tables: readonly (SetLoadRequest['tables'][number] & { relkind: string })[]): Promise<void> {
   const deleted = (t: { relkind: string }): boolean => t.relkind === 'v' || t.relkind === 'f';
   const truncated = tables.filter((t) => !deleted(t));
-  if (truncated.length) await client.query(`TRUNCATE ${truncated.map(fromItem).join(', ')}`);
-  for (const t of tables.filter(deleted)) await client.query(`DELETE FROM ${fromItem(t)}`);
+  await withServerSearchPath(client, async () => {
+    if (truncated.length) await client.query(`TRUNCATE ${truncated.map(fromItem).join(', ')}`);
+    for (const t of tables.filter(deleted)) await client.query(`DELETE FROM ${fromItem(t)}`);
+  });
 }
 
 /** Loads the set on `client` (a fresh target session); failures carry the dispositions {@link loadIntoTarget} documents. */

@@ -15,6 +15,7 @@ import { FailureDisposition, ownedStagingHandle } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { fromItem } from '../postgres/catalog';
 import { copyInSql } from '../postgres/export-format';
+import { withServerSearchPath } from '../postgres/session';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { decompressStage } from '../storage/file-compression';
 import type { LoadFile } from './loader';
@@ -46,8 +47,10 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
   // Files of a table with no columns hold empty lines, which a COPY into the target's columns would read as NULLs:
   // staging takes them as rows of no column, and the move fills the target's columns as an INSERT does.
   if (direct && fill.columns?.length !== 0) {
-    if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
-    return copyFiles(client, copyInSql(target, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
+    return withServerSearchPath(client, async () => {
+      if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
+      return copyFiles(client, copyInSql(target, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
+    });
   }
   const staging = stagingName(fill.operationId, fill.stagingSuffix ?? '');
   await client.query('SAVEPOINT pg_extract_staging');
@@ -151,8 +154,11 @@ export async function moveIntoTarget(
   mode: 'append' | 'replace',
   columns?: readonly string[],
 ): Promise<void> {
-  if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
-  await client.query(await moveSql(client, staging, quoteQualified(target.schema, target.table), columns));
+  const insert = await moveSql(client, staging, quoteQualified(target.schema, target.table), columns);
+  await withServerSearchPath(client, async () => {
+    if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
+    await client.query(insert);
+  });
   await client.query(`DROP TABLE ${staging}`);
 }
 

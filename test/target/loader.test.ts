@@ -80,6 +80,33 @@ describe('built-in PostgreSQL target loader (live)', function () {
     }
   });
 
+  it("a function planted on the target's search_path that matches an argument better than pg_catalog's is never called with the loader's rights", async () => {
+    // Anyone with CREATE on a schema of the path (public, before PostgreSQL 15) could plant it; the catalog query's
+    // unnest(int2vector) resolved to it on the target session, which ran with the server's path.
+    await onTarget((c) =>
+      c.query(`CREATE FUNCTION public.unnest(int2vector) RETURNS SETOF int2 LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'planted function called'; END $$`),
+    );
+    const { result } = await run({ partitions: 1 });
+    assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+    assert.deepEqual(await targetDigest(), source.expected);
+  });
+
+  it("the target's own code a load fires resolves names by the server's search_path: a trigger, and a deferred one at COMMIT", async () => {
+    await onTarget((c) =>
+      c.query(`CREATE TABLE public.audit (what text);
+        CREATE FUNCTION dst.noted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (TG_ARGV[0]); RETURN NULL; END $$;
+        CREATE TRIGGER loaded AFTER INSERT ON dst.t FOR EACH STATEMENT EXECUTE FUNCTION dst.noted('statement');
+        CREATE CONSTRAINT TRIGGER checked AFTER INSERT ON dst.t DEFERRABLE FOR EACH ROW EXECUTE FUNCTION dst.noted('deferred')`),
+    );
+    const { result } = await run({ partitions: 2, target: { name: 'warehouse', table: 'dst.t', mode: 'replace' } });
+    assert.equal(result.terminalReceipt.outcome, 'success', JSON.stringify(result.load));
+    const audit = await onTarget(async (c) => (await c.query('SELECT what, count(*)::int AS n FROM public.audit GROUP BY what ORDER BY what')).rows);
+    assert.deepEqual(audit, [
+      { what: 'deferred', n: 20_000 },
+      { what: 'statement', n: 2 },
+    ]);
+  });
+
   it("replace mode swaps the target contents in the same transaction, and leaves an inheritance child's rows", async () => {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'stale')`));
     await addArchiveChild();
