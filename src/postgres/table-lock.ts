@@ -361,12 +361,33 @@ function describe(b: Blocker, where: string): string {
   return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${where}${query}`;
 }
 
-/** A query text fit for an error message: string literals masked (they may hold secrets), whitespace folded, at most 120 characters. */
+/** Where a string literal or a comment begins: a quote (E'', U&'', B'' too), a dollar quote, `--` or `/*`. */
+const LITERAL_OR_COMMENT = /'|\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$|--|\/\*/y;
+
+/**
+ * A query text fit for an error message: cut at its first string literal or comment (they may hold secrets), whitespace
+ * folded, at most 120 characters. Cut, not masked literal by literal: whether a backslash escapes a quote depends on the
+ * other session's standard_conforming_strings, and a quote inside a comment pairs with nothing, so a masker that guesses
+ * wrong shows the literal after it. Double-quoted identifiers are read whole (a quote in one is no literal).
+ */
 export function maskQuery(query: string): string {
-  const masked = query
-    .replace(/\$([A-Za-z_][A-Za-z0-9_]*)?\$[\s\S]*?(?:\$\1\$|$)/g, "'…'")
-    .replace(/'(?:[^']|'')*(?:'|$)/g, "'…'")
-    .replace(/\s+/g, ' ')
-    .trim();
-  return masked.length > 120 ? `${masked.slice(0, 119)}…` : masked;
+  let kept = '';
+  for (let at = 0; at < query.length;) {
+    if (query[at] === '"') {
+      const end = /"(?:[^"]|"")*(?:"|$)/y;
+      end.lastIndex = at;
+      const identifier = end.exec(query)![0];
+      kept += identifier;
+      at += identifier.length;
+      continue;
+    }
+    LITERAL_OR_COMMENT.lastIndex = at;
+    if (LITERAL_OR_COMMENT.test(query)) {
+      kept += '…';
+      break;
+    }
+    kept += query[at++];
+  }
+  const folded = kept.replace(/\s+/g, ' ').trim();
+  return folded.length > 120 ? `${folded.slice(0, 119)}…` : folded;
 }
