@@ -3,9 +3,10 @@
  * dialect, so a reader or loader cannot tell the two sources' files apart: comma, double quote,
  * `\n` line ends, NULL as an empty unquoted field, an empty string as `""`, a field quoted only
  * when it holds a comma, quote, CR or LF (or is a lone `\.` in a one-column file), quotes doubled.
- * Binary strings (BINARY, VARBINARY, BLOB, BIT) are written as PostgreSQL writes bytea: `\x` and hex.
- * A zero date (`0000-00-00`, or a zero year, month or day), which MySQL keeps where its sql_mode
- * allows, fails the copy: the column is described as a date, and no PostgreSQL reader reads one.
+ * Binary strings (BINARY, VARBINARY, BLOB, BIT, GEOMETRY) are written as PostgreSQL writes bytea: `\x` and hex.
+ * A date that names no calendar day (a zero date, `0000-00-00` or a zero year, month or day, or
+ * `2024-02-30`), which MySQL keeps where its sql_mode allows, fails the copy: the column is
+ * described as a date, and no PostgreSQL reader reads one. GEOMETRY values are their WKB bytes.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { ErrorCode, PgExtractError } from '../errors';
@@ -18,12 +19,11 @@ const NEWLINE = Buffer.from('\n');
 const QUOTE_BYTE = Buffer.from('"');
 const END_OF_DATA = Buffer.from('\\.');
 
-/** MySQL protocol column types that carry bytes, and the binary character set's number. */
-const BYTE_TYPES = new Set([15, 16, 249, 250, 251, 252, 253, 254]);
+/** MySQL protocol column types that carry bytes (GEOMETRY's, 255, its WKB), and the binary character set's number. */
+const BYTE_TYPES = new Set([15, 16, 249, 250, 251, 252, 253, 254, 255]);
 const BINARY_CHARSET = 63;
 /** MySQL protocol column types whose text starts with a `YYYY-MM-DD` date: TIMESTAMP, DATE, DATETIME, NEWDATE. */
 const DATE_TYPES = new Set([7, 10, 12, 14]);
-const ZERO = 0x30;
 
 /** A column definition as mysql2 reports it in the 'fields' event. */
 export interface MysqlField {
@@ -35,10 +35,18 @@ export function isBinaryField(field: MysqlField): boolean {
   return field.characterSet === BINARY_CHARSET && BYTE_TYPES.has(field.columnType);
 }
 
-/** Whether a date's text has a zero year, month or day (`0000-00-00`, `2026-00-10`): MySQL's zero dates. */
-export function isZeroDate(value: Buffer): boolean {
-  const zeros = (from: number, to: number): boolean => value.subarray(from, to).every((b) => b === ZERO);
-  return value.length >= 10 && (zeros(0, 4) || zeros(5, 7) || zeros(8, 10));
+/**
+ * Whether a date's text names no calendar day: a zero year, month or day (`0000-00-00`, `2026-00-10`, MySQL's zero
+ * dates), or a day its month does not have (`2024-02-30`, which MySQL keeps under ALLOW_INVALID_DATES).
+ */
+export function isUnrepresentableDate(value: Buffer): boolean {
+  if (value.length < 10) return false;
+  const number = (from: number, to: number): number => Number(value.subarray(from, to).toString('latin1'));
+  const [year, month, day] = [number(0, 4), number(5, 7), number(8, 10)];
+  if (year === 0 || month === 0 || day === 0) return true;
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  return days === undefined || day > days;
 }
 
 function needsQuotes(value: Buffer, singleColumn: boolean): boolean {
@@ -90,13 +98,13 @@ export class CsvRows extends Transform {
     this.#binary ??= this.fields().map(isBinaryField);
     this.#dates ??= this.fields().map((f) => DATE_TYPES.has(f.columnType));
     const binary = this.#binary;
-    const zero = this.#dates.findIndex((date, i) => date && row[i] != null && isZeroDate(row[i]!));
-    if (zero !== -1) {
-      const column = this.columns[zero]!;
+    const invalid = this.#dates.findIndex((date, i) => date && row[i] != null && isUnrepresentableDate(row[i]!));
+    if (invalid !== -1) {
+      const column = this.columns[invalid]!;
       done(
         new PgExtractError(
           ErrorCode.SOURCE_VALUE_UNREPRESENTABLE,
-          `column ${column} holds a MySQL zero date (${row[zero]!.toString('latin1')}), which no PostgreSQL date or timestamp can hold`,
+          `column ${column} holds a MySQL date that names no calendar day (${row[invalid]!.toString('latin1')}), which no PostgreSQL date or timestamp can hold`,
           { field: 'columns' },
         ),
       );

@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL type whose text form a MySQL column's CSV field has, for the data package and its
  * readers (`SourceColumn.pgType`). Only types whose MySQL text PostgreSQL reads identically are
- * mapped; every other type (time, year, enum, set, bit, spatial, …) is described as text. Pure.
+ * mapped, and bytes (binary strings, bit, spatial) as bytea; every other type (time, year, enum, set, …) is described as
+ * text. Pure.
  */
 interface MysqlColumnType {
   /** information_schema.COLUMNS.DATA_TYPE, e.g. `int`, `decimal`. */
@@ -26,7 +27,24 @@ const UNSIGNED: Record<string, string> = {
   integer: 'bigint',
   bigint: 'numeric(20,0)',
 };
-const BYTES = new Set(['binary', 'varbinary', 'tinyblob', 'blob', 'mediumblob', 'longblob']);
+/** Written as bytea: binary strings, BIT (its bytes), and spatial types (their WKB). */
+const BYTES = new Set([
+  'binary',
+  'varbinary',
+  'tinyblob',
+  'blob',
+  'mediumblob',
+  'longblob',
+  'bit',
+  'geometry',
+  'point',
+  'linestring',
+  'polygon',
+  'multipoint',
+  'multilinestring',
+  'multipolygon',
+  'geometrycollection',
+]);
 
 export function pgTypeOfMysql({ dataType, columnType }: MysqlColumnType): string {
   const type = dataType.toLowerCase();

@@ -22,9 +22,28 @@ function plannedColumns(handle: ReadHandle): string[] {
   return handle.table.columns;
 }
 
-/** `SELECT … WHERE …` for `range`, with its bound values as parameters. */
-export function rangeSelect(handle: ReadHandle, range: PartitionRange): { sql: string; values: string[] } {
-  const select = `SELECT ${plannedColumns(handle).map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
+/** MySQL protocol column type FLOAT. */
+const FLOAT_TYPE = 4;
+
+/**
+ * The FLOAT columns among the planned ones (read off an empty result of them). A FLOAT's own text has
+ * six significant digits (16777216 reads as 16777200): read as a DOUBLE, its text keeps the float's value.
+ */
+async function floatColumns(conn: Connection, handle: ReadHandle): Promise<Set<string>> {
+  const columns = plannedColumns(handle);
+  const [, fields] = (await conn
+    .promise()
+    .query({
+      sql: `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)} LIMIT 0`,
+      rowsAsArray: true,
+    })) as unknown as [unknown, MysqlField[]];
+  return new Set(columns.filter((_, i) => fields[i]?.columnType === FLOAT_TYPE));
+}
+
+/** `SELECT … WHERE …` for `range`, with its bound values as parameters; `floats` are read as DOUBLE. */
+export function rangeSelect(handle: ReadHandle, range: PartitionRange, floats: ReadonlySet<string> = new Set()): { sql: string; values: string[] } {
+  const list = plannedColumns(handle).map((c) => (floats.has(c) ? `CAST(${quoteIdent(c)} AS DOUBLE) AS ${quoteIdent(c)}` : quoteIdent(c)));
+  const select = `SELECT ${list.join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
   if (range.kind === 'all') return { sql: select, values: [] };
   const key = handle.key === null ? null : quoteIdent(handle.key.name);
   if (key === null || range.kind === 'pages')
@@ -57,7 +76,7 @@ export async function copyMysqlRange(
     throw new PgExtractError(ErrorCode.INPUT_INVALID, "a MySQL source writes CSV only (binary is PostgreSQL COPY's own format)", { field: 'format' });
   }
   const [[idRow]] = (await conn.promise().query('SELECT CONNECTION_ID() AS id')) as unknown as [{ id: number }[]];
-  const { sql, values } = rangeSelect(handle, range);
+  const { sql, values } = rangeSelect(handle, range, await floatColumns(conn, handle));
   let fields: MysqlField[] = [];
   const startedAt = utcNow();
   // Raw text bytes of every value: the server's own text form, and binary strings byte for byte.
@@ -65,9 +84,14 @@ export async function copyMysqlRange(
   query.once('fields', (f: FieldPacket[]) => (fields = f as unknown as MysqlField[]));
   const csv = new CsvRows(plannedColumns(handle), () => fields, options.format.header);
   const digest = new Digest(options.onBytes ?? (() => undefined));
+  const rows = query.stream({ highWaterMark: 256 });
+  // mysql2 reports a connection lost under a streamed query (killed, or cut by the server's net_write_timeout while
+  // the sink was slow) only on the connection: the row stream would wait for ever, its activity heartbeating.
+  const lost = (err?: Error): void => void rows.destroy(err ?? new Error('the MySQL connection closed mid-read'));
+  conn.on('error', lost);
+  conn.on('end', lost);
   try {
     const writable = sink.open();
-    const rows = query.stream({ highWaterMark: 256 });
     const compress = compressStage(options.format);
     const stages = compress ? [rows, csv, compress, digest, writable] : [rows, csv, digest, writable];
     await pipeline(stages as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], options.signal ? { signal: options.signal } : {});
@@ -79,5 +103,8 @@ export async function copyMysqlRange(
     conn.destroy();
     await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
     throw err;
+  } finally {
+    conn.off('error', lost);
+    conn.off('end', lost);
   }
 }

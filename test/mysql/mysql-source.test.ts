@@ -184,7 +184,7 @@ describe('MySQL source (live MariaDB, worker process, CLI)', function () {
       assert.ok(err instanceof WorkflowFailedError, String(err));
       assert.match(JSON.stringify(err.cause), /"type":"SOURCE_VALUE_UNREPRESENTABLE"/);
       assert.ok(
-        [...causes(err)].some((e) => /column d holds a MySQL zero date \(0000-00-00\)/.test((e as Error).message)),
+        [...causes(err)].some((e) => /column d holds a MySQL date that names no calendar day \(0000-00-00\)/.test((e as Error).message)),
         'the message names the column and the value',
       );
       return true;
