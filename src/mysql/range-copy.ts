@@ -31,12 +31,10 @@ const FLOAT_TYPE = 4;
  */
 async function floatColumns(conn: Connection, handle: ReadHandle): Promise<Set<string>> {
   const columns = plannedColumns(handle);
-  const [, fields] = (await conn
-    .promise()
-    .query({
-      sql: `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)} LIMIT 0`,
-      rowsAsArray: true,
-    })) as unknown as [unknown, MysqlField[]];
+  const [, fields] = (await conn.promise().query({
+    sql: `SELECT ${columns.map(quoteIdent).join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)} LIMIT 0`,
+    rowsAsArray: true,
+  })) as unknown as [unknown, MysqlField[]];
   return new Set(columns.filter((_, i) => fields[i]?.columnType === FLOAT_TYPE));
 }
 
