@@ -126,7 +126,7 @@ const CODES = {
   DATA_PACKAGE_ABSENT: DEFINITE,
   /** The engine cannot read the run's format (binary COPY). */
   READER_FORMAT_UNSUPPORTED: DEFINITE,
-  /** The run's files were released (success, abort) or are missing. */
+  /** The run's files were released (success, abort) or are missing, or its data package changed since its receipt. */
   RUN_FILES_GONE: DEFINITE,
   // Cleanup reports (`cleanupErrorCode`; errno codes such as EACCES are reported as they are).
   /** The file is not where the run wrote it, and nothing proves it was deleted (e.g. a release on a machine that does not see the run's folder). */

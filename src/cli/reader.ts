@@ -3,6 +3,7 @@
  * made from the run's data package as its output store holds it. Checks the run's files are still
  * there first (a released run's, or a moved folder's, are not), so a statement it prints can run.
  */
+import { createHash } from 'node:crypto';
 import { posix, resolve } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -52,6 +53,10 @@ async function storedPackage(stores: OutputStores, manifest: Manifest): Promise<
     throw new PgExtractError(ErrorCode.RUN_FILES_GONE, `a file of ${manifest.workflowId} is gone: ${(err as Error).message}`, { cause: err });
   });
   const body = await buffer(await stores.of(receipt.name).read(receipt.name));
+  // The statement is built from the package: one changed since its receipt (same size, other text) is not the run's.
+  if (createHash('sha256').update(body).digest('hex') !== receipt.sha256) {
+    throw new PgExtractError(ErrorCode.RUN_FILES_GONE, `${receipt.name} does not match its manifest entry (sha256): it changed since the run wrote it`);
+  }
   return { pkg: JSON.parse(body.toString('utf8')) as DataPackage, folder: posix.dirname(receipt.name) };
 }
 

@@ -148,7 +148,7 @@ export function duckdbSelect(resource: DataPackageResource, locations: string[],
   }
   const columns = fields.map((f) => `${literal(f.name)}: ${literal(reading.readType(f))}`).join(', ');
   const options = [
-    `header = ${dialect.header}`,
+    `header = ${dialect.header === true}`,
     `delim = ${literal(dialect.delimiter)}`,
     `quote = ${literal(dialect.quoteChar)}`,
     `escape = ${literal(dialect.quoteChar)}`,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { access, readFile, unlink } from 'node:fs/promises';
+import { access, readFile, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -269,6 +269,16 @@ describe('reading the files: data package and DuckDB reader (live)', function ()
         duckEpochs.getRowsJson().map((r) => r[0]),
         epochs.rows.map((r) => r.e),
       );
+
+      // A package changed since its receipt (same size): the statement is built from it, so the reader refuses it.
+      const original = await readFile(receipt.path);
+      const altered = Buffer.from(original);
+      altered[altered.indexOf('"path"') + 1] = 'P'.charCodeAt(0);
+      await writeFile(receipt.path, altered);
+      const changed = await cli(['reader', handle.workflowId, '--engine', 'duckdb'], env);
+      assert.deepEqual([changed.code, changed.stdout], [1, '']);
+      assert.match(changed.stderr, /^error RUN_FILES_GONE: .*datapackage\.json does not match its manifest entry \(sha256\)/);
+      await writeFile(receipt.path, original);
 
       // A file gone from a run that still holds them: the reader says so, and prints nothing.
       await unlink(manifest.files[1]!.path);
