@@ -9,6 +9,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import type { TableRequest } from '../postgres/catalog';
 import type { SplitKey } from '../contract/partition-range';
 import type { SourceTable } from '../sources/source-adapter';
+import { quoteQualified } from '../postgres/sql';
 import { pgTypeOfMysql } from './pg-types';
 
 interface ColumnRow {
@@ -35,6 +36,9 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
   if (all.length === 0)
     throw new PgExtractError(ErrorCode.TABLE_NOT_FOUND, `table ${request.schema}.${request.table} does not exist on the MySQL source`, { field: 'table' });
   const byName = new Map(all.map((c) => [c.name, c]));
+  // information_schema lists only the columns the role may read: with column grants, "every column" would quietly be
+  // some of them. SELECT * needs them all.
+  if (request.columns === undefined) await readsEveryColumn(conn, request);
   const chosen = (request.columns ?? all.map((c) => c.name)).map((name) => {
     const column = byName.get(name);
     if (!column) throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `column ${JSON.stringify(name)} does not exist`, { field: 'columns' });
@@ -60,6 +64,25 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
     primaryKey,
     key: splitKey(request, byName, primaryKey, unique),
   };
+}
+
+/**
+ * SELECT denied on the table (MariaDB) or on a column (MySQL): with some of its columns listed, the role holds a grant
+ * on those columns only.
+ */
+const PARTLY_DENIED = new Set([1142, 1143]);
+
+async function readsEveryColumn(conn: Connection, request: TableRequest): Promise<void> {
+  try {
+    await conn.promise().query(`SELECT * FROM ${quoteQualified(request.schema, request.table)} LIMIT 0`);
+  } catch (err) {
+    if (!PARTLY_DENIED.has((err as { errno?: number }).errno ?? 0)) throw err;
+    throw new PgExtractError(
+      ErrorCode.INPUT_INVALID,
+      `the source role may read only some columns of ${request.schema}.${request.table} (${(err as Error).message}): name the ones to export with --columns`,
+      { field: 'columns', cause: err },
+    );
+  }
 }
 
 function splitKey(request: TableRequest, byName: Map<string, ColumnRow>, primaryKey: string[], unique: Map<string, string[]>): SplitKey | null {

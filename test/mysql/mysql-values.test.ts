@@ -68,6 +68,31 @@ describe('MySQL source values (live MariaDB)', function () {
     }
   });
 
+  it('a role granted some columns only: every column is refused with INPUT_INVALID (it exported the others as the table); the granted ones export', async () => {
+    const service = await mysqlService();
+    await asRoot(`DROP TABLE IF EXISTS people; CREATE TABLE people (id int PRIMARY KEY, name varchar(20), ssn varchar(11));
+      INSERT INTO people VALUES (1, 'ann', '123-45-6789');
+      DROP USER IF EXISTS 'colreader'@'127.0.0.1'; CREATE USER 'colreader'@'127.0.0.1' IDENTIFIED BY 'colpass';
+      GRANT SELECT (id, name) ON ${service.database}.people TO 'colreader'@'127.0.0.1'`);
+    const url = new URL(service.url);
+    [url.username, url.password] = ['colreader', 'colpass'];
+    const adapter = mysqlAdapter(url.toString());
+    try {
+      await assert.rejects(adapter.open({ schema: service.database, table: 'people' }, { partitions: 1 }), (err: Error & { code?: string }) => {
+        assert.equal(err.code, ErrorCode.INPUT_INVALID);
+        assert.match(err.message, /only some columns of .*people.*--columns/);
+        return true;
+      });
+      const read = await adapter.open({ schema: service.database, table: 'people', columns: ['id', 'name'] }, { partitions: 1 });
+      assert.deepEqual(
+        read.plan.table.columns.map((c) => c.name),
+        ['id', 'name'],
+      );
+    } finally {
+      await asRoot(`DROP USER 'colreader'@'127.0.0.1'`);
+    }
+  });
+
   it('a date that names no calendar day (2024-02-30 under ALLOW_INVALID_DATES) fails the read with SOURCE_VALUE_UNREPRESENTABLE', async () => {
     await asRoot(`DROP TABLE IF EXISTS baddates; SET SESSION sql_mode = 'ALLOW_INVALID_DATES';
       CREATE TABLE baddates (id int PRIMARY KEY, d date, at datetime); INSERT INTO baddates VALUES (1, '2024-02-29', '2023-04-30 10:00:00'), (2, '2024-02-30', NULL)`);
