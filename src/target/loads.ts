@@ -28,7 +28,7 @@ import {
   loadIntoTarget,
   reconcileCommit,
 } from './loader';
-import { assertSameDatabase, onTargetSession } from './session';
+import { assertSameDatabase, assertSourceMayRead, onTargetSession } from './session';
 import { loadSetIntoTarget, setIntentDigest } from './set-loader';
 import { moveIntoTarget } from './table-fill';
 import { sequencesPastRows } from './sequences';
@@ -114,6 +114,7 @@ export async function loadBySelect(
   return onTargetSession(url, signal, async (client) => {
     await assertSameDatabase(sourceUrl, client);
     const from = await resolveTable(client, source, { readRows: true });
+    await assertSourceMayRead(sourceUrl, from);
     const into = await resolveTable(client, destination);
     const digest = `sha256:${createHash('sha256').update(`internal:${from.schema}.${from.table}->${into.schema}.${into.table}:${mode}`).digest('hex')}`;
     let receipt: ExtractionLifecycleReceipt | null = null;

@@ -5,6 +5,7 @@
  */
 import type { Client } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
+import { type ResolvedTable, selectSql } from '../postgres/catalog';
 import { closeSession, openSession } from '../postgres/session';
 import { sourceKindOf } from '../sources/source-kind';
 
@@ -54,6 +55,22 @@ export async function assertSameDatabase(sourceUrl: string, target: Client): Pro
     if (a.rows[0]?.id !== b.rows[0]?.id) {
       throw new PgExtractError(ErrorCode.TARGET_NOT_SAME_DATABASE, 'target.via internal needs the target to be the source database', { field: 'target.via' });
     }
+  } finally {
+    await closeSession(source);
+  }
+}
+
+/**
+ * An internal read runs on the target session, with the target role's rights: the source role must
+ * be able to read `table` itself (its columns granted, no row security policy applying to it, as
+ * every source read sets row_security off), or a client naming a table would read what the source
+ * role may not. Fails with the source's own error (SQLSTATE 42501).
+ */
+export async function assertSourceMayRead(sourceUrl: string, table: ResolvedTable): Promise<void> {
+  const source = await openSession(sourceUrl, 'probe');
+  try {
+    await source.query(`SELECT pg_catalog.set_config('row_security', 'off', false)`);
+    await source.query(`${selectSql(table)} LIMIT 0`);
   } finally {
     await closeSession(source);
   }

@@ -474,6 +474,30 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal(staging.rows[0].n, 0);
     });
 
+    it("a source role that may not read the table: the internal read (on the target role's session) is refused, nothing moves", async () => {
+      await admin().query(`DROP ROLE IF EXISTS internal_reader; CREATE ROLE internal_reader LOGIN PASSWORD 'reader-pw'`);
+      const url = new URL(live().pg.url);
+      [url.username, url.password] = ['internal_reader', 'reader-pw'];
+      try {
+        // Before, the read ran with the target role's rights alone: a client named a table the source role could not read.
+        const result = await withWorker(
+          async ({ taskQueue }) => {
+            const handle = await startExtraction(
+              live().temporal.client,
+              { table: source.table, target: { name: 'same', table: 'dsti.t', via: 'internal' } },
+              { taskQueue },
+            );
+            return (await handle.result()) as ExtractionResult;
+          },
+          { targets: { same: live().pg.url }, sourceUrl: url.toString() },
+        );
+        assert.deepEqual([result.terminalReceipt.outcome, result.load?.reason], ['abort', 'SQLSTATE_42501']);
+        assert.equal((await admin().query('SELECT count(*)::int AS n FROM dsti.t')).rows[0].n, 0);
+      } finally {
+        await admin().query('DROP ROLE internal_reader');
+      }
+    });
+
     it('a table with no columns moves its rows too', async () => {
       await admin().query('CREATE TABLE dsti.marks_src (); INSERT INTO dsti.marks_src SELECT FROM generate_series(1, 6); CREATE TABLE dsti.marks ()');
       const result = await loadInternally('dsti.marks_src', 'dsti.marks');
