@@ -49,6 +49,12 @@ describe('redactUrl', () => {
       ['a postgres://a:x@h1/d and a mysql://b:y@h2/e', 'a postgres://a:***@h1/d and a mysql://b:***@h2/e'],
       ['postgres://u@h:5432/db', 'postgres://u@h:5432/db'],
       ['postgres://h:5432/db?sslmode=require', 'postgres://h:5432/db?sslmode=require'],
+      // Forms that went through whole: a space in the password, a percent-encoded key, conninfo, mysql2's password2.
+      ['postgresql://user:my pass@host/db', 'postgresql://user:***@host/db'],
+      ['postgresql://h/db?pass%77ord=secret', 'postgresql://h/db?pass%77ord=***'],
+      [`host=db password=secret dbname=x`, `host=db password=*** dbname=x`],
+      [`host=db password='se cret' dbname=x`, `host=db password=*** dbname=x`],
+      ['mysql://u@h/db?password2=second', 'mysql://u@h/db?password2=***'],
     ]) {
       assert.equal(redactUrl(given!), redacted, given);
     }
