@@ -39,11 +39,12 @@ export async function insertSelectIntoStaging(
   const staging = quoteQualified(schema, name);
   const { result } = await ownedStagingHandle({
     signal: options.signal,
+    // DDL fires the target's event triggers, if any: under its role's path.
     create: async () => {
-      await target.query(`CREATE TEMPORARY TABLE ${staging} AS ${selectSql(source)} WITH NO DATA`);
+      await withServerSearchPath(target, () => target.query(`CREATE TEMPORARY TABLE ${staging} AS ${selectSql(source)} WITH NO DATA`));
       return staging;
     },
-    drop: async () => void (await target.query(`DROP TABLE IF EXISTS ${staging}`)),
+    drop: async () => void (await withServerSearchPath(target, () => target.query(`DROP TABLE IF EXISTS ${staging}`))),
     materialize: async () => {
       authority.acquire(await serverNow(target));
       // The staging table was made from the same select: its columns are the select's, in order (none for a table without any).

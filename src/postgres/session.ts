@@ -84,16 +84,21 @@ const serverSearchPaths = new WeakMap<ClientBase, string>();
 
 /**
  * Runs `run` under the search_path the server gives the target session's role: for statements that
- * fire the target's own code (a trigger, a rule, a view's or a default's functions) as an INSERT
- * by that role would; back to the empty path after. Inside a transaction (a local setting): after a
- * failure the rollback ends it. A session that is not a target's runs `run` as it is.
+ * run the target's own code (a trigger, a rule, a domain's CHECK, a default's or a view's functions,
+ * an event trigger on DDL) as that role's own statements would; back to the empty path after. Set
+ * for the session, so it holds outside a transaction too: inside one that fails, its rollback undoes
+ * the setting. Not nested. A session that is not a target's runs `run` as it is.
  */
 export async function withServerSearchPath<T>(client: ClientBase, run: () => Promise<T>): Promise<T> {
-  if (!serverSearchPaths.has(client)) return run();
-  await useServerSearchPath(client);
-  const result = await run();
-  await client.query(`SELECT pg_catalog.set_config('search_path', '', true)`);
-  return result;
+  const path = serverSearchPaths.get(client);
+  if (path === undefined) return run();
+  await client.query(`SELECT pg_catalog.set_config('search_path', $1, false)`, [path]);
+  try {
+    return await run();
+  } finally {
+    // Fails only in a transaction the failure aborted, whose rollback undoes the setting anyway.
+    await client.query(`SELECT pg_catalog.set_config('search_path', '', false)`).catch(() => undefined);
+  }
 }
 
 /** Sets the server's search_path on target session `client` until its transaction ends (its COMMIT fires deferred triggers). */

@@ -108,7 +108,9 @@ export async function streamIntoTarget(
   const { result } = await ownedStagingHandle({
     create: async () => {
       await dropStreamStaging(fence, request.schema, request.operationId);
-      for (const name of staging) await fence.query(createStagingSql(name, target, columns, 'UNLOGGED'));
+      await withServerSearchPath(fence, async () => {
+        for (const name of staging) await fence.query(createStagingSql(name, target, columns, 'UNLOGGED'));
+      });
     },
     // On a fresh session: the fence session may be the one whose connection failed. This attempt's
     // tables only: a retry running meanwhile has tables of its own under the operation's prefix.
@@ -168,7 +170,7 @@ async function dropStagingTables(client: Client, schema: string, prefix: string)
     `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND left(c.relname, length($2)) = $2`,
     [schema, prefix],
   );
-  for (const { name } of left.rows) await client.query(`DROP TABLE IF EXISTS ${quoteQualified(schema, name)}`);
+  for (const { name } of left.rows) await withServerSearchPath(client, () => client.query(`DROP TABLE IF EXISTS ${quoteQualified(schema, name)}`));
 }
 
 /**
@@ -219,20 +221,23 @@ async function streamRange(
   try {
     const columns = plan.table.columns.map((c) => c.name);
     const sink = new StagingSink(target, copyInSql(staging, format, columns), name);
-    const copied = await copyPartition(
-      source,
-      {
-        snapshotId: plan.snapshotId,
-        snapshotDigest: digestSourceToken(plan.snapshotText),
-        source: plan.source,
-        table: { schema: plan.table.schema, table: plan.table.table, columns },
-        key: plan.table.key,
-        range: plan.ranges[i]!,
-        format,
-        lockTimeoutMs: request.lockTimeoutMs,
-      },
-      sink,
-      { onBytes, signal },
+    // Staging has the target's column types: a domain's CHECK runs as the COPY fills it.
+    const copied = await withServerSearchPath(target, () =>
+      copyPartition(
+        source,
+        {
+          snapshotId: plan.snapshotId,
+          snapshotDigest: digestSourceToken(plan.snapshotText),
+          source: plan.source,
+          table: { schema: plan.table.schema, table: plan.table.table, columns },
+          key: plan.table.key,
+          range: plan.ranges[i]!,
+          format,
+          lockTimeoutMs: request.lockTimeoutMs,
+        },
+        sink,
+        { onBytes, signal },
+      ),
     );
     if (copied.rows !== sink.rows) {
       throw Object.assign(

@@ -16,7 +16,7 @@ import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { requireBinaryTypes } from './binary-types';
 import { sequencesPastRows } from './sequences';
 import { fillTable } from './table-fill';
-import { useServerSearchPath } from '../postgres/session';
+import { useServerSearchPath, withServerSearchPath } from '../postgres/session';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
 export const FENCE_SCHEMA = 'pgextract';
@@ -166,8 +166,11 @@ export async function ensureFence(client: Client): Promise<void> {
     if (await fenceMade(client)) return;
     await client.query('BEGIN');
     try {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${FENCE} (${FENCE_COLUMNS})`);
+      // DDL fires the target's event triggers, if any: under its role's path.
+      await withServerSearchPath(client, async () => {
+        await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(FENCE_SCHEMA)}`);
+        await client.query(`CREATE TABLE IF NOT EXISTS ${FENCE} (${FENCE_COLUMNS})`);
+      });
       await client.query('COMMIT');
       return;
     } catch (err) {

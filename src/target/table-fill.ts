@@ -57,10 +57,12 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
   const { result } = await ownedStagingHandle({
     // Created inside the load's transaction: dropping is rolling back to before it, which works
     // even when a failed COPY has aborted the transaction.
-    create: async () => void (await client.query(createStagingSql(staging, target, fill.columns, 'TEMPORARY'))),
+    // The staging table has the target's column types: a domain's CHECK runs as the COPY fills it.
+    create: async () => void (await withServerSearchPath(client, () => client.query(createStagingSql(staging, target, fill.columns, 'TEMPORARY')))),
     drop: async () => void (await client.query('ROLLBACK TO SAVEPOINT pg_extract_staging')),
     materialize: async () => {
-      const rows = await copyFiles(client, copyInSql(staging, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
+      const copy = copyInSql(staging, fill.format, fill.columns);
+      const rows = await withServerSearchPath(client, () => copyFiles(client, copy, fill.files, fill.format, signal, onChunk));
       signal?.throwIfAborted();
       await moveIntoTarget(client, staging, { ...fill, relkind }, fill.mode, fill.columns);
       return rows;
@@ -158,8 +160,8 @@ export async function moveIntoTarget(
   await withServerSearchPath(client, async () => {
     if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
     await client.query(insert);
+    await client.query(`DROP TABLE ${staging}`);
   });
-  await client.query(`DROP TABLE ${staging}`);
 }
 
 /** The move's INSERT: by name when `columns` are given, else by position (`SELECT *` unless the target has a generated column or a GENERATED ALWAYS identity). */

@@ -107,6 +107,21 @@ describe('built-in PostgreSQL target loader (live)', function () {
     ]);
   });
 
+  it("a domain's CHECK on a staged target's column resolves names by the server's search_path (files through staging, and a stream)", async () => {
+    // Staging has the target's column types, so its COPY runs the CHECK; before, it ran under the empty path and failed.
+    await onTarget((c) =>
+      c.query(`CREATE TABLE public.allowed (ok boolean); INSERT INTO public.allowed VALUES (true);
+        CREATE FUNCTION public.allowed_now(text) RETURNS boolean LANGUAGE sql AS $$ SELECT ok FROM allowed $$;
+        CREATE DOMAIN public.checked_text AS text CHECK (public.allowed_now(VALUE));
+        ALTER TABLE dst.t ALTER COLUMN name TYPE public.checked_text, ADD COLUMN twice numeric GENERATED ALWAYS AS (amount * 2) STORED`),
+    );
+    for (const via of ['files', 'stream'] as const) {
+      const { result } = await run({ partitions: 2, target: { name: 'warehouse', table: 'dst.t', mode: 'replace', via } });
+      assert.equal(result.terminalReceipt.outcome, 'success', `${via}: ${JSON.stringify(result.load)}`);
+      assert.equal(await onTarget(async (c) => (await c.query('SELECT count(*)::int AS n FROM dst.t')).rows[0].n), 20_000, via);
+    }
+  });
+
   it("replace mode swaps the target contents in the same transaction, and leaves an inheritance child's rows", async () => {
     await onTarget((c) => c.query(`INSERT INTO dst.t (id, name) VALUES (-1, 'stale')`));
     await addArchiveChild();
