@@ -78,6 +78,15 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; s
     const keys = targets.map(({ schema, table }) => JSON.stringify([schema, table]));
     const twice = keys.findIndex((to, i) => keys.indexOf(to) !== i);
     if (twice >= 0) issue('tables', `two tables map onto ${joinedName(targets[twice]!)}`);
+    // Every key names, by its parts, a table the run reads: one that only reads alike joined (`"a.b".c` in a run of
+    // `a."b.c"`) would take that table's rows.
+    const listed = input.tables?.map((t) => parseTableName(t));
+    const schema = input.schema !== undefined ? parseSchemaName(input.schema, 'schema') : undefined;
+    for (const from of Object.keys(target.tables)) {
+      const key = parseTableName(from, 'target.tables');
+      const read = listed ? listed.some((t) => t.schema === key.schema && t.table === key.table) : key.schema === schema;
+      if (!read) issue('tables', `target.tables maps ${JSON.stringify(from)}, which is not a table this run reads${listed ? '' : ` (schema ${schema})`}`);
+    }
     for (const source of input.tables ?? []) targetTableOf(target, joinedName(parseTableName(source)));
   } catch (err) {
     issue('tables', (err as Error).message, (err as PgExtractError).code ?? ErrorCode.TARGET_MAPPING_INVALID);

@@ -430,6 +430,12 @@ describe('built-in loader over a set of tables (live)', function () {
       /TARGET_MAPPING_INVALID/,
     ],
     [
+      'a key that only reads alike joined with the listed table',
+      { tables: ['a."b.c"'], target: { name: 'warehouse', tables: { '"a.b".c': 'dst.wrong' } } },
+      /TARGET_MAPPING_INVALID/,
+    ],
+    ['a key outside the schema the run reads', { schema: 'a', target: { name: 'warehouse', tables: { '"a.b".c': 'dst.wrong' } } }, /TARGET_MAPPING_INVALID/],
+    [
       'one source mapped twice',
       {
         tables: ['public.parent', 'sload.parent'],
