@@ -186,8 +186,8 @@ class RunFolders {
       // A folder without this run's marker was never prepared here, or is not visible here: its files' releases say which.
       if ((await this.#ownedInside(folder)) === 'mine') {
         const graveyard = `${graveyardPrefix(folder)}${randomBytes(4).toString('hex')}`;
-        await rename(folder, graveyard);
-        graveyards.push(graveyard);
+        // Gone meanwhile: another release of the run renamed it away, and removes it.
+        if (await rename(folder, graveyard).then(() => true, ignoreError('ENOENT'))) graveyards.push(graveyard);
       }
       for (const graveyard of graveyards) await removeGraveyard(graveyard, folder);
     } catch (err) {
@@ -243,6 +243,8 @@ async function removeGraveyard(graveyard: string, folder: string): Promise<void>
     await unlink(join(graveyard, OWNER_MARKER));
     await rmdir(graveyard);
   } catch (err) {
+    // Gone meanwhile (its marker, the graveyard): another release of the run removes it, and must not find it renamed back.
+    if ((err as { code?: string }).code === 'ENOENT') return;
     await rename(graveyard, folder).catch(() => undefined);
     throw err;
   }

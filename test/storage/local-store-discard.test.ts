@@ -47,6 +47,17 @@ describe('LocalStore discard', () => {
     assert.deepEqual(readdirSync(root), []);
   });
 
+  it('two releases discarding the folder at once (a retried activity beside its first try) leave nothing, and no folder without its marker', async () => {
+    for (let i = 0; i < 20; i++) writeFileSync(join(root, `run/attempt-1/part-${String(i + 1).padStart(4, '0')}.csv`), 'b\n');
+    const other = new LocalStore(root, 0o600);
+    const reports = await Promise.all([discard('run/attempt-1'), other.release({ paths: [], sweepFolders: [], discardFolders: ['run/attempt-1'] }, owner)]);
+    assert.deepEqual(
+      reports.flatMap((r) => r.failures),
+      [],
+    );
+    assert.deepEqual(readdirSync(root), []);
+  });
+
   it("a discard whose worker died after renaming the folder away is finished by the next (another run's is left)", async () => {
     renameSync(join(root, 'run/attempt-1'), join(root, 'run/.attempt-1.discarded-0badf00d'));
     await new LocalStore(root, 0o600).prepareFolder('run/attempt-2', 'owner-2');
