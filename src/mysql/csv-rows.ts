@@ -6,7 +6,8 @@
  * Binary strings (BINARY, VARBINARY, BLOB, BIT, GEOMETRY) are written as PostgreSQL writes bytea: `\x` and hex.
  * A date that names no calendar day (a zero date, `0000-00-00` or a zero year, month or day, or
  * `2024-02-30`), which MySQL keeps where its sql_mode allows, fails the copy: the column is
- * described as a date, and no PostgreSQL reader reads one. GEOMETRY values are their WKB bytes.
+ * described as a date, and no PostgreSQL reader reads one. A GEOMETRY value is MySQL's own: a
+ * 4-byte SRID, then the WKB.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { ErrorCode, PgExtractError } from '../errors';
@@ -19,7 +20,7 @@ const NEWLINE = Buffer.from('\n');
 const QUOTE_BYTE = Buffer.from('"');
 const END_OF_DATA = Buffer.from('\\.');
 
-/** MySQL protocol column types that carry bytes (GEOMETRY's, 255, its WKB), and the binary character set's number. */
+/** MySQL protocol column types that carry bytes (GEOMETRY, 255, too: its SRID and WKB), and the binary character set's number. */
 const BYTE_TYPES = new Set([15, 16, 249, 250, 251, 252, 253, 254, 255]);
 const BINARY_CHARSET = 63;
 /** MySQL protocol column types whose text starts with a `YYYY-MM-DD` date: TIMESTAMP, DATE, DATETIME, NEWDATE. */

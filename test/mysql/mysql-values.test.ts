@@ -105,7 +105,7 @@ describe('MySQL source values (live MariaDB)', function () {
 
   it('a connection killed mid-read fails the range at once (it waited for ever)', async () => {
     await asRoot(`DROP TABLE IF EXISTS many; CREATE TABLE many (id int PRIMARY KEY, v varchar(64)); SET SESSION max_recursive_iterations = 1000000;
-      INSERT INTO many WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 200000) SELECT n, REPEAT('x', 60) FROM g`);
+      INSERT INTO many WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 400000) SELECT n, REPEAT('x', 60) FROM g`);
     const service = await mysqlService();
     const adapter = mysqlAdapter(service.url);
     const read = await adapter.open({ schema: service.database, table: 'many' }, { partitions: 1 });
@@ -125,8 +125,11 @@ describe('MySQL source values (live MariaDB)', function () {
     }
     const root = await mysqlAdmin();
     try {
+      // 28 MB, more than loopback's socket buffers hold, paced by the sink: the SELECT is still sending.
       const [rows] = await root.query(`SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = ? AND INFO LIKE 'SELECT %many%'`, [service.user]);
-      await root.query(`KILL CONNECTION ${Number((rows as { id: number }[])[0]!.id)}`);
+      const reading = (rows as { id: number }[])[0];
+      assert.ok(reading, 'the SELECT is still running');
+      await root.query(`KILL CONNECTION ${Number(reading.id)}`);
     } finally {
       await root.end();
     }
