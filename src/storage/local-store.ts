@@ -140,6 +140,8 @@ function notVisible(name: string, why: string): PgExtractError {
 /** One release's view of the run's folders: their real location and owner, looked up once each. */
 class RunFolders {
   readonly #owners = new Map<string, Promise<'mine' | 'absent'>>();
+  /** The graveyards of each folder a missing file was looked for in, read once per release. */
+  readonly #graveyards = new Map<string, Promise<string[]>>();
   readonly #rootReal: () => Promise<string>;
 
   constructor(
@@ -160,7 +162,10 @@ class RunFolders {
       // Gone from a folder the run can see as its own: proved gone.
       if (owned === 'mine') return;
       // Its folder renamed away by a discard that stopped part-way: the file goes from there. Anywhere else: not visible.
-      const graveyards = await this.#graveyardsOf(dirname(path));
+      const folder = dirname(path);
+      let found = this.#graveyards.get(folder);
+      if (!found) this.#graveyards.set(folder, (found = this.#graveyardsOf(folder)));
+      const graveyards = await found;
       if (graveyards.length === 0) throw err;
       await Promise.all(graveyards.map((graveyard) => unlink(join(graveyard, basename(path))).catch(ignoreError('ENOENT'))));
     }
