@@ -5,11 +5,12 @@
  * the batch, which does it once for all its files before they are reported.
  */
 import { randomBytes } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import { DurableFileSink } from './durable-file-sink';
 import type { OutputSink, StoredOutput } from './output-sink';
+import { ignoreError } from './ignore-error';
 
 /** Temp names of writers, `<final name>.tmp-<pid>-<8 hex>`: release sweeps them. */
 export const TEMP_FILE = /\.tmp-\d+-[0-9a-f]{8}$/;
@@ -31,7 +32,8 @@ export async function fsyncDirectory(path: string): Promise<void> {
 export class LocalFileSink implements OutputSink {
   private readonly temp: string;
   private writable: DurableFileSink | null = null;
-  private committed = false;
+  /** The file this sink put in place (device and inode), once committed. */
+  private committed: { dev: number; ino: number } | null = null;
 
   /**
    * @param mode the file's mode, whatever the umask.
@@ -56,8 +58,9 @@ export class LocalFileSink implements OutputSink {
   }
 
   async commit(): Promise<StoredOutput> {
+    const { dev, ino } = await stat(this.temp);
     await rename(this.temp, this.location);
-    this.committed = true;
+    this.committed = { dev, ino };
     if (this.options.syncFolder ?? true) await fsyncDirectory(dirname(this.location));
     return { location: this.location, etag: null };
   }
@@ -67,6 +70,10 @@ export class LocalFileSink implements OutputSink {
     // the rm below: wait until it is closed.
     const writable = this.writable;
     if (writable && !writable.closed) await new Promise((resolve) => writable.once('close', resolve).destroy());
-    await rm(this.committed ? this.location : this.temp, { force: true });
+    if (!this.committed) return rm(this.temp, { force: true });
+    // Only the file this sink committed: a later try of the same partition (this one's heartbeat lost while it ran on)
+    // may have committed its own under the name since, and that one is the receipt's.
+    const now = await stat(this.location).catch(ignoreError('ENOENT'));
+    if (now?.dev === this.committed.dev && now.ino === this.committed.ino) await rm(this.location, { force: true });
   }
 }
