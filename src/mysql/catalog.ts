@@ -24,6 +24,9 @@ interface IndexRow {
   column_name: string;
 }
 
+/** The longest name PostgreSQL keeps (NAMEDATALEN - 1 bytes). */
+const MAX_NAME_BYTES = 63;
+
 const INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'integer', 'bigint']);
 
 export async function describeMysqlTable(conn: Connection, request: TableRequest): Promise<SourceTable> {
@@ -44,6 +47,17 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
     if (!column) throw new PgExtractError(ErrorCode.COLUMN_NOT_FOUND, `column ${JSON.stringify(name)} does not exist`, { field: 'columns' });
     return column;
   });
+  // MySQL names take 64 characters; the files' headers, data packages and loads name columns as PostgreSQL does, in
+  // at most 63 bytes. Refused here, before any range is planned, rather than by the first copy.
+  for (const name of [request.schema, request.table, ...chosen.map((c) => c.name)]) {
+    if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) {
+      throw new PgExtractError(
+        ErrorCode.IDENTIFIER_INVALID,
+        `${JSON.stringify(name)} has ${Buffer.byteLength(name, 'utf8')} bytes, more than the ${MAX_NAME_BYTES} a PostgreSQL name holds: leave the column out with --columns, or export a view that renames it`,
+        { field: 'columns' },
+      );
+    }
+  }
   const [indexes] = await conn.promise().query(
     `SELECT INDEX_NAME AS index_name, COLUMN_NAME AS column_name FROM information_schema.STATISTICS
       WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX`,

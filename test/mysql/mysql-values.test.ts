@@ -93,6 +93,24 @@ describe('MySQL source values (live MariaDB)', function () {
     }
   });
 
+  it('a column name longer than a PostgreSQL name (64 characters) is refused with IDENTIFIER_INVALID when the read is planned; --columns leaves it out', async () => {
+    const long = 'c'.repeat(64);
+    await asRoot(`DROP TABLE IF EXISTS longnames; CREATE TABLE longnames (id int PRIMARY KEY, ${long} int); INSERT INTO longnames VALUES (1, 2)`);
+    const service = await mysqlService();
+    const adapter = mysqlAdapter(service.url);
+    // Before, planning took it and every copy then failed on it.
+    await assert.rejects(adapter.open({ schema: service.database, table: 'longnames' }, { partitions: 1 }), (err: Error & { code?: string }) => {
+      assert.equal(err.code, ErrorCode.IDENTIFIER_INVALID);
+      assert.match(err.message, /64 bytes.*--columns/);
+      return true;
+    });
+    const read = await adapter.open({ schema: service.database, table: 'longnames', columns: ['id'] }, { partitions: 1 });
+    assert.deepEqual(
+      read.plan.table.columns.map((c) => c.name),
+      ['id'],
+    );
+  });
+
   it('a date that names no calendar day (2024-02-30 under ALLOW_INVALID_DATES) fails the read with SOURCE_VALUE_UNREPRESENTABLE', async () => {
     await asRoot(`DROP TABLE IF EXISTS baddates; SET SESSION sql_mode = 'ALLOW_INVALID_DATES';
       CREATE TABLE baddates (id int PRIMARY KEY, d date, at datetime); INSERT INTO baddates VALUES (1, '2024-02-29', '2023-04-30 10:00:00'), (2, '2024-02-30', NULL)`);
