@@ -9,7 +9,7 @@ import { parseOrThrow } from './parse';
 import { climbsOut } from './relative-path';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
-import { checkTargetMapping } from './target-mapping';
+import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
 import { S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
@@ -267,10 +267,12 @@ export const MAX_INPUT_BYTES = 64 * 1024;
  * {@link parseExtractionInput} and the checks only a run about to start gets: a step of a running
  * run parses its input again, and a run an earlier version accepted must go on being accepted.
  * Here: an S3 prefix short enough for the run's folder and file names beneath it, checked before
- * the run starts rather than when its first object is written.
+ * the run starts rather than when its first object is written, and target.tables keys that name the
+ * run's own tables ({@link checkNewRunTargetMapping}).
  */
 export function parseNewRunInput(raw: unknown): ExtractionInput {
   const input = parseExtractionInput(raw);
+  checkNewRunTargetMapping(input);
   if (input.outDir !== undefined && isS3Url(input.outDir) && keyBytes(parseS3Url(input.outDir).key) > S3_PREFIX_MAX_BYTES) {
     throw new PgExtractError(
       ErrorCode.INPUT_INVALID,

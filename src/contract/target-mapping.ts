@@ -62,34 +62,50 @@ export function checkTargetMapping(input: { table?: string; tables?: string[]; s
   }
   if (target.tables === undefined) return;
   try {
-    // Manifests name a file's table by its joined name, so two sources that read alike there (`"a.b".c` and
-    // `a."b.c"`, or `users` and `public.users`) cannot both be mapped: the first would take the other's rows.
-    const sources = Object.keys(target.tables).map((from) => joinedName(parseTableName(from, 'target.tables')));
-    const alike = sources.findIndex((from, i) => sources.indexOf(from) !== i);
-    if (alike >= 0) {
-      const [first, second] = Object.keys(target.tables).filter((_, i) => sources[i] === sources[alike]);
-      issue(
-        'tables',
-        `target.tables maps ${JSON.stringify(first)} and ${JSON.stringify(second)}, which name the same table in a manifest (${sources[alike]}); keep one`,
-      );
-    }
     // Targets are told apart by their parts: `"x.y".z` and `x."y.z"` are two tables.
     const targets = Object.values(target.tables).map((to) => parseTableName(to, 'target.tables'));
     const keys = targets.map(({ schema, table }) => JSON.stringify([schema, table]));
     const twice = keys.findIndex((to, i) => keys.indexOf(to) !== i);
     if (twice >= 0) issue('tables', `two tables map onto ${joinedName(targets[twice]!)}`);
-    // Every key names, by its parts, a table the run reads: one that only reads alike joined (`"a.b".c` in a run of
-    // `a."b.c"`) would take that table's rows.
-    const listed = input.tables?.map((t) => parseTableName(t));
-    const schema = input.schema !== undefined ? parseSchemaName(input.schema, 'schema') : undefined;
-    for (const from of Object.keys(target.tables)) {
-      const key = parseTableName(from, 'target.tables');
-      const read = listed ? listed.some((t) => t.schema === key.schema && t.table === key.table) : key.schema === schema;
-      if (!read) issue('tables', `target.tables maps ${JSON.stringify(from)}, which is not a table this run reads${listed ? '' : ` (schema ${schema})`}`);
-    }
     for (const source of input.tables ?? []) targetTableOf(target, joinedName(parseTableName(source)));
   } catch (err) {
     issue('tables', (err as Error).message, (err as PgExtractError).code ?? ErrorCode.TARGET_MAPPING_INVALID);
+  }
+}
+
+/**
+ * The checks of `target.tables` only a run about to start gets (a running run's steps parse its input again, and a
+ * mapping an earlier version accepted must go on being accepted): manifests name a file's table by its joined name, so
+ * every key must name, by its parts, a table the run reads, and no two keys may read alike joined (`"a.b".c` and
+ * `a."b.c"`, or `users` and `public.users`): either would take another table's rows.
+ */
+export function checkNewRunTargetMapping(input: { tables?: string[]; schema?: string; target?: TargetMapping }): void {
+  const mapping = input.target?.tables;
+  if (mapping === undefined) return;
+  const refuse = (message: string): never => {
+    throw new PgExtractError(ErrorCode.TARGET_MAPPING_INVALID, message, { field: 'target.tables' });
+  };
+  const keys = Object.keys(mapping).map((from) => ({ from, name: parseTableName(from, 'target.tables') }));
+  const joined = keys.map(({ name }) => joinedName(name));
+  const alike = joined.findIndex((name, i) => joined.indexOf(name) !== i);
+  if (alike >= 0) {
+    const [first, second] = keys.filter((_, i) => joined[i] === joined[alike]).map((k) => JSON.stringify(k.from));
+    refuse(`target.tables maps ${first} and ${second}, which name the same table in a manifest (${joined[alike]}); keep one`);
+  }
+  // A listed name that does not parse is the selection check's to report.
+  const listed = input.tables?.flatMap((t) => {
+    try {
+      return [parseTableName(t)];
+    } catch {
+      return [];
+    }
+  });
+  const schema = input.schema;
+  for (const { from, name } of keys) {
+    const read = listed
+      ? listed.some((t) => t.schema === name.schema && t.table === name.table)
+      : schema !== undefined && name.schema === parseSchemaName(schema, 'schema');
+    if (!read) refuse(`target.tables maps ${JSON.stringify(from)}, which is not a table this run reads${listed ? '' : ` (schema ${schema})`}`);
   }
 }
 

@@ -27,7 +27,7 @@ const FLOAT_TYPE = 4;
 
 /**
  * The FLOAT columns among the planned ones (read off an empty result of them). A FLOAT's own text has
- * six significant digits (16777216 reads as 16777200): read as a DOUBLE (`+ 0E0`, which every MySQL and MariaDB
+ * six significant digits (16777216 reads as 16777200): read as a DOUBLE (`* 1E0`, which every MySQL and MariaDB
  * takes, where CAST … AS DOUBLE came in MySQL 8.0.17), its text keeps the float's value. The plan the range
  * arrives with names its columns only, so their types are read here.
  */
@@ -42,7 +42,7 @@ async function floatColumns(conn: Connection, handle: ReadHandle): Promise<Set<s
 
 /** `SELECT … WHERE …` for `range`, with its bound values as parameters; `floats` are read as DOUBLE. */
 export function rangeSelect(handle: ReadHandle, range: PartitionRange, floats: ReadonlySet<string> = new Set()): { sql: string; values: string[] } {
-  const list = plannedColumns(handle).map((c) => (floats.has(c) ? `(${quoteIdent(c)} + 0E0) AS ${quoteIdent(c)}` : quoteIdent(c)));
+  const list = plannedColumns(handle).map((c) => (floats.has(c) ? `(${quoteIdent(c)} * 1E0) AS ${quoteIdent(c)}` : quoteIdent(c)));
   const select = `SELECT ${list.join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
   if (range.kind === 'all') return { sql: select, values: [] };
   const key = handle.key === null ? null : quoteIdent(handle.key.name);

@@ -5,6 +5,7 @@
  * the batch, which does it once for all its files before they are reported.
  */
 import { randomBytes } from 'node:crypto';
+import type { BigIntStats } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -32,8 +33,8 @@ export async function fsyncDirectory(path: string): Promise<void> {
 export class LocalFileSink implements OutputSink {
   private readonly temp: string;
   private writable: DurableFileSink | null = null;
-  /** The file this sink put in place (device and inode), once committed. */
-  private committed: { dev: number; ino: number } | null = null;
+  /** The file this sink put in place, once committed: device and inode, and its birth and change times (an inode's number is reused). */
+  private committed: string | null = null;
 
   /**
    * @param mode the file's mode, whatever the umask.
@@ -58,9 +59,8 @@ export class LocalFileSink implements OutputSink {
   }
 
   async commit(): Promise<StoredOutput> {
-    const { dev, ino } = await stat(this.temp);
     await rename(this.temp, this.location);
-    this.committed = { dev, ino };
+    this.committed = identity(await stat(this.location, { bigint: true }));
     if (this.options.syncFolder ?? true) await fsyncDirectory(dirname(this.location));
     return { location: this.location, etag: null };
   }
@@ -73,7 +73,12 @@ export class LocalFileSink implements OutputSink {
     if (!this.committed) return rm(this.temp, { force: true });
     // Only the file this sink committed: a later try of the same partition (this one's heartbeat lost while it ran on)
     // may have committed its own under the name since, and that one is the receipt's.
-    const now = await stat(this.location).catch(ignoreError('ENOENT'));
-    if (now?.dev === this.committed.dev && now.ino === this.committed.ino) await rm(this.location, { force: true });
+    const now = await stat(this.location, { bigint: true }).catch(ignoreError('ENOENT'));
+    if (now && identity(now) === this.committed) await rm(this.location, { force: true });
   }
+}
+
+/** Tells one file from another that took its name, and its inode's number once freed: a retry's new file is born later. */
+function identity(file: BigIntStats): string {
+  return `${file.dev}:${file.ino}:${file.birthtimeNs}:${file.ctimeNs}`;
 }

@@ -248,8 +248,18 @@ async function removeGraveyard(graveyard: string, folder: string): Promise<void>
     await unlink(join(graveyard, OWNER_MARKER));
     await rmdir(graveyard);
   } catch (err) {
-    // Gone meanwhile (its marker, the graveyard): another release of the run removes it, and must not find it renamed back.
-    if ((err as { code?: string }).code === 'ENOENT') return;
+    // Gone meanwhile (its marker, the graveyard): another release of the run is removing it, and must not find it
+    // renamed back. Unless that one could not, and put it back itself: then this release has failed too.
+    if ((err as { code?: string }).code === 'ENOENT') {
+      if (
+        await stat(folder).then(
+          () => false,
+          () => true,
+        )
+      )
+        return;
+      throw Object.assign(new Error(`${folder} is back: another release could not remove it`), { code: 'ENOTEMPTY' });
+    }
     await rename(graveyard, folder).catch(() => undefined);
     throw err;
   }

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction } from '../../src/client';
-import { type ExtractionRequest, parseExtractionInput } from '../../src/contract/extraction-input';
+import { type ExtractionRequest, parseExtractionInput, parseNewRunInput } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { targetTableOf } from '../../src/contract/target-mapping';
 import { cli, cliJson, liveCliEnv } from '../support/cli';
@@ -456,6 +456,17 @@ describe('built-in loader over a set of tables (live)', function () {
       target: { name: 'warehouse', tables: { '"a.b".orders': 'dst.orders', 'sload.parent': 'dst.parent' } },
     });
     assert.deepEqual(targetTableOf(input.target!, 'a.b.orders'), { schema: 'dst', table: 'orders' });
+  });
+
+  it("a mapping with keys that read alike, or name a table the run does not read, is refused only for a new run: a running run's steps parse its input as an earlier version accepted it", () => {
+    for (const tables of [
+      { '"a.b".c': 'dst.wrong', 'a."b.c"': 'dst.right' },
+      { 'a."b.c"': 'dst.right', 'other.x': 'dst.x' },
+    ]) {
+      const request = { tables: ['a."b.c"'], target: { name: 'warehouse', tables } };
+      assert.doesNotThrow(() => parseExtractionInput(request));
+      assert.throws(() => parseNewRunInput(request), { code: 'TARGET_MAPPING_INVALID' });
+    }
   });
 
   it('two targets that read alike joined ("x.y".z and x."y.z") are two tables', () => {
