@@ -92,14 +92,7 @@ export function checkNewRunTargetMapping(input: { tables?: string[]; schema?: st
     const [first, second] = keys.filter((_, i) => joined[i] === joined[alike]).map((k) => JSON.stringify(k.from));
     refuse(`target.tables maps ${first} and ${second}, which name the same table in a manifest (${joined[alike]}); keep one`);
   }
-  // A listed name that does not parse is the selection check's to report.
-  const listed = input.tables?.flatMap((t) => {
-    try {
-      return [parseTableName(t)];
-    } catch {
-      return [];
-    }
-  });
+  const listed = input.tables && listedTables(input.tables);
   const schema = input.schema;
   for (const { from, name } of keys) {
     const read = listed
@@ -112,13 +105,7 @@ export function checkNewRunTargetMapping(input: { tables?: string[]; schema?: st
 /** Two listed tables of one name in different schemas, which `target.schema` would load into one table; null if none. */
 function sameNamedTables(tables: string[]): [string, string] | null {
   const seen = new Map<string, string>();
-  for (const name of tables) {
-    let parsed: Name;
-    try {
-      parsed = parseTableName(name);
-    } catch {
-      continue; // the selection check reports it
-    }
+  for (const parsed of listedTables(tables)) {
     const first = seen.get(parsed.table);
     if (first !== undefined && first !== joinedName(parsed)) return [first, joinedName(parsed)];
     seen.set(parsed.table, joinedName(parsed));
@@ -128,13 +115,20 @@ function sameNamedTables(tables: string[]): [string, string] | null {
 
 /** The schemas of a set's source tables as named in the input (names that do not parse are the selection check's to report). */
 function sourceSchemas(input: { tables?: string[]; schema?: string }): string[] {
-  const parsed = (parse: () => string): string[] => {
-    try {
-      return [parse()];
-    } catch {
-      return [];
-    }
-  };
-  if (input.schema !== undefined) return parsed(() => parseSchemaName(input.schema!, 'schema'));
-  return (input.tables ?? []).flatMap((name) => parsed(() => parseTableName(name).schema));
+  if (input.schema !== undefined) return parsedOrNone(() => parseSchemaName(input.schema!, 'schema'));
+  return listedTables(input.tables ?? []).map((name) => name.schema);
+}
+
+/** The listed tables' names that parse: one that does not is the selection check's to report. */
+function listedTables(tables: readonly string[]): Name[] {
+  return tables.flatMap((name) => parsedOrNone(() => parseTableName(name)));
+}
+
+/** `[parse()]`, or none when it throws. */
+function parsedOrNone<T>(parse: () => T): T[] {
+  try {
+    return [parse()];
+  } catch {
+    return [];
+  }
 }
