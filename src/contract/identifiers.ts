@@ -5,7 +5,8 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 
-const NAMEDATALEN = 64;
+/** PostgreSQL's name buffer: a name holds at most NAMEDATALEN - 1 bytes. */
+export const NAMEDATALEN = 64;
 
 /** Throws IDENTIFIER_INVALID unless PostgreSQL can name something `name`. */
 export function checkIdentifier(name: string): void {

@@ -7,6 +7,7 @@
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { TableRequest } from '../postgres/catalog';
+import { NAMEDATALEN } from '../contract/identifiers';
 import type { SplitKey } from '../contract/partition-range';
 import type { SourceTable } from '../sources/source-adapter';
 import { quoteQualified } from '../postgres/sql';
@@ -23,9 +24,6 @@ interface IndexRow {
   index_name: string;
   column_name: string;
 }
-
-/** The longest name PostgreSQL keeps (NAMEDATALEN - 1 bytes). */
-const MAX_NAME_BYTES = 63;
 
 const INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'integer', 'bigint']);
 
@@ -50,10 +48,11 @@ export async function describeMysqlTable(conn: Connection, request: TableRequest
   // MySQL names take 64 characters; the files' headers, data packages and loads name columns as PostgreSQL does, in
   // at most 63 bytes. Refused here, before any range is planned, rather than by the first copy.
   for (const name of [request.schema, request.table, ...chosen.map((c) => c.name)]) {
-    if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) {
+    const bytes = Buffer.byteLength(name, 'utf8');
+    if (bytes >= NAMEDATALEN) {
       throw new PgExtractError(
         ErrorCode.IDENTIFIER_INVALID,
-        `${JSON.stringify(name)} has ${Buffer.byteLength(name, 'utf8')} bytes, more than the ${MAX_NAME_BYTES} a PostgreSQL name holds: leave the column out with --columns, or export a view that renames it`,
+        `${JSON.stringify(name)} has ${bytes} bytes, more than the ${NAMEDATALEN - 1} a PostgreSQL name holds: leave the column out with --columns, or export a view that renames it`,
         { field: 'columns' },
       );
     }
