@@ -170,7 +170,10 @@ async function dropStagingTables(client: Client, schema: string, prefix: string)
     `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND left(c.relname, length($2)) = $2`,
     [schema, prefix],
   );
-  for (const { name } of left.rows) await withServerSearchPath(client, () => client.query(`DROP TABLE IF EXISTS ${quoteQualified(schema, name)}`));
+  if (left.rows.length === 0) return;
+  await withServerSearchPath(client, async () => {
+    for (const { name } of left.rows) await client.query(`DROP TABLE IF EXISTS ${quoteQualified(schema, name)}`);
+  });
 }
 
 /**
