@@ -7,6 +7,7 @@
  * descending sequence), never back.
  */
 import type { Client } from 'pg';
+import { withServerSearchPath } from '../postgres/session';
 import { quoteIdent, quoteLiteral, quoteQualified } from '../postgres/sql';
 
 /** A sequence that fills a column of a loaded table, as the catalog names them. */
@@ -61,6 +62,21 @@ async function columnSequences(client: Client, tables: readonly { schema: string
 }
 
 /**
+ * Each sequence's edge: the highest value its column holds (lowest, descending), as text, or null
+ * for an empty column. Read under the server's search_path ({@link withServerSearchPath}): a row
+ * security policy's function runs in this read, and resolves its names as the role's own queries
+ * would. So `max` and `min` are named with their schema, and nothing else here is resolved by name.
+ */
+async function columnEdges(client: Client, sequences: readonly ColumnSequence[]): Promise<(string | null)[]> {
+  const edges = sequences.map(
+    (s, i) =>
+      `(SELECT pg_catalog.${s.descending ? 'min' : 'max'}(${quoteIdent(s.column_name)}) FROM ${quoteQualified(s.table_schema, s.table_name)})::text AS e${i}`,
+  );
+  const r = await withServerSearchPath(client, () => client.query<Record<string, string | null>>(`SELECT ${edges.join(', ')}`));
+  return sequences.map((_, i) => r.rows[0]![`e${i}`] ?? null);
+}
+
+/**
  * Sets every such sequence of `tables` (see {@link columnSequences}) whose next value the column
  * already holds to the column's highest value (lowest, descending), so its next value follows the
  * rows, in one statement. Run inside the load's transaction, after its rows: it sees them, and a
@@ -71,17 +87,22 @@ async function columnSequences(client: Client, tables: readonly { schema: string
 export async function sequencesPastRows(client: Client, tables: readonly { schema: string; table: string }[]): Promise<number> {
   const sequences = await columnSequences(client, tables);
   if (sequences.length === 0) return 0;
-  const moves = sequences.map((s) => {
+  const edges = await columnEdges(client, sequences);
+  const moves = sequences.flatMap((s, i) => {
+    const edge = edges[i] ?? null;
+    if (edge === null) return [];
     const sequence = quoteQualified(s.sequence_schema, s.sequence_name);
     const oid = `${quoteLiteral(sequence)}::regclass`;
-    const edge = `(SELECT ${s.descending ? 'min' : 'max'}(${quoteIdent(s.column_name)}) FROM ${quoteQualified(s.table_schema, s.table_name)})`;
     // numeric: a sequence at its bound would overflow bigint here.
     const next = `CASE WHEN q.is_called THEN q.last_value::numeric + p.seqincrement ELSE q.last_value END`;
     const behind = s.descending ? `${next} >= e.edge` : `${next} <= e.edge`;
-    return `SELECT pg_catalog.setval(${oid}, e.edge)
-              FROM ${sequence} q, pg_catalog.pg_sequence p, (SELECT ${edge}::bigint AS edge OFFSET 0) e
-             WHERE p.seqrelid = ${oid} AND ${behind} AND e.edge BETWEEN p.seqmin AND p.seqmax`;
+    return [
+      `SELECT pg_catalog.setval(${oid}, e.edge)
+         FROM ${sequence} q, pg_catalog.pg_sequence p, (SELECT ${quoteLiteral(edge)}::bigint AS edge) e
+        WHERE p.seqrelid = ${oid} AND ${behind} AND e.edge BETWEEN p.seqmin AND p.seqmax`,
+    ];
   });
+  if (moves.length === 0) return 0;
   const r = await client.query<{ moved: string }>(`SELECT count(*)::text AS moved FROM (${moves.join('\n UNION ALL ')}) m`);
   return Number(r.rows[0]!.moved);
 }

@@ -320,6 +320,22 @@ describe('built-in PostgreSQL target loader (live)', function () {
       });
     });
 
+    it("a row security policy whose function names a table unqualified: its rows load through staging and its sequence moves past them, the policy's names resolved by the server's search_path", async () => {
+      await asNewRole('pgx_policed', async (policed) => {
+        await admin().query(`GRANT CREATE ON DATABASE ${TARGET_DB} TO pgx_policed`);
+        await onTarget((c) =>
+          c.query(`CREATE TABLE public.floors (low int); INSERT INTO public.floors VALUES (0); GRANT SELECT ON public.floors TO pgx_policed;
+                   CREATE FUNCTION public.above_floor(int) RETURNS boolean LANGUAGE sql AS $$ SELECT $1 > (SELECT low FROM floors) $$;
+                   CREATE SEQUENCE dst.u_id_seq OWNED BY dst.u.id; ALTER TABLE dst.u ALTER id SET DEFAULT nextval('dst.u_id_seq');
+                   ALTER TABLE dst.u ENABLE ROW LEVEL SECURITY; CREATE POLICY above ON dst.u USING (public.above_floor(id));
+                   GRANT USAGE, CREATE ON SCHEMA dst TO pgx_policed; GRANT SELECT, INSERT ON dst.u TO pgx_policed; GRANT USAGE, SELECT, UPDATE ON dst.u_id_seq TO pgx_policed`),
+        );
+        const report: LoadReport = await env.run(policed, request({ operationId: 'op-policed' }));
+        assert.deepEqual([report.outcome, report.reason, report.rows], ['committed', null, 4], report.message);
+        assert.deepEqual((await onTarget((c) => c.query('SELECT last_value::int, is_called FROM dst.u_id_seq'))).rows, [{ last_value: 4, is_called: true }]);
+      });
+    });
+
     it('a role without CREATE on the database loads once an administrator has made the fence; before that it fails naming the permission', async () => {
       await asNewRole('pgx_loader', async (loader) => {
         await onTarget((c) => c.query('GRANT USAGE ON SCHEMA dst TO pgx_loader; GRANT INSERT ON dst.u TO pgx_loader'));
