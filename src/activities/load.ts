@@ -17,7 +17,7 @@ import { targetTableOf } from '../contract/target-mapping';
 import { type DataPackage, type PackagedColumns, packagedColumns } from '../readers/data-package';
 import type { OutputStores } from '../storage/output-stores';
 import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFiles, releaseStreamStaging } from '../target/loads';
-import { fenceHolds } from '../target/loader';
+import { fenceRows } from '../target/loader';
 import { onTargetSession } from '../target/session';
 import { failureTypeOf, withFailures } from './failures';
 import { heartbeatEvery, heartbeatInterval } from './heartbeats';
@@ -92,11 +92,11 @@ async function reporting<T>(
     const lastTry = info.attempt >= (info.retryPolicy?.maximumAttempts || Number.POSITIVE_INFINITY);
     if (cancellationSignal.aborted || (reason === null && !lastTry)) throw err;
     const earlier = await committedEarlier(operationId, targetUrl);
-    if (earlier) return failed({ outcome: 'committed', operationId, reason: null, rows: null });
-    if (earlier === false) {
+    if (earlier === 'none') {
       if (reason === null) throw err;
       return failed({ outcome: 'failed', operationId, reason, rows: null, message: loadFailureMessage(err) });
     }
+    if (earlier !== 'unreadable') return failed({ outcome: 'committed', operationId, reason: null, rows: earlier.rows });
     const message = `an earlier attempt of this load may have committed, and the fence could not be read: ${loadFailureMessage(err)}`;
     const code = reason ?? errorCodeOf(err) ?? failureTypeOf(err as { name?: string; code?: unknown });
     return failed({ outcome: 'unknown', operationId, reason: code, rows: null, message: message.slice(0, LOAD_MESSAGE_LIMIT) });
@@ -106,23 +106,29 @@ async function reporting<T>(
 }
 
 /**
- * Whether an earlier attempt of this load committed: one may have, and vanished before it
+ * The rows an earlier attempt of this load committed: one may have, and vanished before it
  * reported, while this one failed before it reached the fence (a table dropped since, a worker
  * without the target's URL, the target unreachable through every retry). Its fence row says so;
- * false on a first attempt; null when the fence cannot be read.
+ * none on a first attempt; unreadable when the fence cannot be read.
  */
-async function committedEarlier(operationId: string, targetUrl: () => string): Promise<boolean | null> {
+async function committedEarlier(operationId: string, targetUrl: () => string): Promise<FenceRead> {
   const { info, cancellationSignal } = Context.current();
-  if (info.attempt <= 1) return false;
-  return fenceSays(operationId, targetUrl, cancellationSignal);
+  if (info.attempt <= 1) return 'none';
+  return readFence(operationId, targetUrl, cancellationSignal);
 }
 
-/** Whether the fence holds a row for `operationId` (see loader.ts `fenceHolds`); null when it cannot be read. */
-function fenceSays(operationId: string, targetUrl: () => string, signal: AbortSignal): Promise<boolean | null> {
+/** What a load's fence says: the rows an attempt committed, none committed, or nothing (it cannot be read). */
+type FenceRead = { rows: number } | 'none' | 'unreadable';
+
+/** The fence's row for `operationId` (see loader.ts `fenceRows`). */
+function readFence(operationId: string, targetUrl: () => string, signal: AbortSignal): Promise<FenceRead> {
   // targetUrl() throws on a worker without the target's URL: that too leaves the fence unread.
   return Promise.resolve()
-    .then(() => onTargetSession(targetUrl(), signal, (client) => fenceHolds(client, operationId)))
-    .catch(() => null);
+    .then(() => onTargetSession(targetUrl(), signal, (client) => fenceRows(client, operationId)))
+    .then(
+      (rows): FenceRead => (rows === null ? 'none' : { rows }),
+      (): FenceRead => 'unreadable',
+    );
 }
 
 export function createLoadActivities({
@@ -170,8 +176,8 @@ export function createLoadActivities({
     async loadFenceVerdict(raw: LoadFenceRequest): Promise<LoadFenceVerdict> {
       return withFailures(async () => {
         const { target, operationId } = parseActivityRequest(loadFenceRequestSchema, raw);
-        const held = await fenceSays(operationId, () => targetUrl(target), Context.current().cancellationSignal);
-        return held === null ? 'unreadable' : held ? 'committed' : 'not_committed';
+        const read = await readFence(operationId, () => targetUrl(target), Context.current().cancellationSignal);
+        return read === 'unreadable' ? read : read === 'none' ? 'not_committed' : 'committed';
       });
     },
 

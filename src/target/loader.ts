@@ -54,6 +54,8 @@ export class CommitUnacknowledged extends PgExtractError {
   readonly disposition = FailureDisposition.preserveEvidence;
   constructor(
     readonly xid: string,
+    /** The rows the transaction wrote: what it loaded, should it prove committed. */
+    readonly rows: number,
     cause: unknown,
   ) {
     super(ErrorCode.TARGET_COMMIT_AMBIGUOUS, 'the COMMIT was sent but its acknowledgement was lost', { cause });
@@ -106,7 +108,7 @@ export async function fencedTransaction(
       // session gone with it (FATAL, a cut connection) leaves the COMMIT's fate open. (Its severity
       // word cannot tell: the server writes it in its own language.)
       if (err instanceof DatabaseError && (await sessionAnswers(client))) throw err;
-      throw new CommitUnacknowledged(xid, err);
+      throw new CommitUnacknowledged(xid, rows, err);
     }
     return { status: 'committed', rows, intentDigest: digest };
   } catch (err) {
@@ -124,15 +126,16 @@ export async function fencedTransaction(
  * TARGET_FENCE_CONFLICT.
  */
 export async function recordedLoad(client: Client, operationId: string, digest: string): Promise<LoadResult | null> {
-  const recorded = await recordedDigest(client, operationId);
+  const recorded = await recordedFence(client, operationId);
   if (recorded === null) return null;
-  if (recorded !== digest) {
+  if (recorded.digest !== digest) {
     throw failure(ErrorCode.TARGET_FENCE_CONFLICT, `operation ${operationId} already committed a different load`, FailureDisposition.preserveEvidence);
   }
-  return { status: 'already_committed', intentDigest: digest };
+  return { status: 'already_committed', rows: recorded.rows, intentDigest: digest };
 }
 
-export type LoadResult = { status: 'committed'; rows: number; intentDigest: string } | { status: 'already_committed'; intentDigest: string };
+/** A load's end: committed now, or by an earlier attempt; `rows` as the fence records them. */
+export type LoadResult = { status: 'committed' | 'already_committed'; rows: number; intentDigest: string };
 
 /** The digest of what a load intends to write: every file's name, rows and sha256, in order. */
 export function intentDigest(request: Pick<LoadRequest, 'files' | 'schema' | 'table' | 'mode'>): string {
@@ -276,36 +279,40 @@ async function sessionAnswers(client: Client): Promise<boolean> {
 const CLAIM_REFUSED = new Set(['25006', '42501']);
 
 /**
- * Whether an attempt of `operationId` committed: its fence row is there (a fence never made holds
- * none). Asked by a retried load that failed before it could claim the fence itself. The probe is
- * a claim rolled back, so it waits for an earlier attempt still in its transaction, as a load's
- * own claim does (a plain SELECT would not see that row yet), for at most {@link COMMIT_WAIT_MS}
- * (then it throws: unknown). Where this session may not claim, it reads the fence as it is.
+ * The rows an attempt of `operationId` committed, as its fence row records them; null when none
+ * did (a fence never made holds none). Asked by a retried load that failed before it could claim
+ * the fence itself. The probe is a claim rolled back, so it waits for an earlier attempt still in
+ * its transaction, as a load's own claim does (a plain SELECT would not see that row yet), for at
+ * most {@link COMMIT_WAIT_MS} (then it throws: unknown). Where this session may not claim, it
+ * reads the fence as it is.
  */
-export async function fenceHolds(client: Client, operationId: string): Promise<boolean> {
-  if (!(await fenceMade(client))) return false;
+export async function fenceRows(client: Client, operationId: string): Promise<number | null> {
+  if (!(await fenceMade(client))) return null;
   await client.query('BEGIN ISOLATION LEVEL READ COMMITTED');
   try {
     await client.query(`SET LOCAL lock_timeout = ${COMMIT_WAIT_MS}`);
-    return !(await claimFence(client, operationId, '', ''));
+    if (await claimFence(client, operationId, '', '')) return null;
   } catch (err) {
     if (!CLAIM_REFUSED.has((err as { code?: string }).code ?? '')) throw err;
     await client.query('ROLLBACK');
-    return (await recordedDigest(client, operationId)) !== null;
   } finally {
     await client.query('ROLLBACK');
   }
+  return (await recordedFence(client, operationId))?.rows ?? null;
 }
 
 /** What the fence row says: ours → committed, another intent → unknown, none → not committed. */
 export async function fenceVerdict(client: Client, operationId: string, digest: string): Promise<Reconciliation> {
-  const recorded = await recordedDigest(client, operationId);
+  const recorded = await recordedFence(client, operationId);
   if (recorded === null) return 'not_committed';
-  return recorded === digest ? 'committed' : 'unknown';
+  return recorded.digest === digest ? 'committed' : 'unknown';
 }
 
-/** The intent digest the fence row of `operationId` holds, as this session sees it; null without one. */
-async function recordedDigest(client: Client, operationId: string): Promise<string | null> {
-  const r = await client.query<{ intent_digest: string }>(`SELECT intent_digest FROM ${FENCE} WHERE operation_id = $1`, [operationId]);
-  return r.rows[0]?.intent_digest ?? null;
+/** The intent digest and row count the fence row of `operationId` holds, as this session sees it; null without one. */
+async function recordedFence(client: Client, operationId: string): Promise<{ digest: string; rows: number } | null> {
+  const r = await client.query<{ intent_digest: string; rows: string }>(`SELECT intent_digest, rows::text FROM ${FENCE} WHERE operation_id = $1`, [
+    operationId,
+  ]);
+  const row = r.rows[0];
+  return row ? { digest: row.intent_digest, rows: Number(row.rows) } : null;
 }

@@ -37,12 +37,12 @@ import { sequencesPastRows } from './sequences';
 async function report(operationId: string, url: string, digest: string, load: () => Promise<LoadResult>): Promise<LoadReport> {
   try {
     const result = await load();
-    return { outcome: 'committed', operationId, reason: null, rows: result.status === 'committed' ? result.rows : null };
+    return { outcome: 'committed', operationId, reason: null, rows: result.rows };
   } catch (err) {
     if (err instanceof CommitUnacknowledged) {
       const verdict = await reconcileCommit(() => openSession(url, 'target'), { operationId, digest, xid: err.xid });
       const outcome = verdict === 'committed' ? 'committed' : verdict === 'not_committed' ? 'failed' : 'unknown';
-      if (verdict === 'committed') return { outcome, operationId, reason: err.code, rows: null };
+      if (verdict === 'committed') return { outcome, operationId, reason: err.code, rows: err.rows };
       const said = verdict === 'not_committed' ? 'the target rolled the transaction back' : 'the target could not say whether it committed';
       return { outcome, operationId, reason: err.code, rows: null, message: `${err.message}; ${said}` };
     }

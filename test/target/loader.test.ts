@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { access, writeFile } from 'node:fs/promises';
+import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { DefaultLogger } from '@temporalio/worker';
@@ -13,7 +14,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createLoadActivities } from '../../src/activities/load';
 import type { LoadReport } from '../../src/contract/load-report';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { FENCE_COLUMNS, ensureFence, fenceHolds, fenceVerdict, reconcileCommit } from '../../src/target/loader';
+import { FENCE_COLUMNS, ensureFence, fenceRows, fenceVerdict, reconcileCommit } from '../../src/target/loader';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { OutputStores } from '../../src/storage/output-stores';
@@ -24,6 +25,43 @@ import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { TARGET_DB, addArchiveChild, archiveRows, loadsMixedTable, onTarget, slowCommit, targetDigest, targetUrl, terminateTargetAtCommit } from './target-db';
+
+/** A simple-protocol `COMMIT` as a client sends it: 'Q', its length, the statement, NUL. */
+const COMMIT_QUERY = Buffer.concat([Buffer.from([0x51, 0, 0, 0, 11]), Buffer.from('COMMIT\0')]);
+
+/**
+ * Forwards to the server at `port`; a session that sends `COMMIT` has it forwarded, then, once the
+ * server has had time to commit, loses its connection before the answer: a lost acknowledgement.
+ */
+async function cutAfterCommit(port: number): Promise<{ port: number; cut(): number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let cut = 0;
+  const server: Server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => sockets.delete(s));
+    }
+    upstream.pipe(client);
+    client.on('data', (chunk: Buffer) => {
+      if (!chunk.includes(COMMIT_QUERY)) return void upstream.write(chunk);
+      upstream.unpipe(client);
+      upstream.write(chunk);
+      cut += 1;
+      setTimeout(() => (client.destroy(), upstream.destroy()), 500);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    cut: () => cut,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
 
 describe('built-in PostgreSQL target loader (live)', function () {
   this.timeout(120_000);
@@ -231,7 +269,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
       const first: LoadReport = await env.run(activity(), request());
       const second: LoadReport = await env.run(activity(), request());
       assert.deepEqual([first.outcome, first.rows], ['committed', 4]);
-      assert.deepEqual([second.outcome, second.rows], ['committed', null], 'the fence answered the retry');
+      assert.deepEqual([second.outcome, second.rows], ['committed', 4], 'the fence answered the retry, with the rows it records');
       assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
     });
 
@@ -245,7 +283,7 @@ describe('built-in PostgreSQL target loader (live)', function () {
         outcome: 'committed',
         operationId: 'op-earlier',
         reason: null,
-        rows: null,
+        rows: 4,
       });
       // A first attempt's failure, or a retry's when no attempt committed, stands.
       for (const [environment, operationId] of [
@@ -279,14 +317,30 @@ describe('built-in PostgreSQL target loader (live)', function () {
       assert.equal(await verdict('postgresql://pgx@127.0.0.1:1/none', 'op-verdict'), 'unreadable');
     });
 
+    it('a COMMIT that committed but whose acknowledgement was lost: reconciled as committed, with the rows it loaded', async () => {
+      await onTarget(ensureFence); // made already: the load's own COMMIT is the session's only one
+      const proxy = await cutAfterCommit(Number(new URL(targetUrl()).port));
+      try {
+        const url = new URL(targetUrl());
+        url.hostname = '127.0.0.1';
+        url.port = String(proxy.port);
+        const report: LoadReport = await env.run(activitiesAt(url.toString()).loadTarget, request({ operationId: 'op-ack-lost' }));
+        assert.deepEqual(report, { outcome: 'committed', operationId: 'op-ack-lost', reason: 'TARGET_COMMIT_AMBIGUOUS', rows: 4 });
+        assert.equal(proxy.cut(), 1, 'the COMMIT was cut off once');
+        assert.equal((await onTarget((c) => c.query('SELECT count(*)::int AS n FROM dst.u'))).rows[0].n, 4);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('the fence probe of a read-only session (a standby) reads the fence as it is: a claim would be refused', async () => {
       const client = new Client({ connectionString: targetUrl() });
       await client.connect();
       try {
         await ensureFence(client);
-        await client.query(`INSERT INTO pgextract.commit_fence (operation_id, intent_digest, target, rows) VALUES ('op-ro', 'x', 'dst.u', 0)`);
+        await client.query(`INSERT INTO pgextract.commit_fence (operation_id, intent_digest, target, rows) VALUES ('op-ro', 'x', 'dst.u', 7)`);
         await client.query('SET default_transaction_read_only = on');
-        assert.deepEqual([await fenceHolds(client, 'op-ro'), await fenceHolds(client, 'op-ro-none')], [true, false]);
+        assert.deepEqual([await fenceRows(client, 'op-ro'), await fenceRows(client, 'op-ro-none')], [7, null]);
       } finally {
         await client.end();
       }
