@@ -10,7 +10,7 @@ import { climbsOut } from './relative-path';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
-import { S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, parseS3Url } from './s3-url';
+import { S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */
@@ -267,20 +267,25 @@ export const MAX_INPUT_BYTES = 64 * 1024;
  * {@link parseExtractionInput} and the checks only a run about to start gets: a step of a running
  * run parses its input again, and a run an earlier version accepted must go on being accepted.
  * Here: an S3 prefix short enough for the run's folder and file names beneath it, checked before
- * the run starts rather than when its first object is written, and target.tables keys that name the
- * run's own tables ({@link checkNewRunTargetMapping}).
+ * the run starts rather than when its first object is written, that listings give back and that is
+ * no other run's folder ({@link newPrefixProblem}), and target.tables keys that name the run's own
+ * tables ({@link checkNewRunTargetMapping}).
  */
 export function parseNewRunInput(raw: unknown): ExtractionInput {
   const input = parseExtractionInput(raw);
   checkNewRunTargetMapping(input);
-  if (input.outDir !== undefined && isS3Url(input.outDir) && keyBytes(parseS3Url(input.outDir).key) > S3_PREFIX_MAX_BYTES) {
-    throw new PgExtractError(
-      ErrorCode.INPUT_INVALID,
-      `outDir: an S3 prefix of at most ${S3_PREFIX_MAX_BYTES} bytes: the run's folder and file names go beneath it`,
-      { field: 'outDir' },
-    );
-  }
+  if (input.outDir !== undefined && isS3Url(input.outDir)) checkNewS3Prefix(parseS3Url(input.outDir).key);
   return input;
+}
+
+/** The S3 prefix a new run writes under (a running run's steps parse its input without this: see {@link parseNewRunInput}). */
+function checkNewS3Prefix(key: string): void {
+  const refuse = (message: string): never => {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `outDir: ${message}`, { field: 'outDir' });
+  };
+  if (keyBytes(key) > S3_PREFIX_MAX_BYTES) refuse(`an S3 prefix of at most ${S3_PREFIX_MAX_BYTES} bytes: the run's folder and file names go beneath it`);
+  const problem = newPrefixProblem(key);
+  if (problem) refuse(`the S3 prefix ${problem}`);
 }
 
 /** Parses or throws a PgExtractError naming the first bad field. */

@@ -41,6 +41,28 @@ function keyProblem(key: string): string | null {
   return bad === undefined ? null : `has a ${bad === '' ? 'empty' : `"${bad}"`} segment`;
 }
 
+/**
+ * Characters a listing may not give back as written: control characters, which an XML listing
+ * cannot carry (servers send U+FFFD, and a delete of that key removes nothing), U+FFFE and U+FFFF,
+ * a lone surrogate (no UTF-8 at all), and `\`, which some servers store as `/`. Keys with them are
+ * written, and then neither discarded nor swept: only listing finds a run's batches and uploads.
+ */
+const UNLISTABLE = /[\u0000-\u001f\u007f-\u009f\ufffe\uffff\\]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/u;
+
+/** A run's folder (`<runId>/attempt-N`, the run id a UUID): what another run's release deletes whole. */
+const RUN_ATTEMPT = /(^|\/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/attempt-\d+(\/|$)/i;
+
+/**
+ * Why a new run may not write under prefix `key`, or null: a key no listing gives back (see
+ * UNLISTABLE), or one inside another run's attempt folder, which that run's release or discard
+ * deletes with everything under it (local folders are claimed by their run instead).
+ */
+export function newPrefixProblem(key: string): string | null {
+  if (UNLISTABLE.test(key)) return 'has a control character, a backslash or a non-character, which S3 listings do not give back as written';
+  if (RUN_ATTEMPT.test(key)) return "is inside another run's attempt folder (<runId>/attempt-N), which that run's release deletes whole";
+  return null;
+}
+
 /** Parses `s3://bucket[/prefix]`; throws a plain Error whose message says what is wrong. */
 export function parseS3Url(text: string): S3Location {
   if (!isS3Url(text)) throw new Error('an S3 location starts with s3://');

@@ -32,4 +32,22 @@ describe('S3 locations', () => {
       (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.INPUT_INVALID && err.field === 'outDir',
     );
   });
+
+  it("a new run's prefix that listings would not give back as written, or inside another run's attempt folder, is INPUT_INVALID on outDir", () => {
+    const refused = (outDir: string, why: RegExp) =>
+      assert.throws(
+        () => parseNewRunInput({ table: 's.t', outDir }),
+        (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.INPUT_INVALID && err.field === 'outDir' && why.test(err.message),
+        JSON.stringify(outDir),
+      );
+    for (const key of ['q1\x01', 'tab\there', 'del\x7f', 'c1\x85', 'back\\slash', 'non\ufffe', 'lone\ud800', 'lone\udc00x'])
+      refused(`s3://bucket/${key}`, /control character, a backslash or a non-character/);
+    const run = '0193a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d';
+    for (const key of [`${run}/attempt-1`, `nightly/${run}/attempt-12/more`]) refused(`s3://bucket/${key}`, /another run's attempt folder/);
+    // Taken: a run's own folder as a parent (its runs get folders of their own beside the attempts), names that only look alike, other characters.
+    for (const key of [run, `nightly/${run}`, `attempt-1`, `${run}x/attempt-1`, 'spaces and %+#?&<\'" fine', 'emoji 🎉 ünïcode'])
+      assert.equal(parseNewRunInput({ table: 's.t', outDir: `s3://bucket/${key}` }).outDir, `s3://bucket/${key}`);
+    // A step of a run already running parses what it was given then.
+    assert.equal(parseExtractionInput({ table: 's.t', outDir: 's3://bucket/back\\slash' }).outDir, 's3://bucket/back\\slash');
+  });
 });
