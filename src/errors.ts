@@ -112,6 +112,8 @@ const CODES = {
   S3_REQUEST_FAILED: TRANSIENT,
   /** The server refused the request itself (a redirect to another region, a 400): sending it again cannot help. */
   S3_REQUEST_REFUSED: { ...CALLERS_FAULT, hint: 'check AWS_REGION and the endpoint (AWS_ENDPOINT_URL_S3) against the bucket' },
+  /** A file grew past what one upload holds (10 000 parts, about 776 GiB): it is refused at that byte, and the upload aborted. */
+  S3_OBJECT_TOO_LARGE: { ...CALLERS_FAULT, hint: 'write smaller files: more --partitions, or --max-file-bytes' },
   /** No server answered while an attempt checked its bucket, before it wrote anything: a wrong endpoint. (A later request's is S3_REQUEST_FAILED.) */
   S3_UNREACHABLE: CALLERS_FAULT,
   /** The run's manifest, its result or a step's result would not fit in one Temporal payload (2 MB): too many files, or too long their paths. */

@@ -18,7 +18,7 @@ import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObject
 import { ErrorCode, PgExtractError } from '../errors';
 import { freeMemory } from './free-memory';
 import { s3Failure } from './s3-errors';
-import { type PartSizeOptions, PartSizes } from './s3-part-sizes';
+import { type PartSizeOptions, PartSizes, S3_MAX_PARTS } from './s3-part-sizes';
 import { type S3Location, formatS3Url } from '../contract/s3-url';
 
 interface UploadedPart {
@@ -74,6 +74,8 @@ export class MultipartStream extends Writable {
   /** Gets each chunk written back once its bytes are copied into a part (a COPY's blocks are reused). */
   recycle: ((chunk: Buffer) => void) | null = null;
 
+  private readonly maxParts: number;
+
   constructor(
     private readonly client: S3Client,
     private readonly object: S3Location,
@@ -81,6 +83,7 @@ export class MultipartStream extends Writable {
   ) {
     super({ highWaterMark: 1 << 20 });
     this.sizes = new PartSizes(options);
+    this.maxParts = options.maxParts ?? S3_MAX_PARTS;
   }
 
   /**
@@ -107,6 +110,7 @@ export class MultipartStream extends Writable {
 
   private async take(chunk: Buffer): Promise<void> {
     for (let at = 0; at < chunk.length;) {
+      if (this.part === null && this.partNumber > this.maxParts) throw this.tooLarge();
       const part = (this.part ??= this.nextBuffer());
       const n = chunk.copy(part, this.filled, at);
       this.hash.update(chunk.subarray(at, at + n));
@@ -115,6 +119,15 @@ export class MultipartStream extends Writable {
       if (this.filled === part.length) await this.ship();
     }
     this.recycle?.(chunk);
+  }
+
+  /** Bytes past S3's last part: refused as they come, not when the server refuses part 10 001 (or keeps it). */
+  private tooLarge(): PgExtractError {
+    const bytes = Array.from({ length: this.maxParts }, (_, i) => this.sizes.of(i + 1)).reduce((a, b) => a + b, 0);
+    return new PgExtractError(
+      ErrorCode.S3_OBJECT_TOO_LARGE,
+      `${formatS3Url(this.object)} would be larger than an object of ${this.maxParts} parts (${bytes} bytes), the most one upload holds`,
+    );
   }
 
   /** The buffer for the part about to fill: the free one when it has the part's size. */

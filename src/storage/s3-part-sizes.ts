@@ -26,6 +26,8 @@ export interface PartSizeOptions {
   firstPartSize?: number;
   /** How many parts have one size before it doubles. @default 1000 */
   partsPerSize?: number;
+  /** The most parts an upload may have; bytes beyond them fail the writer with S3_OBJECT_TOO_LARGE. @default 10 000 (S3's) */
+  maxParts?: number;
 }
 
 export class PartSizes {

@@ -163,6 +163,25 @@ describe('S3 objects (live SeaweedFS)', function () {
     assert.equal(await objectExists(client, writer.object), false);
   });
 
+  it("bytes past the upload's last part fail the stream with S3_OBJECT_TOO_LARGE before any part beyond is sent, and discard leaves no upload", async () => {
+    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'big/part-0000.csv' }, { firstPartSize: 5 * MiB, maxParts: 2 });
+    const stream = writer.open();
+    const failed = once(stream, 'error');
+    const block = randomBytes(MiB);
+    for (let i = 0; i < 11; i++) stream.write(block);
+    const [err] = (await failed) as [unknown];
+    assert.equal(errorCodeOf(err), 'S3_OBJECT_TOO_LARGE');
+    assert.match((err as Error).message, /s3:\/\/pgx-storage-test\/big\/part-0000\.csv would be larger than an object of 2 parts \(10485760 bytes\)/);
+    await writer.discard();
+    assert.equal(await pendingUploads(client, 'big/'), 0);
+    assert.equal(await objectExists(client, writer.object), false);
+    // Exactly the last part's bytes fit.
+    const fits = new S3ObjectWriter(client, { bucket: BUCKET, key: 'big/part-0001.csv' }, { firstPartSize: 5 * MiB, maxParts: 2 });
+    const data = bytes(10);
+    await pipeline(data.stream(), fits.open());
+    assert.equal((await fits.commit({ bytes: data.size, sha256: data.sha256 })).location, `s3://${BUCKET}/big/part-0001.csv`);
+  });
+
   it('a server checksum that disagrees with ours fails the commit with S3_CHECKSUM_MISMATCH', async () => {
     const data = bytes(2);
     const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'mismatch/x.csv' });
