@@ -80,19 +80,26 @@ const GONE_SINCE = new Set(['42P01', '3F000', '42809']);
  * an ETL's scratch table), replaced (a swap of names), emptied or rewritten (TRUNCATE, a rewriting
  * ALTER TABLE, REFRESH MATERIALIZED VIEW are not MVCC-safe: the snapshot would read the new file,
  * empty after a TRUNCATE and reload), or a column renamed or dropped (read by name, a swap of two
- * names would read each under the other's). Each is SNAPSHOT_LOST, and a fresh attempt plans the set
+ * names would read each under the other's, and one dropped and added again would read the new, empty column). Each is SNAPSHOT_LOST, and a fresh attempt plans the set
  * as it is then (a listed table that is gone then fails with TABLE_NOT_FOUND).
  */
 export async function lockAccessShare(client: ClientBase, tables: readonly LockableTable[]): Promise<void> {
   if (!tables.length) return;
-  const before = await snapshotColumnNames(client, tables);
+  const before = await snapshotColumns(client, tables);
   const lock = lockTableSql(tables);
+  const columns = before.flatMap((t, i) => t.attnums.map((attnum) => ({ oid: t.oid, attnum, i })));
   const statements = [
     ...(lock ? [lock] : []),
     ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
     // Each table's row type expanded: its columns as the catalog has them now, as a statement's parse reads them (not
     // as the snapshot saw them). No relation is scanned, so no index is locked, and no value is made.
     ...tables.map((t) => `SELECT (NULL::${quoteQualified(t.schema, t.table)}).* LIMIT 0`),
+    // The tables with a column the snapshot saw that is dropped now (has_column_privilege reads the catalog as it is,
+    // and says NULL of a dropped column): one dropped and added again under its name, which the names alone pass,
+    // would be read as the new column, NULL or its default in every row.
+    `SELECT DISTINCT c.i FROM unnest('{${columns.map((c) => c.oid).join(',')}}'::pg_catalog.oid[], '{${columns.map((c) => c.attnum).join(',')}}'::pg_catalog.int2[],
+       '{${columns.map((c) => c.i).join(',')}}'::pg_catalog.int4[]) AS c(oid, attnum, i)
+      WHERE pg_catalog.has_column_privilege(c.oid, c.attnum, 'SELECT') IS NULL`,
   ];
   let replies: QueryResult[];
   try {
@@ -104,9 +111,10 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
       cause: err,
     });
   }
-  const now = replies.slice(-tables.length).map((reply) => reply.fields.map((f) => f.name));
+  const dropped = new Set(replies.at(-1)!.rows.map((row: { i: number }) => row.i));
+  const now = replies.slice(-tables.length - 1, -1).map((reply) => reply.fields.map((f) => f.name));
   // Columns added since come after the snapshot's: those must still be there, in their order, under their names.
-  const renamed = tables.filter((_, i) => before[i]!.some((name, n) => now[i]![n] !== name));
+  const renamed = tables.filter((_, i) => dropped.has(i) || before[i]!.names.some((name, n) => now[i]![n] !== name));
   if (renamed.length) {
     throw changedSinceSnapshot(
       renamed.map((t) => `${t.schema}.${t.table}`),
@@ -116,18 +124,20 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
   await requireUnchanged(client, tables, 'before it was locked (replaced, emptied, rewritten, or a partition attached or detached)');
 }
 
-/** Each table's column names in column order, as the snapshot's catalog has them. */
-async function snapshotColumnNames(client: ClientBase, tables: readonly LockableTable[]): Promise<string[][]> {
-  const r = await client.query<{ names: string[] | null }>(
-    `SELECT (SELECT array_agg(a.attname::text ORDER BY a.attnum)
-               FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid
-               JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-              WHERE n.nspname = t.schema AND c.relname = t.rel) AS names
+/** Each table's oid, and its columns' names and numbers in column order, as the snapshot's catalog has them. */
+async function snapshotColumns(client: ClientBase, tables: readonly LockableTable[]): Promise<{ oid: number; names: string[]; attnums: number[] }[]> {
+  const r = await client.query<{ oid: number; names: string[] | null; attnums: number[] | null }>(
+    `SELECT c.oid::pg_catalog.int8 AS oid,
+            (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS names,
+            (SELECT pg_catalog.array_agg(a.attnum::pg_catalog.int4 ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS attnums
        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, rel, i)
+       LEFT JOIN (pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid) ON n.nspname = t.schema AND c.relname = t.rel
       ORDER BY t.i`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return r.rows.map((row) => row.names ?? []);
+  return r.rows.map((row) => ({ oid: Number(row.oid), names: row.names ?? [], attnums: row.attnums ?? [] }));
 }
 
 /** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */

@@ -172,7 +172,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     await admin().query('DROP SCHEMA sgr CASCADE');
   });
 
-  it("a swap of two columns' names, or a text key's collation changed in place, committed after the snapshot and before its lock: a fresh snapshot for the names; for the collation, cuts sorted under the one the plan records (every row once)", async () => {
+  it("a swap of two columns' names, a column dropped and added again, or a text key's collation changed in place, committed after the snapshot and before its lock: a fresh snapshot for the names; for the collation, cuts sorted under the one the plan records (every row once)", async () => {
     const seed = (key: string) =>
       // A NOT NULL domain too: the check reads the row type's columns, never a value of it.
       admin().query(`DROP SCHEMA IF EXISTS sgr CASCADE; CREATE SCHEMA sgr; CREATE DOMAIN sgr.present AS int NOT NULL;
@@ -186,6 +186,13 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
       partitions: 2,
     });
     assert.deepEqual(swapped, { rows: 900, attempts: ['snapshot_lost', 'completed'] });
+    // The last column dropped and added again under its name: the names in their order match, and every row read its
+    // value as the new column's (NULL).
+    for (const request of [{ table: 'sgr.t', partitions: 2 }, { schema: 'sgr' }]) {
+      await seed('text');
+      const readded = await changedWhileLocking('ALTER TABLE sgr.t DROP COLUMN n; ALTER TABLE sgr.t ADD COLUMN n int', request);
+      assert.deepEqual(readded, { rows: 900, attempts: ['snapshot_lost', 'completed'] }, JSON.stringify(request));
+    }
     // Upper and lower case keys: "C" puts every upper case one first, the other collation mixes them. The cuts were
     // sorted under "C" and compared under the snapshot's collation: ranges that overlapped, and rows copied twice.
     await seed(`text COLLATE ${await nonBytewiseCollation()}`);
