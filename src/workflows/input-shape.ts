@@ -4,9 +4,12 @@
  * ../contract/commit-report.ts), so this checks the shape the workflow reads, not every rule: a run
  * started with `null`, a bare table name or an unparsed `{ table }` fails with INPUT_INVALID instead
  * of failing its workflow task again and again. Only fields every version's parsed input has are
- * required, so every run ever started replays as it ran.
+ * required, so every run ever started replays as it ran; since `input-ranges`, a new run's numbers
+ * the workflow itself uses (bounds, attempts, timeouts) must also be whole numbers of at least 1:
+ * a set without its bound on copies in flight copied nothing (and completed its receipt), and a
+ * zero or negative timeout or retry count failed every workflow task.
  */
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { ErrorCode } from '../errors';
 
@@ -27,9 +30,39 @@ function shapeProblem(raw: unknown): string | null {
   return null;
 }
 
+/** Marks runs whose numbers are checked too ({@link rangeProblem}). */
+export const INPUT_RANGES = 'input-ranges';
+
+const isCount = (value: unknown): boolean => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+
+/**
+ * What is wrong with the numbers the workflow reads from `raw` (of the shape {@link shapeProblem}
+ * checks), or null. Those an older client may leave out, and the workflow can do without, are
+ * checked only when given; a set's bound on copies in flight is required.
+ */
+function rangeProblem(raw: Record<string, unknown>): string | null {
+  const timeouts = raw.timeouts as Record<string, unknown>;
+  const retry = raw.partitionRetry as Record<string, unknown>;
+  const set = raw.table === undefined;
+  const numbers: [name: string, value: unknown, required: boolean][] = [
+    ['maxInFlight', raw.maxInFlight, set],
+    ['commitDeadlineMs', raw.commitDeadlineMs, true],
+    ['maxSnapshotAttempts', raw.maxSnapshotAttempts, true],
+    ['partitionRetry.maximumAttempts', retry.maximumAttempts, true],
+    ['partitionRetry.initialIntervalMs', retry.initialIntervalMs, false],
+    ...['holderHeartbeatMs', 'partitionHeartbeatMs', 'partitionStartToCloseMs', 'loadHeartbeatMs'].map((key): [string, unknown, boolean] => [
+      `timeouts.${key}`,
+      timeouts[key],
+      key !== 'loadHeartbeatMs',
+    ]),
+  ];
+  const bad = numbers.find(([, value, required]) => (required || value !== undefined) && !isCount(value));
+  return bad ? `has ${JSON.stringify(bad[1]) ?? 'no'} ${bad[0]}, where a whole number of at least 1 goes` : null;
+}
+
 /** Fails the run with INPUT_INVALID unless `raw` has the shape of a parsed input. */
 export function requireParsedInput(raw: unknown): asserts raw is ExtractionInput {
-  const problem = shapeProblem(raw);
+  const problem = shapeProblem(raw) ?? (patched(INPUT_RANGES) ? rangeProblem(raw as Record<string, unknown>) : null);
   if (problem) {
     throw ApplicationFailure.nonRetryable(
       `the run's input ${problem}: start runs with startExtraction or the CLI, which parse it (parseExtractionInput)`,

@@ -11,7 +11,7 @@ import { DefaultFailureConverter } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
 import { SearchAttributes, commitUpdate, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../../src/contract/definitions';
-import type { ExtractionRequest } from '../../src/contract/extraction-input';
+import { type ExtractionRequest, parseExtractionInput } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { runOutputs } from '../../src/contract/run-outputs';
 import { admin, filesDigest, manifestDigest, seedMixedTable, settleSessions, tableDigest, zstdDecompressed } from '../support/database';
@@ -373,9 +373,18 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
-  it('a run started without parsed input (no client, no CLI) fails with INPUT_INVALID at once, creating nothing', async () => {
+  it('a run started without parsed input (no client, no CLI), or with numbers the workflow cannot use, fails with INPUT_INVALID at once, creating nothing', async () => {
+    const parsed = parseExtractionInput({ tables: [table] });
+    // A set without its bound copied nothing and completed its receipt; the others failed every workflow task.
+    const unusable = [
+      { ...parsed, maxInFlight: undefined },
+      { ...parsed, partitionRetry: {} },
+      { ...parsed, partitionRetry: { maximumAttempts: 0, initialIntervalMs: 1000 } },
+      { ...parsed, timeouts: { ...parsed.timeouts, partitionStartToCloseMs: -5 } },
+      { ...parsed, commitDeadlineMs: 0.5 },
+    ];
     await withWorker(async ({ taskQueue }) => {
-      for (const [i, input] of ([null, 's.t', { table }, { tables: [table], schema: 'wf' }] as unknown[]).entries()) {
+      for (const [i, input] of ([null, 's.t', { table }, { tables: [table], schema: 'wf' }, ...unusable] as unknown[]).entries()) {
         const workflowId = `unparsed-input-${i}-${Date.now()}`;
         const handle = await live().temporal.client.workflow.start('extractionWorkflow', { taskQueue, workflowId, args: [input] });
         await assert.rejects(handle.result(), (err: unknown) => {
