@@ -33,6 +33,11 @@ const SESSION_SETTINGS: Record<string, string> = {
   bytea_output: 'hex',
   // Key bounds and exported timestamptz values read the same everywhere.
   TimeZone: 'UTC',
+  // money's text follows lc_monetary ('1.234,56 €' under de_DE), which a target in another locale cannot read back.
+  lc_monetary: 'C',
+  // An XML value may be a fragment (several elements, text): read as a document, as a database may be set to, a load of
+  // one fails. pg_dump sets it for the same reason.
+  xmloption: 'content',
   // The driver already asks for UTF8 at startup and decodes UTF8; listed so this is the whole contract.
   client_encoding: 'UTF8',
   // An export's COPY may run for hours, and the coordinator's transaction holds the snapshot for the whole run: a
