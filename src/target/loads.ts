@@ -202,7 +202,8 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
       clearInterval(probing);
       const end = result.outcome === 'committed' ? 'COMMIT' : 'ROLLBACK';
       const receipt = evidence ? await coordinator.complete(evidence, end) : (await coordinator.abort(), null);
-      return { report: result, receipt, snapshotDigest: digestSourceToken(coordinator.plan.snapshotText) };
+      // A read the target did not take from this try (the fence answered) is no snapshot of the run's.
+      return { report: result, receipt, snapshotDigest: evidence ? digestSourceToken(coordinator.plan.snapshotText) : null };
     } finally {
       clearInterval(probing);
       await closeSession(session);

@@ -5,6 +5,12 @@
  * source rolled back, no staging table and no session left.
  */
 import assert from 'node:assert/strict';
+import { DefaultLogger } from '@temporalio/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createLoadActivities } from '../../src/activities/load';
+import { parseExtractionInput } from '../../src/contract/extraction-input';
+import type { StreamLoadReport } from '../../src/target/loads';
+import { OutputStores } from '../../src/storage/output-stores';
 import { startExtraction } from '../../src/client';
 import { statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
@@ -70,6 +76,29 @@ describe('streaming PG → PG without files (live)', function () {
       r.evidence.every((e) => e.bytes === null && e.sha256 === null && e.name.startsWith(`${source.table}/part-`)),
       'rows only: nothing stored to check bytes against',
     );
+  });
+
+  it('a stream its fence answers (an earlier try committed) claims no snapshot: no receipt, no snapshot digest, the rows the fence recorded', async () => {
+    const loadStream = createLoadActivities({
+      targetUrl: () => targetUrl(),
+      sourceUrl: () => live().pg.url,
+      stores: new OutputStores({ outputRoot: live().outRoot, fileMode: 0o600 }),
+    }).loadStream;
+    const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
+    const raw = {
+      input: parseExtractionInput({ table: source.table, partitions: 2, target: { name: 'warehouse', table: 'dst.t', via: 'stream' } }),
+      operationId: 'op-stream-twice',
+    };
+    const first: StreamLoadReport = await env.run(loadStream, raw);
+    assert.equal(first.report.outcome, 'committed');
+    assert.match(first.snapshotDigest ?? '', /^sha256:/);
+    // The try's report was lost, and a retry streams again over a snapshot of its own: the fence answers its move.
+    const again: StreamLoadReport = await env.run(loadStream, raw);
+    assert.deepEqual(
+      { report: again.report, receipt: again.receipt, snapshotDigest: again.snapshotDigest },
+      { report: { outcome: 'committed', operationId: 'op-stream-twice', reason: null, rows: 20_000 }, receipt: null, snapshotDigest: null },
+    );
+    assert.deepEqual(await targetDigest(), source.expected, 'loaded once');
   });
 
   it("holds the source's snapshot transaction open until the target's COMMIT has landed", async () => {
