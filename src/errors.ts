@@ -154,6 +154,8 @@ const CODES = {
     hint: "export other columns (--columns), or a view that casts the column (e.g. NULLIF(d, '0000-00-00'))",
   },
   /** The source refused the configured credentials. */
+  /** The source server is older than the oldest this product reads (PostgreSQL 14). */
+  SOURCE_VERSION_UNSUPPORTED: { ...CALLERS_FAULT, hint: 'upgrade the source to PostgreSQL 14 or newer (13 is out of support since November 2025)' },
   SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
   /**
    * The exported snapshot is gone, or cannot read a table as it saw it (changed between the snapshot

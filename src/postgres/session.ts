@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import { Client, type ClientBase, type ClientConfig, DatabaseError, type QueryResult } from 'pg';
 import { connectTimedOut, connectTimeoutMs } from './connect-timeout';
 import { reusedReadSocket } from './reused-read-socket';
+import { ErrorCode, PgExtractError } from '../errors';
 
 /** The application_name prefix of every session this product opens. */
 export const APPLICATION_NAME = 'pg-extract';
@@ -190,17 +191,30 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
       const answer = (await client.query(`SELECT pg_catalog.current_setting('search_path') AS path`)) as QueryResult<{ path: string }>;
       serverSearchPaths.set(client, answer.rows[0]!.path);
     }
-    // Qualified: the session's search_path is still the role's or database's here.
-    await client.query(
-      `SELECT pg_catalog.set_config(name, value, false) FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) AS s(name, value)
-        WHERE pg_catalog.current_setting(name, true) IS NOT NULL`,
+    // Qualified: the session's search_path is still the role's or database's here. The count makes every row's set_config run.
+    const set = (await client.query(
+      `SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 AS version, pg_catalog.count(*) FROM (
+         SELECT pg_catalog.set_config(name, value, false) FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) AS s(name, value)
+          WHERE pg_catalog.current_setting(name, true) IS NOT NULL) s`,
       [Object.keys(settings), Object.values(settings)],
-    );
+    )) as QueryResult<{ version: number }>;
+    if (READS_SOURCE_ROWS.has(role)) requireSourceVersion(set.rows[0]!.version);
   } catch (err) {
     await closeSession(client);
     throw err;
   }
   return client;
+}
+
+/** The oldest source server: its catalog's partition queries read `pg_inherits.inhdetachpending` (PostgreSQL 14). */
+export const MIN_SOURCE_VERSION_NUM = 140_000;
+
+/** Refuses a source server older than {@link MIN_SOURCE_VERSION_NUM} (`server_version_num`), before anything is read. */
+export function requireSourceVersion(versionNum: number): void {
+  if (versionNum < MIN_SOURCE_VERSION_NUM) {
+    const major = Math.floor(versionNum / 10_000);
+    throw new PgExtractError(ErrorCode.SOURCE_VERSION_UNSUPPORTED, `the source server is PostgreSQL ${major}; pg-extract reads PostgreSQL 14 or newer`);
+  }
 }
 
 /** Ends the session; never throws (a dead connection is already closed). */

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Client } from 'pg';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
-import { closeSession, openSession } from '../../src/postgres/session';
+import { closeSession, openSession, requireSourceVersion } from '../../src/postgres/session';
+import { ErrorCode } from '../../src/errors';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
@@ -107,6 +108,20 @@ describe('session settings are pinned, whatever the databases default to (live)'
         lc_monetary: 'C',
         xmloption: 'content',
       });
+    } finally {
+      await closeSession(session);
+    }
+  });
+
+  it('a source server older than PostgreSQL 14 is refused with SOURCE_VERSION_UNSUPPORTED (its partition catalog lacks inhdetachpending); this one opens', async () => {
+    assert.throws(() => requireSourceVersion(130_015), {
+      code: ErrorCode.SOURCE_VERSION_UNSUPPORTED,
+      message: /PostgreSQL 13; pg-extract reads PostgreSQL 14 or newer/,
+    });
+    requireSourceVersion(140_000);
+    const session = await openSession(urlOf(SOURCE_DB), 'coordinator');
+    try {
+      assert.ok(Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000);
     } finally {
       await closeSession(session);
     }
