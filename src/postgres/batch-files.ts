@@ -9,6 +9,7 @@
  * the range exhausted.
  */
 import type { Client } from 'pg';
+import { ErrorCode, PgExtractError } from '../errors';
 import type { FileBounds } from '../contract/file-bounds';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import { type ResolvedTable, fromItem, selectSql, sourceColumns } from './catalog';
@@ -111,8 +112,27 @@ function fitScale(bounds: FileBounds, rows: number, bytes: number): number {
   return Math.min(byRows, byBytes, MAX_BATCH);
 }
 
+/**
+ * Why `table` cannot be cut into bounded batches, or null. Batches walk a key, and rows without
+ * one (no key, or a nullable key's NULLs) by pages of `ctid`: a view has no `ctid`, and a
+ * partitioned table's own pages are none (its rows are in its partitions), so its rows without a
+ * key would come in one batch, past every bound.
+ */
+function unbatchable(table: ResolvedTable): string | null {
+  const what = `${table.schema}.${table.table}`;
+  const keyed = table.key !== null && table.columns.some((c) => c.name === table.key!.name && c.notNull);
+  if (table.relkind === 'v' && !keyed) return `${what} is a view: its rows have no ctid to cut files by, and it has no NOT NULL key (--key)`;
+  if (table.relkind === 'p' && !keyed) return `${what} is partitioned: its rows are cut into files by a NOT NULL single-column key (--key), and it has none`;
+  return null;
+}
+
 /** The cursors that together cover `range` exactly once. */
 function cursorsFor(client: Client, table: ResolvedTable, range: PartitionRange): BatchCursor[] {
+  const problem = unbatchable(table);
+  if (problem)
+    throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, `batched files: ${problem}; export it without --max-file-bytes/--max-file-rows`, {
+      field: 'maxFileBytes',
+    });
   const key = table.key;
   switch (range.kind) {
     case 'pages':

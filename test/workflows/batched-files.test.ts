@@ -111,6 +111,35 @@ describe('batched files (live PostgreSQL + Temporal + SeaweedFS)', function () {
     });
   });
 
+  it('a view, or a partitioned table without a NOT NULL key, is refused in batched files with FILE_BOUND_INVALID at its first try (a view failed on ctid five times; a partitioned table came in one file past the bound)', async () => {
+    await admin().query(`DROP VIEW IF EXISTS batched.shown; CREATE VIEW batched.shown AS SELECT * FROM ${table};
+      DROP TABLE IF EXISTS batched.split; CREATE TABLE batched.split (id int, v text) PARTITION BY RANGE (id);
+      CREATE TABLE batched.split_all PARTITION OF batched.split FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+      INSERT INTO batched.split SELECT g, 'v' FROM generate_series(1, 3000) g`);
+    try {
+      await withWorker(async ({ client, taskQueue }) => {
+        for (const [request, why] of [
+          [{ table: 'batched.shown', partitions: 1 }, /batched\.shown is a view/],
+          [{ table: 'batched.shown', partitions: 2 }, /batched\.shown is a view/],
+          [{ table: 'batched.split', partitions: 1 }, /batched\.split is partitioned/],
+        ] as const) {
+          const handle = await startExtraction(client, { ...request, maxFileRows: 1_000 }, { taskQueue });
+          await assert.rejects(handle.result(), (err: unknown) => {
+            const failure = JSON.stringify((err as Error).cause);
+            assert.match(failure, /FILE_BOUND_INVALID/, failure);
+            assert.match(failure, why);
+            return true;
+          });
+          const events = (await handle.fetchHistory()).events ?? [];
+          const retried = events.some((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
+          assert.ok(!retried, `${JSON.stringify(request)}: not retried`);
+        }
+      });
+    } finally {
+      await admin().query('DROP VIEW batched.shown; DROP TABLE batched.split');
+    }
+  });
+
   it('a run whose manifest would not fit in one Temporal payload fails with RUN_EXCEEDS_PAYLOAD_LIMIT before any commit decision, its files discarded', async () => {
     await withWorker(async ({ client, taskQueue }) => {
       // Long paths (four nested folders of 250 characters) pass the 2 MB payload limit with 1,000 files, each partition's well within it.
