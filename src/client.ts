@@ -96,11 +96,14 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
  * Reports the target commit and returns the terminal receipt. A closed run answers from its
  * result, so a late or repeated report still gets the one receipt: the update goes first, and its
  * failure is looked at only then, so a run that closes while the report is on its way answers too.
+ * `runId` (the manifest's, from `start --json`) addresses that run of the workflow id: without it
+ * the report goes to the id's latest run, which may be a later run than the files' (a workflow id
+ * is reused once its run has closed).
  */
-export async function reportCommit(client: Client, workflowId: string, commit: TargetCommit): Promise<ArtifactTerminalReceipt> {
+export async function reportCommit(client: Client, workflowId: string, commit: TargetCommit, runId?: string): Promise<ArtifactTerminalReceipt> {
   // Validate before any call: a bad report has no side effect.
   const report = parseCommitReport(commit);
-  const handle = client.workflow.getHandle(workflowId);
+  const handle = client.workflow.getHandle(workflowId, runId);
   try {
     return await handle.executeUpdate(commitUpdate, {
       args: [report],
@@ -111,7 +114,8 @@ export async function reportCommit(client: Client, workflowId: string, commit: T
     if (err instanceof WorkflowUpdateFailedError) throw err;
     // Else it may have closed, or never been: its description tells. If that fails too, the update's error is the one to see.
     const description = await handle.describe().catch((describeErr: unknown) => {
-      if (describeErr instanceof WorkflowNotFoundError) throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}`, { field: 'workflowId' });
+      if (describeErr instanceof WorkflowNotFoundError)
+        throw new PgExtractError(ErrorCode.INPUT_INVALID, `no workflow ${workflowId}${runId ? ` run ${runId}` : ''}`, { field: 'workflowId' });
       throw err;
     });
     if (description.status.name === 'RUNNING') throw err;

@@ -193,14 +193,16 @@ program
       const manifest = opts.json ? await waitForManifest(handle) : await followProgress(handle, process.stderr);
       if (!input.target) {
         // The files wait for their target owner, who reports the commit (`pg-extract commit`).
-        if (opts.json) console.log(JSON.stringify(manifestJson(manifest)));
-        else printManifest(manifest, `awaiting the target commit (pg-extract commit ${manifest.workflowId} --outcome …)`);
+        if (opts.json) console.log(JSON.stringify(manifestJson(manifest, handle.firstExecutionRunId)));
+        else
+          printManifest(manifest, `awaiting the target commit (pg-extract commit ${manifest.workflowId} --run-id ${handle.firstExecutionRunId} --outcome …)`);
         return;
       }
       // The built-in loader is the target owner: the run ends with its load, so that is what --wait waits for.
       process.stderr.write(`extracted; loading into ${input.target.name}…\n`);
       const result = (await handle.result()) as ExtractionResult;
-      if (opts.json) console.log(JSON.stringify({ ...manifestJson(manifest), load: result.load, terminalReceipt: result.terminalReceipt }));
+      if (opts.json)
+        console.log(JSON.stringify({ ...manifestJson(manifest, handle.firstExecutionRunId), load: result.load, terminalReceipt: result.terminalReceipt }));
       else {
         printManifest(manifest, `loaded into ${input.target.name}: ${result.load?.outcome ?? 'no load'}`);
         printReceipt(result.terminalReceipt);
@@ -221,12 +223,13 @@ program
   .description("report the target owner's commit and print the terminal receipt")
   .requiredOption('--outcome <committed|failed|unknown>', 'what happened to the target commit')
   .option('--operation-id <id>', "the target owner's id for the load (makes repeated reports idempotent)")
+  .option('--run-id <id>', "the run the files are of (start --json's runId): without it, the workflow id's latest run")
   .option('--json', 'print JSON')
   .action(async (workflowId: string, opts) => {
     // Validate before connecting: a bad report has no side effect, not even a connection.
     const report = parseCommitReport({ outcome: opts.outcome, ...(opts.operationId ? { operationId: opts.operationId } : {}) });
     await withClient(program.opts<GlobalOptions>(), async (client) => {
-      const receipt = await reportCommit(client, workflowId, report);
+      const receipt = await reportCommit(client, workflowId, report, opts.runId);
       if (opts.json) console.log(JSON.stringify(receipt));
       else printReceipt(receipt);
     });

@@ -12,11 +12,12 @@ function tableOf(file: { table?: string | undefined }, m: Manifest): string {
   return file.table ?? joinedName(parseTableName(m.table));
 }
 
-/** The `start --wait --json` document. Field names are a stable interface. */
-export function manifestJson(m: Manifest) {
+/** The `start --wait --json` document of run `runId`. Field names are a stable interface. */
+export function manifestJson(m: Manifest, runId: string) {
   const tables = tableTotals(m);
   return {
     workflowId: m.workflowId,
+    runId,
     extractionReceipt: m.extractionReceipt,
     // An object on S3 also gives its ETag; a local file has none to give.
     files: m.files.map(({ table, path, partition, batch, range, rows, bytes, sha256, etag }) => ({

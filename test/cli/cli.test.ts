@@ -15,14 +15,14 @@ describe('pg-extract CLI (live)', function () {
   this.timeout(120_000);
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it('start --wait --json prints the manifest; commit --json prints the terminal receipt (a closed run its own; an unknown one INPUT_INVALID); status reads the run', async () => {
+  it('start --wait --json prints the manifest and its run id; commit --json prints the terminal receipt (a closed run its own, a run named by --run-id its own under a reused workflow id; an unknown one INPUT_INVALID); status reads the run', async () => {
     const table = await seedMixedTable('cli', 5_000);
     const expected = await tableDigest(`SELECT * FROM ${table}`);
     await withWorker(async ({ taskQueue }) => {
       const env = liveCliEnv(taskQueue);
       // Named in upper case, unquoted: the JSON names the table as the catalog does, as a run of several tables does.
       const doc = await cliJson(['start', '--table', table.toUpperCase(), '--partitions', '3', '--wait', '--json'], env);
-      assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'tables', 'totals', 'workflowId']);
+      assert.deepEqual(Object.keys(doc).sort(), ['dataPackage', 'extractionReceipt', 'files', 'runId', 'tables', 'totals', 'workflowId']);
       assert.equal(doc.files.length, 3);
       for (const f of doc.files) assert.deepEqual(Object.keys(f).sort(), ['bytes', 'partition', 'path', 'range', 'rows', 'sha256', 'table']);
       assert.deepEqual(
@@ -58,6 +58,16 @@ describe('pg-extract CLI (live)', function () {
 
       const again = await cli(['commit', doc.workflowId, '--outcome', 'failed', '--json'], env);
       assert.deepEqual(JSON.parse(again.stdout), receipt, 'a late report gets the same receipt');
+
+      // A later run under the same workflow id: a report naming the first run reaches the first run (it decided the
+      // second, whose files no one had loaded, before --run-id), and the second is decided by its own.
+      const second = await cliJson(['start', '--table', table, '--partitions', '1', '--workflow-id', doc.workflowId, '--wait', '--json'], env);
+      assert.notEqual(second.runId, doc.runId);
+      const stale = await cliJson(['commit', doc.workflowId, '--run-id', doc.runId, '--outcome', 'committed', '--json'], env);
+      assert.deepEqual(stale, receipt, "the first run's receipt");
+      assert.equal(JSON.parse((await cli(['status', doc.workflowId, '--json'], env)).stdout).phase, 'awaiting_commit', 'the second run still waits');
+      const own = await cliJson(['commit', doc.workflowId, '--run-id', second.runId, '--outcome', 'failed', '--json'], env);
+      assert.equal(own.outcome, 'abort');
 
       const missing = await cli(['commit', `${doc.workflowId}-no-such-run`, '--outcome', 'committed'], env);
       assert.equal(missing.code, 2, missing.stderr);
