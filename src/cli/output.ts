@@ -37,8 +37,13 @@ export function manifestJson(m: Manifest, runId: string) {
   };
 }
 
-/** Each table's rows, bytes and file count, in the manifest's order (a run of several tables lists the biggest first). */
+/**
+ * Each table's rows, bytes and file count, in the manifest's order (a run of several tables lists
+ * the biggest first). A load that writes no files (`--via stream`, `--via internal`) lists its one
+ * table with the rows it moved.
+ */
 export function tableTotals(m: Manifest): { table: string; rows: number; bytes: number; files: number }[] {
+  if (m.strategy === 'stream_copy' || m.strategy === 'internal_query') return [{ table: tableOf({}, m), ...m.totals, files: 0 }];
   const byTable = new Map<string, { table: string; rows: number; bytes: number; files: number }>();
   for (const f of m.files) {
     const table = tableOf(f, m);

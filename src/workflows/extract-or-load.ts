@@ -73,6 +73,8 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
           : loader.loadInternal({ input, operationId }).then((loaded) => ({ ...loaded, snapshotDigest: null })),
       (report) => ({ report, receipt: null, snapshotDigest: null }),
     );
+    // What the load moved is the run's progress (status, search attribute, Web UI): there are no files to count.
+    status.rows = report.rows ?? 0;
     const manifest: Manifest = {
       workflowId,
       table: runLabel(input),

@@ -193,6 +193,11 @@ describe('pg-extract CLI (live)', function () {
         );
         assert.deepEqual(doc.files, [], 'no files');
         assert.equal(doc.extractionReceipt.snapshotAuthority, null, 'no snapshot claimed');
+        assert.deepEqual(
+          [doc.tables, doc.totals],
+          [[{ table, rows: 3_000, bytes: 0, files: 0 }], { rows: 3_000, bytes: 0, tables: 1, files: 0 }],
+          'its table, with the rows it moved',
+        );
         assert.deepEqual(await tableDigest('SELECT * FROM clivia.copy'), expected);
       },
       { targets: { same: live().pg.url } },
@@ -212,6 +217,11 @@ describe('pg-extract CLI (live)', function () {
         );
         assert.deepEqual(doc.files, [], 'no files');
         assert.equal(doc.extractionReceipt.snapshotAuthority, 'postgresql.exported_snapshot');
+        assert.deepEqual(
+          [doc.tables, doc.totals],
+          [[{ table, rows: 3_000, bytes: 0, files: 0 }], { rows: 3_000, bytes: 0, tables: 1, files: 0 }],
+          'its table, with the rows it moved',
+        );
         assert.deepEqual(await tableDigest('SELECT * FROM clistrm.copy'), expected);
       },
       { targets: { same: live().pg.url } },

@@ -54,8 +54,13 @@ describe('streaming PG → PG without files (live)', function () {
       { targets: { warehouse: targetUrl() } },
     );
 
-  it('streams every partition inside one exported snapshot: exact rows, no files, row evidence per partition', async () => {
-    const result = await stream();
+  it('streams every partition inside one exported snapshot: exact rows, no files, row evidence per partition, its rows in the status', async () => {
+    let rowsShown: number | undefined;
+    const result = await stream(async (handle) => {
+      await handle.result();
+      rowsShown = (await handle.query(statusQuery)).rows;
+    });
+    assert.equal(rowsShown, 20_000, 'the status counts the rows the load moved (it showed 0)');
     assert.equal(result.manifest.strategy, 'stream_copy');
     assert.deepEqual(result.manifest.files, []);
     assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
