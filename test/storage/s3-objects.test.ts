@@ -164,22 +164,22 @@ describe('S3 objects (live SeaweedFS)', function () {
   });
 
   it("bytes past the upload's last part fail the stream with S3_OBJECT_TOO_LARGE before any part beyond is sent, and discard leaves no upload", async () => {
-    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'big/part-0000.csv' }, { firstPartSize: 5 * MiB, maxParts: 2 });
+    const writer = new S3ObjectWriter(client, { bucket: BUCKET, key: 'toolarge/part-0000.csv' }, { firstPartSize: 5 * MiB, maxParts: 2 });
     const stream = writer.open();
     const failed = once(stream, 'error');
     const block = randomBytes(MiB);
     for (let i = 0; i < 11; i++) stream.write(block);
     const [err] = (await failed) as [unknown];
     assert.equal(errorCodeOf(err), 'S3_OBJECT_TOO_LARGE');
-    assert.match((err as Error).message, /s3:\/\/pgx-storage-test\/big\/part-0000\.csv would be larger than an object of 2 parts \(10485760 bytes\)/);
+    assert.match((err as Error).message, /s3:\/\/pgx-storage-test\/toolarge\/part-0000\.csv would be larger than an object of 2 parts \(10485760 bytes\)/);
     await writer.discard();
-    assert.equal(await pendingUploads(client, 'big/'), 0);
+    assert.equal(await pendingUploads(client, 'toolarge/'), 0);
     assert.equal(await objectExists(client, writer.object), false);
     // Exactly the last part's bytes fit.
-    const fits = new S3ObjectWriter(client, { bucket: BUCKET, key: 'big/part-0001.csv' }, { firstPartSize: 5 * MiB, maxParts: 2 });
+    const fits = new S3ObjectWriter(client, { bucket: BUCKET, key: 'toolarge/part-0001.csv' }, { firstPartSize: 5 * MiB, maxParts: 2 });
     const data = bytes(10);
     await pipeline(data.stream(), fits.open());
-    assert.equal((await fits.commit({ bytes: data.size, sha256: data.sha256 })).location, `s3://${BUCKET}/big/part-0001.csv`);
+    assert.equal((await fits.commit({ bytes: data.size, sha256: data.sha256 })).location, `s3://${BUCKET}/toolarge/part-0001.csv`);
   });
 
   it('a server checksum that disagrees with ours fails the commit with S3_CHECKSUM_MISMATCH', async () => {
@@ -301,8 +301,10 @@ describe('S3 objects (live SeaweedFS)', function () {
       await pipeline(data.stream(), writer.open());
       await writer.commit({ bytes: data.size, sha256: data.sha256 });
     };
+    // More unnamed objects than one round of removals sends at once (32).
+    const unnamed = Array.from({ length: 40 }, (_, i) => `disc/run/attempt-1/part-0001-batch-${String(i).padStart(5, '0')}.csv`);
     await write('disc/run/attempt-1/part-0000.csv');
-    await write('disc/run/attempt-1/part-0001.csv');
+    for (const key of unnamed) await write(key);
     await write('disc/run/attempt-10/part-0000.csv');
     const report = await store.release({
       paths: [`s3://${BUCKET}/disc/run/attempt-1/part-0000.csv`],
@@ -310,7 +312,7 @@ describe('S3 objects (live SeaweedFS)', function () {
       discardFolders: [`s3://${BUCKET}/disc/run/attempt-1`],
     });
     assert.deepEqual(report.failures, []);
-    assert.deepEqual(report.deleted.sort(), [`s3://${BUCKET}/disc/run/attempt-1/part-0000.csv`, `s3://${BUCKET}/disc/run/attempt-1/part-0001.csv`]);
+    assert.deepEqual(report.deleted.sort(), [`s3://${BUCKET}/disc/run/attempt-1/part-0000.csv`, ...unnamed.map((key) => `s3://${BUCKET}/${key}`)]);
     assert.deepEqual(
       await listObjects(client, { bucket: BUCKET, key: 'disc/run' }),
       ['disc/run/attempt-10/part-0000.csv'],
