@@ -236,6 +236,8 @@ export async function planRanges(
 const COUNT_UP_TO_PAGES = 1280;
 /** Pages a sampled estimate reads when the table has no statistics yet (a few per cent of error). */
 const ESTIMATE_SAMPLE_PAGES = 300;
+/** Rows per 8 KiB page assumed for a leaf that has no statistics and that the role may not read (rows of about 120 bytes). */
+const GUESSED_ROWS_PER_PAGE = 60;
 
 async function heapPages(client: ClientBase, relation: string): Promise<number> {
   const r = await client.query<{ pages: string }>(
@@ -248,7 +250,9 @@ async function heapPages(client: ClientBase, relation: string): Promise<number> 
  * The rows to plan for, without reading the whole table: an exact COUNT(*) up to 10 MiB; above,
  * the statistics' density (reltuples / relpages, as PostgreSQL's own planner scales it) times the
  * pages the table has now; without statistics (never vacuumed or analyzed), a count over a
- * TABLESAMPLE SYSTEM of about 300 pages. A partitioned table adds up its leaf partitions. Only
+ * TABLESAMPLE SYSTEM of about 300 pages. A partitioned table adds up its leaf partitions; a leaf
+ * the role may not read itself (it reads them through the parent, whose rights are the ones
+ * checked) is estimated from its statistics alone, else at {@link GUESSED_ROWS_PER_PAGE}. Only
  * the partition count depends on it: ranges are open-ended, so coverage never does.
  */
 async function plannedRows(client: ClientBase, relation: string, relkind: string): Promise<number> {
@@ -256,9 +260,10 @@ async function plannedRows(client: ClientBase, relation: string, relkind: string
     relkind === 'p'
       ? `SELECT relid FROM pg_partition_tree(${quoteLiteral(relation)}::regclass) WHERE isleaf`
       : `SELECT ${quoteLiteral(relation)}::regclass AS relid`;
-  const stats = await client.query<{ schema: string; name: string; reltuples: number; relpages: number; pages: string }>(
+  const stats = await client.query<{ schema: string; name: string; reltuples: number; relpages: number; pages: string; readable: boolean }>(
     `SELECT n.nspname AS schema, c.relname AS name, c.reltuples::float8 AS reltuples, c.relpages,
-            (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages
+            (pg_relation_size(c.oid) / current_setting('block_size')::int)::text AS pages,
+            pg_catalog.has_any_column_privilege(c.oid, 'SELECT') AS readable
        FROM (${leaves}) l JOIN pg_class c ON c.oid = l.relid JOIN pg_namespace n ON n.oid = c.relnamespace`,
   );
   let total = 0;
@@ -266,7 +271,9 @@ async function plannedRows(client: ClientBase, relation: string, relkind: string
     const pages = Number(leaf.pages);
     // ONLY: a leaf's own rows, as the copy reads them (catalog.ts fromItem); a partition has no children.
     const from = `ONLY ${quoteQualified(leaf.schema, leaf.name)}`;
-    if (pages <= COUNT_UP_TO_PAGES) {
+    if (!leaf.readable) {
+      total += leaf.reltuples >= 0 && leaf.relpages > 0 ? Math.round((leaf.reltuples / leaf.relpages) * pages) : pages * GUESSED_ROWS_PER_PAGE;
+    } else if (pages <= COUNT_UP_TO_PAGES) {
       total += Number((await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${from}`)).rows[0]!.n);
     } else if (leaf.reltuples >= 0 && leaf.relpages > 0) {
       total += Math.round((leaf.reltuples / leaf.relpages) * pages);
