@@ -89,6 +89,8 @@ const CODES = {
     hint: "give the source role BYPASSRLS, or extract as the table's owner (unless the table forces row security)",
   },
   /** A foreign table is read, named or through a partition or a view: its wrapper reads it outside the run's snapshot. */
+  /** A table the run reads is unlogged (or reaches one), and the source is a hot standby, which replicates none of their rows. */
+  SOURCE_UNLOGGED_ON_STANDBY: { ...CALLERS_FAULT, hint: 'extract it from the primary, or leave it out (--exclude)' },
   SOURCE_FOREIGN_TABLE: {
     ...CALLERS_FAULT,
     hint: 'export the foreign table from its own server, or leave it out (--exclude, --tables); a materialized view of it is copied as of its last refresh',

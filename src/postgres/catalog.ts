@@ -98,19 +98,28 @@ export const VIEW_READS = `
   SELECT v.oid AS parent, r.child FROM pg_catalog.pg_class v CROSS JOIN LATERAL (${viewReadsOf('v.oid')}) r WHERE v.relkind = 'v'`;
 
 /**
- * Whether reading relation `c` reads a foreign table: it is one, or a partition or a relation a view
- * reads is, at any depth (an inheritance child too, which a view reads unless it says ONLY). An
- * ordinary table is read with ONLY, and a materialized view's rows are its own. Each step looks up
- * the children of the relations reached so far by their oids.
+ * Whether reading relation `c` reads a relation for which `holds` (of its alias) is true: `c` itself, or a
+ * partition or a relation a view reads, at any depth (an inheritance child too, which a view reads
+ * unless it says ONLY). An ordinary table is read with ONLY, and a materialized view's rows are its
+ * own. Each step looks up the children of the relations reached so far by their oids.
  */
-const READS_FOREIGN_TABLE = `CASE WHEN c.relkind IN ('p', 'v', 'f') THEN EXISTS (
+const readsWhere = (holds: (rel: string) => string): string => `(CASE WHEN c.relkind IN ('p', 'v') THEN EXISTS (
        WITH RECURSIVE reached(oid) AS (
          SELECT c.oid
          UNION
          SELECT e.child FROM reached CROSS JOIN LATERAL (
            SELECT i.inhrelid AS child FROM pg_catalog.pg_inherits i WHERE i.inhparent = reached.oid
            UNION ALL${viewReadsOf('reached.oid')}) e)
-       SELECT FROM reached JOIN pg_catalog.pg_class f ON f.oid = reached.oid WHERE f.relkind = 'f') ELSE false END`;
+       SELECT FROM reached JOIN pg_catalog.pg_class f ON f.oid = reached.oid WHERE ${holds('f')}) ELSE ${holds('c')} END)`;
+
+/** Whether reading `c` reads a foreign table (see {@link readsWhere}). */
+const READS_FOREIGN_TABLE = readsWhere((rel) => `${rel}.relkind = 'f'`);
+
+/**
+ * Whether reading `c` reads an unlogged table on a standby, which keeps none of their rows (its
+ * read fails with 0A000, as pg_dump skips such tables' data there).
+ */
+const READS_UNLOGGED_ON_STANDBY = `(pg_catalog.pg_is_in_recovery() AND ${readsWhere((rel) => `${rel}.relpersistence = 'u'`)})`;
 
 /** What one catalog query returns per requested table (null oid: no such readable relation). */
 interface CatalogRow {
@@ -120,6 +129,8 @@ interface CatalogRow {
   rowSecurity: boolean | null;
   /** Whether reading it reads a foreign table ({@link READS_FOREIGN_TABLE}). */
   readsForeign: boolean | null;
+  /** Whether reading it reads an unlogged table on a standby ({@link READS_UNLOGGED_ON_STANDBY}). */
+  readsUnlogged: boolean | null;
   columns: (ResolvedColumn & { collation: KeyCollation | null })[] | null;
   primaryKey: string[] | null;
   uniqueKey: string | null;
@@ -133,6 +144,7 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
   const r = await client.query<CatalogRow>(
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
             ${options.readRows ? READS_FOREIGN_TABLE : 'false'} AS "readsForeign",
+            ${options.readRows ? READS_UNLOGGED_ON_STANDBY : 'false'} AS "readsUnlogged",
             (SELECT json_agg(json_build_object(
                       'name', a.attname, 'type', base.oid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,
@@ -176,6 +188,14 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     throw new PgExtractError(
       ErrorCode.SOURCE_FOREIGN_TABLE,
       `${foreign.map(formatTableName).join(', ')} read${foreign.length === 1 ? 's' : ''} a foreign table, whose rows its wrapper fetches in a transaction of its own on the remote server, not at the run's snapshot: a copy of it could not be claimed as of one point in time`,
+      { field: 'source' },
+    );
+  }
+  const unlogged = options.readRows ? tables.filter((_, i) => r.rows[i]!.readsUnlogged) : [];
+  if (unlogged.length > 0) {
+    throw new PgExtractError(
+      ErrorCode.SOURCE_UNLOGGED_ON_STANDBY,
+      `${unlogged.map(formatTableName).join(', ')} read${unlogged.length === 1 ? 's' : ''} an unlogged table, and the source is a standby, which keeps no rows of unlogged tables`,
       { field: 'source' },
     );
   }

@@ -32,7 +32,8 @@ describe('a hot standby as the source (live)', function () {
       `CREATE SCHEMA rs;
        CREATE TABLE rs.a (id int PRIMARY KEY, v text); INSERT INTO rs.a SELECT g, md5(g::text) FROM generate_series(1, 200000) g;
        CREATE TABLE rs.b (id int PRIMARY KEY, a int NOT NULL REFERENCES rs.a); INSERT INTO rs.b SELECT g, g FROM generate_series(1, 1000) g;
-       CREATE TABLE rs.churn (id int PRIMARY KEY, n int); INSERT INTO rs.churn VALUES (1, 0)`,
+       CREATE TABLE rs.churn (id int PRIMARY KEY, n int); INSERT INTO rs.churn VALUES (1, 0);
+       CREATE UNLOGGED TABLE rs.u (id int); INSERT INTO rs.u VALUES (1); CREATE VIEW rs.uv AS SELECT id FROM rs.u`,
     );
   });
   after(async () => {
@@ -56,6 +57,25 @@ describe('a hot standby as the source (live)', function () {
     );
     assert.equal(result.terminalReceipt.outcome, 'success');
     assert.equal(result.extractionReceipt?.snapshotAuthority, 'postgresql.exported_snapshot');
+  });
+
+  it('an unlogged table, or a view reading one, is refused with SOURCE_UNLOGGED_ON_STANDBY before any file (a standby keeps none of their rows; it failed with 0A000 after retries)', async () => {
+    await withWorker(
+      async ({ taskQueue }) => {
+        for (const tables of [['rs.b', 'rs.u'], ['rs.uv']]) {
+          const handle = await startExtraction(live().temporal.client, { tables }, { taskQueue });
+          await assert.rejects(handle.result(), (err: unknown) => {
+            assert.ok(err instanceof WorkflowFailedError);
+            assert.match(failureChain(err), /SOURCE_UNLOGGED_ON_STANDBY: rs\.uv? reads an unlogged table, and the source is a standby/);
+            return true;
+          });
+          const events = (await handle.fetchHistory()).events ?? [];
+          const scheduled = events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+          assert.ok(!scheduled.some((name) => /^copy/.test(name!)), `no copy: ${scheduled.join(', ')}`);
+        }
+      },
+      { sourceUrl: standby().url },
+    );
   });
 
   it('a session a conflict ends while it sits between two queries fails its next query or COPY with the conflict, not with "not queryable"', async () => {
