@@ -43,6 +43,7 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     () => state.commit,
     report,
     progress,
+    attempts.filter((a) => a.attempt !== manifest.attempt && a.cleanupErrorCode !== null).map((a) => attemptFolder(a.attempt)),
   );
   state.terminalReceipt = receipt;
   countOutcome(outcome);

@@ -3,7 +3,7 @@
  * the one terminal outcome, and release or retain the files. Returns the outcome, its receipt and
  * the cancellation to rethrow, if any.
  */
-import { CancellationScope, condition, isCancellation, log } from '@temporalio/workflow';
+import { CancellationScope, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { TargetCommit } from '../contract/commit-report';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest } from '../contract/extraction-types';
@@ -23,9 +23,13 @@ export interface TerminalDecision {
   cancelled: unknown;
 }
 
+/** Marks runs whose retained files' sweep may fail without failing the run (its outcome is decided by then). */
+export const RETAIN_SWEEP_CAUGHT = 'retain-sweep-caught';
+
 /**
  * @param commit the first commit report so far (the handlers record it)
  * @param report the built-in loader's report, when it loaded
+ * @param leftFolders earlier attempts' folders whose discard failed: discarded with the run's end, whatever it is
  */
 export async function decideTerminal(
   input: ExtractionInput,
@@ -34,6 +38,7 @@ export async function decideTerminal(
   commit: () => TargetCommit | null,
   report: LoadReport | null,
   { status, show }: Progress,
+  leftFolders: readonly string[] = [],
 ): Promise<TerminalDecision> {
   status.phase = 'awaiting_commit';
   show();
@@ -42,7 +47,7 @@ export async function decideTerminal(
   const folders = manifest.strategy === 'stream_copy' || manifest.strategy === 'internal_query' ? [] : [attemptFolder];
   const terminal = new TerminalAuthority({
     files: runOutputs(manifest),
-    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: folders }),
+    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: [...folders, ...leftFolders] }),
   });
   let cancelled: unknown = null;
   let outcome: TerminalOutcome;
@@ -63,8 +68,12 @@ export async function decideTerminal(
   show();
   const receipt = await CancellationScope.nonCancellable(async () => {
     const decided = await terminal.decide(outcome);
-    // Retained files are evidence; partial temp files of retried partitions are not.
-    if (outcome === 'retain_commit_unknown') await cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [] });
+    // Retained files are evidence; partial temp files of retried partitions, and earlier attempts' folders, are not.
+    if (outcome === 'retain_commit_unknown') {
+      const sweep = cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [...leftFolders] });
+      if (!patched(RETAIN_SWEEP_CAUGHT)) await sweep;
+      else await sweep.catch((err: unknown) => log.warn('the retained folder could not be swept', { reason: describeFailure(err) }));
+    }
     if (input.target?.via === 'stream') await releaseStreamStaging(input, streamOperationId());
     return decided;
   });

@@ -111,7 +111,7 @@ describe('snapshot holder loss (live)', function () {
     );
   });
 
-  it('a discard that fails (its parent folder immutable) → the fresh-snapshot retry goes on; the attempt record carries the cleanup code', async function () {
+  it("a discard that fails (its parent folder immutable) → the fresh-snapshot retry goes on; the attempt record carries the cleanup code, and the run's end discards the folder", async function () {
     const probe = join(live().scratch, `chattr-${process.pid}`);
     await mkdir(probe, { recursive: true });
     if (
@@ -140,6 +140,9 @@ describe('snapshot holder loss (live)', function () {
         assertOneFreshSnapshot(result, 'loss-immutable');
         assert.equal(result.attempts[0]!.cleanupErrorCode, 'EPERM', JSON.stringify(result.attempts));
         assert.equal(result.attempts.at(-1)!.cleanupErrorCode, null);
+        // The run's end discards what that discard left (before, its files stayed for good, unlisted).
+        await assert.rejects(findFolder(join(live().outRoot, 'loss-immutable'), 'attempt-1'), /no attempt-1/);
+        assert.ok(await findFolder(join(live().outRoot, 'loss-immutable'), 'attempt-2'), 'the retained attempt stays');
         assert.deepEqual(await manifestDigest(table, result.manifest), expected);
       },
       { maxConcurrentActivities: 1 },
