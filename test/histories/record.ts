@@ -103,6 +103,15 @@ describe('record workflow histories', function () {
     });
   });
 
+  // Recorded with the input's numbers checked ('input-ranges') and the retained folder's sweep caught ('retain-sweep-caught').
+  it('partitioned, no answer before the deadline: retained, its sweep caught', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'deadline-retained-sweep-caught', { partitions: 2, commitDeadlineMs: 1000 });
+      await handle.result();
+      await save('deadline-retained-sweep-caught', handle);
+    });
+  });
+
   it('snapshot lost and retried from a fresh snapshot', async () => {
     await withWorker(
       async ({ taskQueue }) => {
