@@ -60,7 +60,10 @@ export async function startExtraction(
   const input = parseNewRunInput(request);
   checkWorkflowId(options.workflowId);
   const label = runLabel(input);
-  const workflowId = options.workflowId ?? `pg-extract-${label}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
+  // The label cut to 120 characters: a long quoted name would pass the id's limit (and a file name's, as the run's folder).
+  const workflowId =
+    options.workflowId ??
+    `pg-extract-${Array.from(label).slice(0, 120).join('')}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
   const compression = fileCompression(input);
   return client.workflow.start<typeof extractionWorkflow>('extractionWorkflow', {
     taskQueue: options.taskQueue,

@@ -72,7 +72,10 @@ const CODES = {
   SOURCE_URL_UNSUPPORTED: CALLERS_FAULT,
   /** The same table appears twice in `tables`. */
   TABLE_DUPLICATE: CALLERS_FAULT,
-  SOURCE_UNKNOWN: { ...CALLERS_FAULT, hint: 'set PG_EXTRACT_SOURCE_URL (or PG_EXTRACT_SOURCE_<NAME>_URL) where the worker runs' },
+  SOURCE_UNKNOWN: {
+    ...CALLERS_FAULT,
+    hint: 'set PG_EXTRACT_SOURCE_URL (or PG_EXTRACT_SOURCE_<NAME>_URL), or for a --target PG_EXTRACT_TARGET_<NAME>_URL, where the worker runs',
+  },
   /** A commit report sent while the run is not awaiting one (still planning or copying). */
   NOT_AWAITING_COMMIT: CALLERS_FAULT,
   // Catalog resolution (PostgreSQL strategies).

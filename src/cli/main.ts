@@ -116,7 +116,7 @@ program
   .option('--exclude <glob>', 'with --schema: skip tables whose name matches (repeatable)', repeatArg, undefined)
   .option('--max-in-flight <N>', 'with --tables/--schema: partitions copied at once over the whole run (default 8)', Number)
   .option('--source <name>', 'source configured on the worker (PG_EXTRACT_SOURCE_<NAME>_URL: postgres://… or mysql://…)', 'default')
-  .option('--key <column>', 'split key (default: single-column primary key)')
+  .option('--key <column>', 'split key (default: a single-column primary key or unique index; else ctid page ranges)')
   .option('--columns <a,b,c>', 'columns to export (default: all)')
   .option('--partitions <N|auto>', 'partition count', partitionsArg, 'auto')
   .option('--format <csv|binary|parquet>', 'file format', 'csv')
@@ -183,7 +183,9 @@ program
     checkWorkflowId(opts.workflowId);
     // Validate before connecting: bad input has no side effect, not even a connection.
     const input = parseNewRunInput(request);
-    if (input.outDir !== undefined && !isS3Url(input.outDir)) confinedPath(outputRoot(), input.outDir);
+    // An absolute --out is checked here only against an output root this shell names: the worker's may be elsewhere
+    // (it checks again when it prepares the folder).
+    if (input.outDir !== undefined && !isS3Url(input.outDir) && process.env.PG_EXTRACT_OUT_DIR) confinedPath(outputRoot(), input.outDir);
     await withClient(program.opts<GlobalOptions>(), async (client, taskQueue) => {
       const handle = await startExtraction(client, input, { taskQueue, workflowId: opts.workflowId });
       if (!opts.wait) {

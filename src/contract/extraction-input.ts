@@ -10,7 +10,7 @@ import { climbsOut } from './relative-path';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
-import { S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
+import { S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */
@@ -87,7 +87,7 @@ export const extractionInputSchema = z
       .min(1)
       .max(1600)
       .optional(),
-    /** Split key (the single-column primary key when absent). */
+    /** Split key (when absent: a single-column primary key or unique index, else ctid page ranges). */
     key: z
       .string()
       .max(130)
@@ -124,7 +124,9 @@ export const extractionInputSchema = z
         try {
           parseS3Url(v);
         } catch (err) {
-          ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: ErrorCode.OUTPUT_PATH_ESCAPES_ROOT } });
+          // A `..` segment leaves the prefix as `..` leaves the output root; anything else is a location that is not one.
+          const code = err instanceof S3UrlProblem && err.leavesPrefix ? ErrorCode.OUTPUT_PATH_ESCAPES_ROOT : ErrorCode.INPUT_INVALID;
+          ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code } });
         }
       })
       // One spelling of a location (no trailing slash), so the run's folder names are well formed.

@@ -53,8 +53,9 @@ export interface Manifest {
   /** The run's `datapackage.json`; null for runs without files and runs started by older code. */
   dataPackage: DataPackageFile | null;
   /**
-   * False in the result of a run of several tables: its files[] is left out there (see the manifest
-   * query and the receipt's evidence); absent otherwise.
+   * False in a result whose files[] is left out (see the manifest query and the receipt's
+   * evidence): always a run of several tables', and a one-table run's when only that makes the
+   * result fit in one payload; absent otherwise.
    */
   filesInResult?: false;
   /**

@@ -32,12 +32,15 @@ export function keyBytes(key: string): number {
   return new TextEncoder().encode(key).length;
 }
 
+/** A segment that names no object of its own but a place relative to others: empty, `.` or `..`. */
+const isPathSegment = (segment: string): boolean => segment === '' || segment === '.' || segment === '..';
+
 /** Why `key` is not a confined key, or null when it is. */
 function keyProblem(key: string): string | null {
   if (key.includes('\0')) return 'contains a NUL byte';
   if (keyBytes(key) > KEY_MAX_BYTES) return `is longer than ${KEY_MAX_BYTES} bytes`;
   if (key === '') return null;
-  const bad = key.split('/').find((s) => s === '' || s === '.' || s === '..');
+  const bad = key.split('/').find(isPathSegment);
   return bad === undefined ? null : `has a ${bad === '' ? 'empty' : `"${bad}"`} segment`;
 }
 
@@ -63,9 +66,19 @@ export function newPrefixProblem(key: string): string | null {
   return null;
 }
 
-/** Parses `s3://bucket[/prefix]`; throws a plain Error whose message says what is wrong. */
+/** What is wrong with an `s3://` location; `leavesPrefix` when a key segment (`..`, `.`, empty) would leave where it points. */
+export class S3UrlProblem extends Error {
+  constructor(
+    message: string,
+    readonly leavesPrefix = false,
+  ) {
+    super(message);
+  }
+}
+
+/** Parses `s3://bucket[/prefix]`; throws an {@link S3UrlProblem} whose message says what is wrong. */
 export function parseS3Url(text: string): S3Location {
-  if (!isS3Url(text)) throw new Error('an S3 location starts with s3://');
+  if (!isS3Url(text)) throw new S3UrlProblem('an S3 location starts with s3://');
   const rest = text.slice(SCHEME.length).replace(/\/+$/, '');
   const slash = rest.indexOf('/');
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
@@ -73,10 +86,10 @@ export function parseS3Url(text: string): S3Location {
   // Never echoed: `user:secret@bucket` would put a credential in an error message, and so in history and logs.
   // A bucket name has neither: a key and a secret (which may hold a `/`, and so be here only in part) are not echoed.
   if (bucket.includes('@') || bucket.includes(':'))
-    throw new Error('an S3 location names no credentials (key:secret@…): workers read them from their AWS_* environment');
-  if (!BUCKET.test(bucket) || bucket.includes('..')) throw new Error(`${JSON.stringify(bucket)} is not a valid bucket name`);
+    throw new S3UrlProblem('an S3 location names no credentials (key:secret@…): workers read them from their AWS_* environment');
+  if (!BUCKET.test(bucket) || bucket.includes('..')) throw new S3UrlProblem(`${JSON.stringify(bucket)} is not a valid bucket name`);
   const problem = keyProblem(key);
-  if (problem) throw new Error(`the key ${problem}`);
+  if (problem) throw new S3UrlProblem(`the key ${problem}`, key.split('/').some(isPathSegment));
   return { bucket, key };
 }
 

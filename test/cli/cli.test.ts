@@ -134,6 +134,12 @@ describe('pg-extract CLI (live)', function () {
     });
   }
 
+  it("an absolute --out is left to the worker when this shell names no output root (the worker's may be elsewhere)", async () => {
+    const r = await cli(['start', '--table', 'a.b', '--out', '/srv/exports/nightly'], { TEMPORAL_ADDRESS: '127.0.0.1:1', PG_EXTRACT_OUT_DIR: '' });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^error TEMPORAL_UNREACHABLE: /m, 'past the input checks, to the connection');
+  });
+
   it('a workflow id no run has (status, cancel, commit) or one a running run has (start): INPUT_INVALID, exit 2', async () => {
     const env = liveCliEnv(`nobody-polls-${Date.now()}`);
     for (const args of [

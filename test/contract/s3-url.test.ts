@@ -22,6 +22,22 @@ describe('S3 locations', () => {
     }
   });
 
+  it('a key segment that leaves the prefix is OUTPUT_PATH_ESCAPES_ROOT; any other bad location is INPUT_INVALID', () => {
+    for (const [outDir, code] of [
+      ['s3://bucket/a/../b', ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
+      ['s3://bucket/a//b', ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
+      ['s3://Bad_Bucket/a', ErrorCode.INPUT_INVALID],
+      ['s3://key:secret@bucket/a', ErrorCode.INPUT_INVALID],
+      [`s3://bucket/${'k'.repeat(901)}`, ErrorCode.INPUT_INVALID],
+    ] as const) {
+      assert.throws(
+        () => parseExtractionInput({ table: 's.t', outDir }),
+        (err: unknown) => err instanceof PgExtractError && err.code === code && err.field === 'outDir',
+        outDir,
+      );
+    }
+  });
+
   it(`a new run's prefix of up to ${S3_PREFIX_MAX_BYTES} bytes is taken; a longer one is INPUT_INVALID on outDir`, () => {
     const prefix = (bytes: number) => `s3://bucket/${'é'.repeat(bytes / 2)}`;
     assert.equal(parseNewRunInput({ table: 's.t', outDir: prefix(S3_PREFIX_MAX_BYTES) }).outDir, prefix(S3_PREFIX_MAX_BYTES));
