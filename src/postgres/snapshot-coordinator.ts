@@ -189,7 +189,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   }
 }
 
-/** The ranges of one table: key ranges (balanced by sampled quantiles), else ctid page ranges. */
+/** The ranges of one table: key ranges (balanced by sampled quantiles), else ctid page ranges (a partitioned table's over its leaves). */
 export async function planRanges(
   client: ClientBase,
   table: ResolvedTable,
@@ -225,11 +225,22 @@ export async function planRanges(
     }
     return { ranges: planKeyRanges(bounds, n), rowCount: bounds.rowCount };
   }
-  if (table.relkind === 'r' || table.relkind === 'm') {
-    const pages = await heapPages(client, relation);
+  if (table.relkind === 'r' || table.relkind === 'm' || table.relkind === 'p') {
+    // A partitioned table's ctid ranges apply to each of its leaves (a TID range scan each): they cover its
+    // largest leaf's pages, the last range open.
+    const pages = table.relkind === 'p' ? await largestLeafPages(client, relation) : await heapPages(client, relation);
     return { ranges: rows === 0 || pages === 0 ? [{ kind: 'all' }] : planPageRanges(pages, wanted(rows)), rowCount: rows };
   }
   return { ranges: [{ kind: 'all' }], rowCount: null };
+}
+
+/** The pages of the largest leaf partition of partitioned table `relation`. */
+async function largestLeafPages(client: ClientBase, relation: string): Promise<number> {
+  const r = await client.query<{ pages: string }>(
+    `SELECT coalesce(max(pg_relation_size(t.relid) / current_setting('block_size')::int), 0)::text AS pages
+       FROM pg_partition_tree(${quoteLiteral(relation)}::regclass) t WHERE t.isleaf`,
+  );
+  return Number(r.rows[0]!.pages);
 }
 
 /** Tables up to this many pages (10 MiB) are counted exactly: cheap, and small tables plan exactly. */

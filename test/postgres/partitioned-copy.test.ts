@@ -406,6 +406,25 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
     }
   });
 
+  it('a partitioned table with no usable key splits by ctid page ranges over its leaves (it was one range on one session): every row once', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS pk CASCADE; CREATE SCHEMA pk;
+      CREATE TABLE pk.t (at int NOT NULL, v text) PARTITION BY RANGE (at);
+      CREATE TABLE pk.t1 PARTITION OF pk.t FOR VALUES FROM (0) TO (1000); CREATE TABLE pk.t2 PARTITION OF pk.t FOR VALUES FROM (1000) TO (MAXVALUE) PARTITION BY RANGE (at);
+      CREATE TABLE pk.t2a PARTITION OF pk.t2 FOR VALUES FROM (1000) TO (MAXVALUE);
+      INSERT INTO pk.t SELECT g % 3000, repeat('x', 200) || g FROM generate_series(1, 9000) g`);
+    const run = await exportPartitions('pk', { partitions: 3 });
+    assert.deepEqual(
+      run.plan.ranges.map((r) => r.kind),
+      ['pages', 'pages', 'pages'],
+    );
+    assert.ok(
+      run.parts.every((p) => p.rows > 0),
+      JSON.stringify(run.parts.map((p) => p.rows)),
+    );
+    assert.deepEqual(run.actual, run.expected);
+    assert.equal(run.actual.count, 9000);
+  });
+
   it('a partition whose snapshot is gone fails with SNAPSHOT_LOST', async () => {
     await fourRows('pl');
     const coordinatorClient = await openSession(live().pg.url, 'coordinator');
