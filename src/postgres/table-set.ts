@@ -71,20 +71,24 @@ async function schemaTables(
   client: ClientBase,
   selection: { schema: string; include?: string[]; exclude?: string[] },
 ): Promise<{ schema: string; table: string }[]> {
-  // A partition is read through an ancestor of the schema's own, so never twice; one whose ancestors are all in
-  // other schemas is a table of this schema, as pg_dump -n takes it.
-  const r = await client.query<{ name: string }>(
-    `SELECT c.relname AS name
+  // Partitions are read through their parent; relispartition keeps them from being read twice.
+  const r = await client.query<{ name: string; partition: boolean }>(
+    `SELECT c.relname AS name, c.relispartition AS partition
        FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')
-        AND NOT EXISTS (SELECT FROM pg_catalog.pg_partition_ancestors(c.oid) a JOIN pg_catalog.pg_class ac ON ac.oid = a.relid
-                         WHERE a.relid <> c.oid AND ac.relnamespace = n.oid)
       ORDER BY c.relname`,
     [selection.schema],
   );
-  const all = r.rows.map((row) => row.name);
+  const all = r.rows.filter((row) => !row.partition).map((row) => row.name);
   if (all.length === 0) {
-    throw new PgExtractError(ErrorCode.SCHEMA_EMPTY, `schema ${selection.schema} has no tables (or does not exist, or is not readable)`, { field: 'schema' });
+    const partitions = r.rows.length;
+    throw new PgExtractError(
+      ErrorCode.SCHEMA_EMPTY,
+      partitions > 0
+        ? `schema ${selection.schema} holds only partitions (${partitions}) of tables in other schemas: export those tables, which read their partitions`
+        : `schema ${selection.schema} has no tables (or does not exist, or is not readable)`,
+      { field: 'schema' },
+    );
   }
   const matchers = (field: 'include' | 'exclude') =>
     (selection[field] ?? []).map((pattern) => {
