@@ -95,6 +95,18 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
   }
 }
 
+/** Temporal's run ids are UUIDs. */
+const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Refuses a run id that names no run (Temporal would answer a malformed one with its own error), before any call. */
+export function checkRunId(runId: string | undefined): void {
+  if (runId !== undefined && !RUN_ID.test(runId)) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `a run id is a UUID (start --json prints it); not ${JSON.stringify(runId.slice(0, 60))}`, {
+      field: 'runId',
+    });
+  }
+}
+
 /**
  * Reports the target commit and returns the terminal receipt. A closed run answers from its
  * result, so a late or repeated report still gets the one receipt: the update goes first, and its
@@ -106,6 +118,7 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
 export async function reportCommit(client: Client, workflowId: string, commit: TargetCommit, runId?: string): Promise<ArtifactTerminalReceipt> {
   // Validate before any call: a bad report has no side effect.
   const report = parseCommitReport(commit);
+  checkRunId(runId);
   const handle = client.workflow.getHandle(workflowId, runId);
   try {
     return await handle.executeUpdate(commitUpdate, {

@@ -91,9 +91,9 @@ const CODES = {
     ...CALLERS_FAULT,
     hint: "give the source role BYPASSRLS, or extract as the table's owner (unless the table forces row security)",
   },
-  /** A foreign table is read, named or through a partition or a view: its wrapper reads it outside the run's snapshot. */
   /** A table the run reads is unlogged (or reaches one), and the source is a hot standby, which replicates none of their rows. */
   SOURCE_UNLOGGED_ON_STANDBY: { ...CALLERS_FAULT, hint: 'extract it from the primary, or leave it out (--exclude)' },
+  /** A foreign table is read, named or through a partition or a view: its wrapper reads it outside the run's snapshot. */
   SOURCE_FOREIGN_TABLE: {
     ...CALLERS_FAULT,
     hint: 'export the foreign table from its own server, or leave it out (--exclude, --tables); a materialized view of it is copied as of its last refresh',
@@ -158,9 +158,9 @@ const CODES = {
     ...CALLERS_FAULT,
     hint: "export other columns (--columns), or a view that casts the column (e.g. NULLIF(d, '0000-00-00'))",
   },
-  /** The source refused the configured credentials. */
   /** The source server is older than the oldest this product reads (PostgreSQL 14). */
   SOURCE_VERSION_UNSUPPORTED: { ...CALLERS_FAULT, hint: 'upgrade the source to PostgreSQL 14 or newer (13 is out of support since November 2025)' },
+  /** The source refused the configured credentials. */
   SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
   /**
    * The exported snapshot is gone, or cannot read a table as it saw it (changed between the snapshot

@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
-import { checkWorkflowId, extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
+import { checkRunId, checkWorkflowId, extractionStatus, reportCommit, startExtraction, waitForManifest } from '../client';
 import { connectionConfig, outputFileMode, outputRoot } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { ExtractionResult } from '../contract/extraction-types';
@@ -230,6 +230,7 @@ program
   .action(async (workflowId: string, opts) => {
     // Validate before connecting: a bad report has no side effect, not even a connection.
     const report = parseCommitReport({ outcome: opts.outcome, ...(opts.operationId ? { operationId: opts.operationId } : {}) });
+    checkRunId(opts.runId);
     await withClient(program.opts<GlobalOptions>(), async (client) => {
       const receipt = await reportCommit(client, workflowId, report, opts.runId);
       if (opts.json) console.log(JSON.stringify(receipt));

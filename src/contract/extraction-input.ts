@@ -124,7 +124,7 @@ export const extractionInputSchema = z
         try {
           parseS3Url(v);
         } catch (err) {
-          // A `..` segment leaves the prefix as `..` leaves the output root; anything else is a location that is not one.
+          // A path segment (`..`, `.`, empty) in the key is refused as one in a local path is; anything else is no location.
           const code = err instanceof S3UrlProblem && err.leavesPrefix ? ErrorCode.OUTPUT_PATH_ESCAPES_ROOT : ErrorCode.INPUT_INVALID;
           ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code } });
         }

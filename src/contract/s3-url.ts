@@ -52,7 +52,7 @@ function keyProblem(key: string): string | null {
  */
 const UNLISTABLE = /[\u0000-\u001f\u007f-\u009f\ufffe\uffff\\]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/u;
 
-/** A run's folder (`<runId>/attempt-N`, the run id a UUID): what another run's release deletes whole. */
+/** A run's folder (`<runId>/attempt-N`, the run id a UUID): what another run's release deletes whole. Told by its shape alone: S3 has no owner of a prefix to ask. */
 const RUN_ATTEMPT = /(^|\/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/attempt-\d+(\/|$)/i;
 
 /**
@@ -62,11 +62,12 @@ const RUN_ATTEMPT = /(^|\/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  */
 export function newPrefixProblem(key: string): string | null {
   if (UNLISTABLE.test(key)) return 'has a control character, a backslash or a non-character, which S3 listings do not give back as written';
-  if (RUN_ATTEMPT.test(key)) return "is inside another run's attempt folder (<runId>/attempt-N), which that run's release deletes whole";
+  if (RUN_ATTEMPT.test(key))
+    return "has the shape of a run's attempt folder (<runId>/attempt-N), which a run's release deletes whole: a run writes beside one, never inside";
   return null;
 }
 
-/** What is wrong with an `s3://` location; `leavesPrefix` when a key segment (`..`, `.`, empty) would leave where it points. */
+/** What is wrong with an `s3://` location; `leavesPrefix` when its key has a path segment (`..`, `.`, empty), as a path that climbs out would. */
 export class S3UrlProblem extends Error {
   constructor(
     message: string,

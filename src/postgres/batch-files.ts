@@ -114,14 +114,15 @@ function fitScale(bounds: FileBounds, rows: number, bytes: number): number {
 
 /**
  * Why `table` cannot be cut into bounded batches, or null. Batches walk a key, and rows without
- * one (no key, or a nullable key's NULLs) by pages of `ctid`: a view has no `ctid`, and a
- * partitioned table's own pages are none (its rows are in its partitions), so its rows without a
- * key would come in one batch, past every bound.
+ * one (no key, or a nullable key's NULLs) by pages of `ctid`, measured on the relation itself: a
+ * view has no `ctid`, and a partitioned table's own pages are none (its rows are in its
+ * partitions), so its rows without a key would come in one batch, past every bound.
  */
 function unbatchable(table: ResolvedTable): string | null {
   const what = `${table.schema}.${table.table}`;
+  // A view's columns are never NOT NULL in the catalog, so its NULL keys would need ctid too.
+  if (table.relkind === 'v') return `${what} is a view: its rows have no ctid to cut files by`;
   const keyed = table.key !== null && table.columns.some((c) => c.name === table.key!.name && c.notNull);
-  if (table.relkind === 'v' && !keyed) return `${what} is a view: its rows have no ctid to cut files by, and it has no NOT NULL key (--key)`;
   if (table.relkind === 'p' && !keyed) return `${what} is partitioned: its rows are cut into files by a NOT NULL single-column key (--key), and it has none`;
   return null;
 }

@@ -87,18 +87,20 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
   if (!tables.length) return;
   const before = await snapshotColumns(client, tables);
   const lock = lockTableSql(tables);
-  const columns = before.flatMap((t, i) => t.attnums.map((attnum) => ({ oid: t.oid, attnum, i })));
+  // Each table's last column as the snapshot saw it: with the names still in their order (checked below), columns
+  // dropped and added again under their names are the last ones, so the last is among them.
+  const lasts = before.flatMap((t, i) => (t.lastAttnum === null ? [] : [{ oid: t.oid, attnum: t.lastAttnum, i }]));
   const statements = [
     ...(lock ? [lock] : []),
     ...tables.filter((t) => !LOCK_TABLE_KINDS.has(t.relkind)).map((t) => `SELECT FROM ${fromItem(t)} LIMIT 0`),
     // Each table's row type expanded: its columns as the catalog has them now, as a statement's parse reads them (not
     // as the snapshot saw them). No relation is scanned, so no index is locked, and no value is made.
     ...tables.map((t) => `SELECT (NULL::${quoteQualified(t.schema, t.table)}).* LIMIT 0`),
-    // The tables with a column the snapshot saw that is dropped now (has_column_privilege reads the catalog as it is,
+    // The tables whose last column the snapshot saw is dropped now (has_column_privilege reads the catalog as it is,
     // and says NULL of a dropped column): one dropped and added again under its name, which the names alone pass,
     // would be read as the new column, NULL or its default in every row.
-    `SELECT DISTINCT c.i FROM unnest('{${columns.map((c) => c.oid).join(',')}}'::pg_catalog.oid[], '{${columns.map((c) => c.attnum).join(',')}}'::pg_catalog.int2[],
-       '{${columns.map((c) => c.i).join(',')}}'::pg_catalog.int4[]) AS c(oid, attnum, i)
+    `SELECT c.i FROM unnest('{${lasts.map((c) => c.oid).join(',')}}'::pg_catalog.oid[], '{${lasts.map((c) => c.attnum).join(',')}}'::pg_catalog.int2[],
+       '{${lasts.map((c) => c.i).join(',')}}'::pg_catalog.int4[]) AS c(oid, attnum, i)
       WHERE pg_catalog.has_column_privilege(c.oid, c.attnum, 'SELECT') IS NULL`,
   ];
   let replies: QueryResult[];
@@ -124,20 +126,18 @@ export async function lockAccessShare(client: ClientBase, tables: readonly Locka
   await requireUnchanged(client, tables, 'before it was locked (replaced, emptied, rewritten, or a partition attached or detached)');
 }
 
-/** Each table's oid, and its columns' names and numbers in column order, as the snapshot's catalog has them. */
-async function snapshotColumns(client: ClientBase, tables: readonly LockableTable[]): Promise<{ oid: number; names: string[]; attnums: number[] }[]> {
-  const r = await client.query<{ oid: number; names: string[] | null; attnums: number[] | null }>(
-    `SELECT c.oid::pg_catalog.int8 AS oid,
-            (SELECT pg_catalog.array_agg(a.attname::text ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
-              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS names,
-            (SELECT pg_catalog.array_agg(a.attnum::pg_catalog.int4 ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
-              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS attnums
+/** Each table's oid, its columns' names in column order and its last column's number, as the snapshot's catalog has them. */
+async function snapshotColumns(client: ClientBase, tables: readonly LockableTable[]): Promise<{ oid: number; names: string[]; lastAttnum: number | null }[]> {
+  const r = await client.query<{ oid: string | null; names: string[] | null; last: number | null }>(
+    `SELECT c.oid::pg_catalog.text AS oid, a.names, a.last
        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(schema, rel, i)
        LEFT JOIN (pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid) ON n.nspname = t.schema AND c.relname = t.rel
+       LEFT JOIN LATERAL (SELECT pg_catalog.array_agg(a.attname::pg_catalog.text ORDER BY a.attnum) AS names, pg_catalog.max(a.attnum)::pg_catalog.int4 AS last
+                            FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) a ON true
       ORDER BY t.i`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return r.rows.map((row) => ({ oid: Number(row.oid), names: row.names ?? [], attnums: row.attnums ?? [] }));
+  return r.rows.map((row) => ({ oid: Number(row.oid), names: row.names ?? [], lastAttnum: row.oid === null ? null : row.last }));
 }
 
 /** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */

@@ -70,7 +70,7 @@ async function columnSequences(client: Client, tables: readonly { schema: string
 async function columnEdges(client: Client, sequences: readonly ColumnSequence[]): Promise<(string | null)[]> {
   const edges = sequences.map(
     (s, i) =>
-      `(SELECT pg_catalog.${s.descending ? 'min' : 'max'}(${quoteIdent(s.column_name)}) FROM ${quoteQualified(s.table_schema, s.table_name)})::text AS e${i}`,
+      `(SELECT pg_catalog.${s.descending ? 'min' : 'max'}(${quoteIdent(s.column_name)}) FROM ${quoteQualified(s.table_schema, s.table_name)})::pg_catalog.text AS e${i}`,
   );
   const r = await withServerSearchPath(client, () => client.query<Record<string, string | null>>(`SELECT ${edges.join(', ')}`));
   return sequences.map((_, i) => r.rows[0]![`e${i}`] ?? null);

@@ -72,7 +72,12 @@ export async function decideTerminal(
     if (outcome === 'retain_commit_unknown') {
       const sweep = cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [...leftFolders] });
       if (!patched(RETAIN_SWEEP_CAUGHT)) await sweep;
-      else await sweep.catch((err: unknown) => log.warn('the retained folder could not be swept', { reason: describeFailure(err) }));
+      else {
+        await sweep.then(
+          ({ failures }) => failures.length > 0 && log.warn('the retained run left files it meant to remove', { failures }),
+          (err: unknown) => log.warn('the retained folder could not be swept', { reason: describeFailure(err) }),
+        );
+      }
     }
     if (input.target?.via === 'stream') await releaseStreamStaging(input, streamOperationId());
     return decided;

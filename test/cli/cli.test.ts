@@ -168,6 +168,7 @@ describe('pg-extract CLI (live)', function () {
     ['an inherited property name as outcome', ['--outcome', 'constructor']],
     ['__proto__ as outcome', ['--outcome', '__proto__']],
     ['an operation id of 201 characters', ['--outcome', 'committed', '--operation-id', 'x'.repeat(201)]],
+    ['a run id that is no UUID', ['--outcome', 'committed', '--run-id', 'latest']],
   ];
   for (const [what, args] of badCommits) {
     it(`commit rejects ${what} with INPUT_INVALID, exit 2, before connecting anywhere`, async () => {

@@ -22,7 +22,7 @@ describe('S3 locations', () => {
     }
   });
 
-  it('a key segment that leaves the prefix is OUTPUT_PATH_ESCAPES_ROOT; any other bad location is INPUT_INVALID', () => {
+  it('a path segment in the key (.., ., empty) is OUTPUT_PATH_ESCAPES_ROOT; any other bad location is INPUT_INVALID', () => {
     for (const [outDir, code] of [
       ['s3://bucket/a/../b', ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
       ['s3://bucket/a//b', ErrorCode.OUTPUT_PATH_ESCAPES_ROOT],
@@ -49,7 +49,7 @@ describe('S3 locations', () => {
     );
   });
 
-  it("a new run's prefix that listings would not give back as written, or inside another run's attempt folder, is INPUT_INVALID on outDir", () => {
+  it("a new run's prefix that listings would not give back as written, or shaped like a run's attempt folder, is INPUT_INVALID on outDir", () => {
     const refused = (outDir: string, why: RegExp) =>
       assert.throws(
         () => parseNewRunInput({ table: 's.t', outDir }),
@@ -59,7 +59,7 @@ describe('S3 locations', () => {
     for (const key of ['q1\x01', 'tab\there', 'del\x7f', 'c1\x85', 'back\\slash', 'non\ufffe', 'lone\ud800', 'lone\udc00x'])
       refused(`s3://bucket/${key}`, /control character, a backslash or a non-character/);
     const run = '0193a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d';
-    for (const key of [`${run}/attempt-1`, `nightly/${run}/attempt-12/more`]) refused(`s3://bucket/${key}`, /another run's attempt folder/);
+    for (const key of [`${run}/attempt-1`, `nightly/${run}/attempt-12/more`]) refused(`s3://bucket/${key}`, /the shape of a run's attempt folder/);
     // Taken: a run's own folder as a parent (its runs get folders of their own beside the attempts), names that only look alike, other characters.
     for (const key of [run, `nightly/${run}`, `attempt-1`, `${run}x/attempt-1`, 'spaces and %+#?&<\'" fine', 'emoji 🎉 ünïcode'])
       assert.equal(parseNewRunInput({ table: 's.t', outDir: `s3://bucket/${key}` }).outDir, `s3://bucket/${key}`);
