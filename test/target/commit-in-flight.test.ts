@@ -120,7 +120,7 @@ describe('reconciling a COMMIT whose acknowledgement was lost while it was still
         await targetStatement('COMMIT', { pid: firstPid });
         const retried = await fencedTransaction(retry, 'op-race', 'sha256:d', 'dst.t', insertOne(retry));
         assert.deepEqual(await landing, { status: 'committed', rows: 1, intentDigest: 'sha256:d' });
-        assert.deepEqual(retried, { status: 'already_committed', intentDigest: 'sha256:d' });
+        assert.deepEqual(retried, { status: 'already_committed', rows: 1, intentDigest: 'sha256:d' }, 'the rows the fence recorded');
         assert.equal(await targetRows(), 1);
       } finally {
         await Promise.all([closeSession(first), closeSession(retry)]);
