@@ -5,9 +5,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+# Test, bench and demo tooling: tsconfig.json compiles them with the source, and none is copied into the image below.
 COPY test ./test
 COPY scripts ./scripts
-# Test and demo tooling: compiled with the tests, never copied into the image below.
+COPY bench ./bench
 COPY devenv ./devenv
 RUN npm run build && npm prune --omit=dev
 # The workflow bundle, made once here: a worker without one bundles at every start (src/worker/workflow-bundle.ts).
@@ -24,5 +25,6 @@ COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/workflow-bundle.js ./dist/
 RUN mkdir -p /extracts && chown node:node /extracts
 USER node
+# `docker run --init` (compose: `init: true`) puts an init in front: Node as PID 1 would ignore a signal it has no handler for.
 ENTRYPOINT ["node", "dist/src/cli/main.js"]
 CMD ["worker"]

@@ -90,6 +90,19 @@ describe('workflow bundle', function () {
     }
   });
 
+  it("the Docker image's build copies every folder tsconfig.json compiles (a missing one failed the image's build)", () => {
+    const dockerfile = readFileSync(join(projectRoot(), 'Dockerfile'), 'utf8');
+    const copied = new Set([...dockerfile.matchAll(/^COPY (\S+) \.\/\S+$/gm)].map((m) => m[1]));
+    const compiled = (JSON.parse(readFileSync(join(projectRoot(), 'tsconfig.json'), 'utf8')) as { include: string[] }).include.map(
+      (glob) => glob.split('/')[0],
+    );
+    assert.deepEqual(
+      compiled.filter((folder) => !copied.has(folder)),
+      [],
+      'folders compiled but not copied',
+    );
+  });
+
   it('the Docker image starts its worker with the bundle its build wrote (no bundling at each start)', () => {
     const dockerfile = readFileSync(join(projectRoot(), 'Dockerfile'), 'utf8');
     const written = /bundle-workflows --out (\S+)/.exec(dockerfile)?.[1];
