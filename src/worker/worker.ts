@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { Duration } from '@temporalio/common';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from '../activities';
 import {
   checkFileMode,
@@ -67,6 +68,8 @@ export interface ExtractionWorkerOptions {
    * @default 8
    */
   maxConcurrentActivities?: number;
+  /** How long a stopping worker waits for its cancelled activities before its run ends with an error. @default {@link SHUTDOWN_FORCE_TIME} */
+  shutdownForceTime?: Duration;
 }
 
 const DEFAULT_CONCURRENT_ACTIVITIES = 8;
@@ -80,12 +83,19 @@ export interface ExtractionWorker {
   shutdown(): void;
 }
 
+/** How long a stopping worker waits for its cancelled activities to end (under Docker's and Kubernetes' 30 s stop grace). */
+export const SHUTDOWN_FORCE_TIME: Duration = '25 seconds';
+
 export async function createExtractionWorker(options: ExtractionWorkerOptions): Promise<ExtractionWorker> {
   const holderTaskQueue = `${options.taskQueue}/holder/${randomUUID()}`;
   const common = {
     connection: options.connection,
     namespace: options.namespace ?? 'default',
     dataConverter: { payloadConverterPath: PAYLOAD_CONVERTER_PATH },
+    // Running activities are cancelled at once on shutdown; one that does not end (a statement waiting on a lock, a
+    // file call that hangs) ends the worker's run with an error after this, instead of holding its stop for ever (the
+    // process's exit closes its sessions; each run's activity is retried elsewhere).
+    shutdownForceTime: options.shutdownForceTime ?? SHUTDOWN_FORCE_TIME,
   };
   const stores = new OutputStores({
     outputRoot: options.outputRoot,

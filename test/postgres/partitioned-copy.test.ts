@@ -163,11 +163,16 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
   const rowsRead = async (client: Client, relation: string): Promise<number> =>
     Number((await client.query<{ n: string }>(`SELECT pg_stat_get_xact_tuples_returned($1::regclass)::text AS n`, [relation])).rows[0]!.n);
 
-  /** Runs `sql` and has its session report the rows it changed now, then waits until the statistics show at least `modified`. */
-  const changeAndReport = async (sql: string, modified: number): Promise<void> => {
+  /**
+   * Runs `sql` and has its session report the rows it changed now, then waits until the statistics show at least
+   * `modified` for `relation`: a later ANALYZE then starts the count afresh (reported after it, the table looks changed since).
+   */
+  const changeAndReport = async (sql: string, modified: number, relation = 'pfl.t'): Promise<void> => {
     await admin().query(`${sql}; SELECT pg_stat_force_next_flush()`);
     const seen = async () =>
-      Number((await admin().query<{ n: string }>(`SELECT n_mod_since_analyze::text AS n FROM pg_stat_all_tables WHERE relid = 'pfl.t'::regclass`)).rows[0]!.n);
+      Number(
+        (await admin().query<{ n: string }>(`SELECT n_mod_since_analyze::text AS n FROM pg_stat_all_tables WHERE relid = $1::regclass`, [relation])).rows[0]!.n,
+      );
     await eventually(async () => (await seen()) >= modified, `n_mod_since_analyze ≥ ${modified}`);
   };
 
@@ -236,9 +241,11 @@ describe('partitioned COPY over one exported snapshot (live PostgreSQL)', () => 
 
   it('a table whose names need quoting (mixed case, a space, a dot) still takes its cuts from its histogram', async () => {
     await admin().query(
-      `DROP SCHEMA IF EXISTS "Pq Mixed" CASCADE; CREATE SCHEMA "Pq Mixed"; CREATE TABLE "Pq Mixed"."T.x" (id bigint PRIMARY KEY) WITH (autovacuum_enabled = false);
-       INSERT INTO "Pq Mixed"."T.x" SELECT g FROM generate_series(1, 100000) g; ANALYZE "Pq Mixed"."T.x"`,
+      `DROP SCHEMA IF EXISTS "Pq Mixed" CASCADE; CREATE SCHEMA "Pq Mixed"; CREATE TABLE "Pq Mixed"."T.x" (id bigint PRIMARY KEY) WITH (autovacuum_enabled = false)`,
     );
+    // Under load the insert's counts reached the statistics after the ANALYZE in its own query: the table looked changed since.
+    await changeAndReport('INSERT INTO "Pq Mixed"."T.x" SELECT g FROM generate_series(1, 100000) g', 100_000, '"Pq Mixed"."T.x"');
+    await admin().query('ANALYZE "Pq Mixed"."T.x"');
     const bounds = new Set(await histogram('Pq Mixed.T.x'));
     assert.ok(bounds.size > 4, 'ANALYZE made a histogram');
     const client = await openSession(live().pg.url, 'coordinator');

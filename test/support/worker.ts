@@ -1,6 +1,7 @@
 /** Runs an extraction worker (main + holder queue) on the live Temporal server for one test. */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import type { Duration } from '@temporalio/common';
 import { ErrorCode, PgExtractError } from '../../src/errors';
 import { s3ClientFromEnv } from '../../src/storage/s3-client';
 import { type ExtractionWorker, createExtractionWorker } from '../../src/worker/worker';
@@ -25,6 +26,8 @@ export interface TestWorkerOptions {
   outputRoot?: string;
   /** AWS_* settings of the worker's S3 client (e.g. the test S3 server's). */
   s3Env?: Record<string, string>;
+  /** How long a stopping worker waits for its cancelled activities. @default the worker's (25 s) */
+  shutdownForceTime?: Duration;
 }
 
 export async function startTestWorker(options: TestWorkerOptions = {}): Promise<{ worker: ExtractionWorker; running: Promise<void>; taskQueue: string }> {
@@ -39,6 +42,7 @@ export async function startTestWorker(options: TestWorkerOptions = {}): Promise<
     ...(options.s3Env ? { s3Client: () => s3ClientFromEnv(options.s3Env) } : {}),
     maxConcurrentActivities: options.maxConcurrentActivities,
     fileMode: options.fileMode,
+    ...(options.shutdownForceTime ? { shutdownForceTime: options.shutdownForceTime } : {}),
     targetUrl: (name) => {
       const target = options.targets?.[name];
       if (!target) throw new PgExtractError(ErrorCode.SOURCE_UNKNOWN, `target ${name} is not configured`, { field: 'target' });
