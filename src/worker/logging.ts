@@ -6,8 +6,14 @@
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import pino from 'pino';
 import { redactUrl } from '../config';
+import { ErrorCode, PgExtractError } from '../errors';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+/** The level of Temporal core's lines forwarded to `level`'s logger: its warnings at least, more when pino asks for debug or trace. */
+export function coreLogLevel(level: string): 'TRACE' | 'DEBUG' | 'WARN' | 'ERROR' {
+  return level === 'trace' ? 'TRACE' : level === 'debug' ? 'DEBUG' : level === 'error' ? 'ERROR' : 'WARN';
+}
 type Level = (typeof LEVELS)[number];
 
 /**
@@ -18,10 +24,16 @@ type Level = (typeof LEVELS)[number];
 const SECRET_FIELDS = ['password', 'url', 'connectionString', 'sourceUrl', 'targetUrl', 'token', 'snapshotId'];
 
 export function createLogger(env: NodeJS.ProcessEnv = process.env, destination?: pino.DestinationStream): pino.Logger {
-  const level = (env.PG_EXTRACT_LOG_LEVEL ?? 'info').toLowerCase();
+  const level = (env.PG_EXTRACT_LOG_LEVEL || 'info').toLowerCase();
+  // A level the worker does not know stops it at start: it was taken as info, and the lines asked for never came.
+  if (!(LEVELS as readonly string[]).includes(level)) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `PG_EXTRACT_LOG_LEVEL is one of ${LEVELS.join(', ')}; not ${JSON.stringify(level.slice(0, 40))}`, {
+      field: 'PG_EXTRACT_LOG_LEVEL',
+    });
+  }
   return pino(
     {
-      level: (LEVELS as readonly string[]).includes(level) ? level : 'info',
+      level,
       base: { service: 'pg-extract', pid: process.pid },
       redact: { paths: SECRET_FIELDS.flatMap((f) => [f, `*.${f}`]), censor: '[redacted]' },
       hooks: {

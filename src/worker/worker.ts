@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions, makeTelemetryFilterString } from '@temporalio/worker';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Duration } from '@temporalio/common';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from '../activities';
@@ -21,7 +21,7 @@ import {
   sourceUrl,
   targetUrl,
 } from '../config';
-import { PinoTemporalLogger, createLogger } from './logging';
+import { PinoTemporalLogger, coreLogLevel, createLogger } from './logging';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
@@ -157,7 +157,11 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
   const metrics = env.PG_EXTRACT_METRICS_ADDRESS;
   Runtime.install({
     logger: new PinoTemporalLogger(logger),
-    ...(metrics ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metrics } } } } : {}),
+    telemetryOptions: {
+      // Core's own lines (its gRPC retries, say) go through the same pino logger, redacted, not as text on stderr.
+      logging: { forward: {}, filter: makeTelemetryFilterString({ core: coreLogLevel(logger.level) }) },
+      ...(metrics ? { metrics: { prometheus: { bindAddress: metrics } } } : {}),
+    },
   });
   const client = await Connection.connect({ address: config.temporalAddress });
   try {

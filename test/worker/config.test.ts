@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { outputDirectIo, outputFileMode, redactUrl } from '../../src/config';
 import { ErrorCode } from '../../src/errors';
+import { coreLogLevel, createLogger } from '../../src/worker/logging';
 
 describe('PG_EXTRACT_DIRECT_IO', () => {
   it('is on unless set to off', () => {
@@ -57,6 +58,19 @@ describe('redactUrl', () => {
       ['mysql://u@h/db?password2=second', 'mysql://u@h/db?password2=***'],
     ]) {
       assert.equal(redactUrl(given!), redacted, given);
+    }
+  });
+});
+
+describe('PG_EXTRACT_LOG_LEVEL', () => {
+  it('takes pino levels in any case (info when unset), forwards core at warn at least, and refuses any other value with INPUT_INVALID', () => {
+    const sink = { write: () => undefined };
+    assert.equal(createLogger({}, sink).level, 'info');
+    assert.equal(createLogger({ PG_EXTRACT_LOG_LEVEL: 'DEBUG' }, sink).level, 'debug');
+    assert.deepEqual(['trace', 'debug', 'info', 'warn', 'error'].map(coreLogLevel), ['TRACE', 'DEBUG', 'WARN', 'WARN', 'ERROR']);
+    // It was taken as info: the lines asked for never came.
+    for (const value of ['verbose', 'warning', '3']) {
+      assert.throws(() => createLogger({ PG_EXTRACT_LOG_LEVEL: value }, sink), { code: ErrorCode.INPUT_INVALID, field: 'PG_EXTRACT_LOG_LEVEL' });
     }
   });
 });
