@@ -23,7 +23,7 @@ export interface S3Timeouts {
 /**
  * A client for the environment `env`. With a custom endpoint (SeaweedFS, MinIO, Ceph…) addressing
  * is path-style, which those servers need; on AWS itself the SDK's virtual-hosted style stays.
- * `AWS_S3_FORCE_PATH_STYLE=true|false` overrides either way.
+ * `AWS_S3_FORCE_PATH_STYLE=true|false` (or 1|0, in any case) overrides either way.
  */
 export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env, timeouts: S3Timeouts = {}): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
@@ -34,7 +34,7 @@ export function s3ClientFromEnv(env: NodeJS.ProcessEnv = process.env, timeouts: 
     ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
     region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
     ...(endpoint ? { endpoint } : {}),
-    forcePathStyle: forced ? forced === 'true' : endpoint !== undefined,
+    forcePathStyle: forced ? ['true', '1'].includes(forced.toLowerCase()) : endpoint !== undefined,
     // Our own retries (Temporal's) decide about failed activities; the SDK retries a request a few times.
     maxAttempts: 3,
     // A bucket in another region than AWS_REGION: the SDK follows S3's redirect instead of failing every request.

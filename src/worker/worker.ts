@@ -22,6 +22,7 @@ import {
   targetUrl,
 } from '../config';
 import { PinoTemporalLogger, coreLogLevel, createLogger } from './logging';
+import { checkConfiguredUrls } from './configured-urls';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
@@ -154,6 +155,7 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
   const fileMode = outputFileMode(env);
   const directIo = outputDirectIo(env);
   const logger = createLogger(env);
+  checkConfiguredUrls(env);
   const metrics = env.PG_EXTRACT_METRICS_ADDRESS;
   Runtime.install({
     logger: new PinoTemporalLogger(logger),

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { outputDirectIo, outputFileMode, redactUrl } from '../../src/config';
-import { ErrorCode } from '../../src/errors';
+import { ErrorCode, PgExtractError } from '../../src/errors';
+import { checkConfiguredUrls } from '../../src/worker/configured-urls';
 import { coreLogLevel, createLogger } from '../../src/worker/logging';
 
 describe('PG_EXTRACT_DIRECT_IO', () => {
@@ -72,5 +73,41 @@ describe('PG_EXTRACT_LOG_LEVEL', () => {
     for (const value of ['verbose', 'warning', '3']) {
       assert.throws(() => createLogger({ PG_EXTRACT_LOG_LEVEL: value }, sink), { code: ErrorCode.INPUT_INVALID, field: 'PG_EXTRACT_LOG_LEVEL' });
     }
+  });
+});
+
+describe('configured source and target URLs', () => {
+  it('are checked when the worker starts: an unknown scheme, a MySQL target or a bad connect timeout is INPUT_INVALID naming the variable, never its password', () => {
+    const refused: [NodeJS.ProcessEnv, string][] = [
+      [{ PG_EXTRACT_SOURCE_URL: 'postgress://u:s3cret@h/db' }, 'PG_EXTRACT_SOURCE_URL'],
+      [{ PG_EXTRACT_TARGET_WAREHOUSE_URL: 'mysql://u:s3cret@h/db' }, 'PG_EXTRACT_TARGET_WAREHOUSE_URL'],
+      [{ PG_EXTRACT_SOURCE_SHOP_URL: 'postgres://u:s3cret@h/db', PGCONNECT_TIMEOUT: 'abc' }, 'PG_EXTRACT_SOURCE_SHOP_URL'],
+      [{ PG_EXTRACT_SOURCE_URL: 'postgres://u:s3cret@h/db?connect_timeout=soon' }, 'PG_EXTRACT_SOURCE_URL'],
+    ];
+    for (const [env, variable] of refused) {
+      assert.throws(
+        () => checkConfiguredUrls(env),
+        (err: unknown) => err instanceof PgExtractError && err.code === ErrorCode.INPUT_INVALID && err.field === variable && !err.message.includes('s3cret'),
+        variable,
+      );
+    }
+    checkConfiguredUrls({
+      PG_EXTRACT_SOURCE_URL: 'postgres://u:p@h/db',
+      PG_EXTRACT_SOURCE_SHOP_URL: 'mysql://u:p@h/shop',
+      PG_EXTRACT_TARGET_WAREHOUSE_URL: 'postgresql://u:p@h/dw?connect_timeout=10',
+      PG_EXTRACT_OUT_DIR: '/x',
+    });
+  });
+});
+
+describe('AWS_S3_FORCE_PATH_STYLE', () => {
+  it('takes true and false, or 1 and 0, in any case (TRUE and 1 were taken as false); unset, path style goes with a custom endpoint', async () => {
+    const { s3ClientFromEnv } = await import('../../src/storage/s3-client');
+    const style = (env: NodeJS.ProcessEnv) => s3ClientFromEnv({ AWS_REGION: 'us-east-1', ...env }).config.forcePathStyle;
+    assert.deepEqual(
+      ['true', 'TRUE', '1', 'false', 'False', '0'].map((v) => style({ AWS_S3_FORCE_PATH_STYLE: v })),
+      [true, true, true, false, false, false],
+    );
+    assert.deepEqual([style({}), style({ AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:8333' })], [false, true]);
   });
 });
