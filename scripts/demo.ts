@@ -55,57 +55,67 @@ async function seed(url: string): Promise<void> {
 }
 
 async function run(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // The demo stops on Ctrl-C itself: the Runtime's own handler would shut the worker down and leave the services running.
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  const interrupted = new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
   const exitAtOnce = process.argv.includes('--exit');
   const outcome = (argValue('--outcome') ?? 'unknown') as TargetCommitOutcome;
-  const state = join(projectRoot(), '.pg-extract');
-  mkdirSync(state, { recursive: true });
-  const pg = await startPostgres({ dataDir: join(state, 'postgres'), port: Number(process.env.DEMO_PG_PORT ?? 54329) });
-  const temporal = await startDevServer({ dbFilename: join(state, 'temporal.db'), logFile: join(state, 'temporal.log') });
-  const outRoot = join(projectRoot(), 'extracts');
-  const s3 = process.argv.includes('--s3') ? await startS3() : null;
-  if (s3) await s3.createBucket('extracts');
-  console.log(`PostgreSQL  ${redactUrl(pg.url)} (${pg.origin})`);
-  if (s3) console.log(`S3          ${s3.env.AWS_ENDPOINT_URL_S3} (SeaweedFS), bucket extracts`);
-  console.log(`Temporal    ${temporal.address}  Web UI ${temporal.uiUrl}`);
-  await seed(pg.url);
-  console.log(`seeded demo.orders with ${ROWS} rows`);
-
-  const connection = await NativeConnection.connect({ address: temporal.address });
-  const taskQueue = 'pg-extract-demo';
-  const worker = await createExtractionWorker({
-    connection,
-    taskQueue,
-    outputRoot: outRoot,
-    sourceUrl: () => pg.url,
-    ...(s3 ? { s3Client: () => s3ClientFromEnv(s3.env) } : {}),
-  });
-  const running = worker.run();
-  const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+  // What was started, stopped in reverse order whatever happens after it (a failed seed, a Ctrl-C, a failed run).
+  const stops: (() => Promise<unknown>)[] = [];
   try {
-    const handle = await startExtraction(client, { table: 'demo.orders', partitions: 4, ...(s3 ? { outDir: 's3://extracts/demo' } : {}) }, { taskQueue });
-    console.log(`workflow    ${temporal.uiUrl}/namespaces/default/workflows/${encodeURIComponent(handle.workflowId)}`);
-    const manifest = await waitForManifest(handle);
-    console.log('extraction receipt:');
-    console.log(JSON.stringify(manifest.extractionReceipt, null, 2));
-    console.log(`rows ${manifest.totals.rows} (seeded ${ROWS}), bytes ${manifest.totals.bytes}, files:`);
-    for (const f of manifest.files) console.log(`  ${f.path}`);
-    const terminal = await reportCommit(client, handle.workflowId, { outcome, operationId: 'demo' });
-    console.log('terminal receipt:');
-    console.log(JSON.stringify(terminal, null, 2));
-    if (manifest.totals.rows !== ROWS) throw new Error(`exported ${manifest.totals.rows} rows, seeded ${ROWS}`);
-    if (!exitAtOnce) {
-      console.log(`\nWeb UI stays up at ${temporal.uiUrl} — Ctrl-C to stop.`);
-      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
-    }
+    const state = join(projectRoot(), '.pg-extract');
+    mkdirSync(state, { recursive: true });
+    const pg = await startPostgres({ dataDir: join(state, 'postgres'), port: Number(process.env.DEMO_PG_PORT ?? 54329) });
+    stops.push(() => pg.stop());
+    const temporal = await startDevServer({ dbFilename: join(state, 'temporal.db'), logFile: join(state, 'temporal.log') });
+    stops.push(() => temporal.stop());
+    const outRoot = join(projectRoot(), 'extracts');
+    const s3 = process.argv.includes('--s3') ? await startS3() : null;
+    if (s3) stops.push(() => s3.stop());
+    if (s3) await s3.createBucket('extracts');
+    console.log(`PostgreSQL  ${redactUrl(pg.url)} (${pg.origin})`);
+    if (s3) console.log(`S3          ${s3.env.AWS_ENDPOINT_URL_S3} (SeaweedFS), bucket extracts`);
+    console.log(`Temporal    ${temporal.address}  Web UI ${temporal.uiUrl}`);
+    await seed(pg.url);
+    console.log(`seeded demo.orders with ${ROWS} rows`);
+
+    const connection = await NativeConnection.connect({ address: temporal.address });
+    stops.push(() => connection.close());
+    const taskQueue = 'pg-extract-demo';
+    const worker = await createExtractionWorker({
+      connection,
+      taskQueue,
+      outputRoot: outRoot,
+      sourceUrl: () => pg.url,
+      ...(s3 ? { s3Client: () => s3ClientFromEnv(s3.env) } : {}),
+    });
+    const running = worker.run();
+    stops.push(async () => {
+      worker.shutdown();
+      await running;
+    });
+    const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+    stops.push(() => client.connection.close());
+    const demo = async (): Promise<void> => {
+      const handle = await startExtraction(client, { table: 'demo.orders', partitions: 4, ...(s3 ? { outDir: 's3://extracts/demo' } : {}) }, { taskQueue });
+      console.log(`workflow    ${temporal.uiUrl}/namespaces/default/workflows/${encodeURIComponent(handle.workflowId)}`);
+      const manifest = await waitForManifest(handle);
+      console.log('extraction receipt:');
+      console.log(JSON.stringify(manifest.extractionReceipt, null, 2));
+      console.log(`rows ${manifest.totals.rows} (seeded ${ROWS}), bytes ${manifest.totals.bytes}, files:`);
+      for (const f of manifest.files) console.log(`  ${f.path}`);
+      const terminal = await reportCommit(client, handle.workflowId, { outcome, operationId: 'demo' });
+      console.log('terminal receipt:');
+      console.log(JSON.stringify(terminal, null, 2));
+      if (manifest.totals.rows !== ROWS) throw new Error(`exported ${manifest.totals.rows} rows, seeded ${ROWS}`);
+      if (!exitAtOnce) {
+        console.log(`\nWeb UI stays up at ${temporal.uiUrl} — Ctrl-C to stop.`);
+        await interrupted;
+      }
+    };
+    await Promise.race([demo(), interrupted]);
   } finally {
-    worker.shutdown();
-    await running;
-    await client.connection.close();
-    await connection.close();
-    await temporal.stop();
-    await pg.stop();
-    await s3?.stop();
+    for (const stop of stops.reverse()) await stop().catch((err: unknown) => console.error(err));
   }
 }
 
