@@ -1,17 +1,22 @@
 /**
- * The source and target URLs a worker is configured with, checked when it starts: an unknown
- * scheme or a bad connect timeout stops the worker with the variable's name, where each run that
- * named the source failed on its own, the input blamed.
+ * The source and target URLs a worker is configured with, looked at when it starts: an unknown
+ * scheme, a target that is not PostgreSQL or a bad connect timeout is logged then, naming the
+ * variable, beside the failure (its code) of each run that names that source or target.
  */
-import { ErrorCode, PgExtractError } from '../errors';
 import { connectTimeoutMs } from '../postgres/connect-timeout';
 import { sourceKindOf } from '../sources/source-kind';
 
 /** PG_EXTRACT_SOURCE_URL, PG_EXTRACT_SOURCE_<NAME>_URL and PG_EXTRACT_TARGET_<NAME>_URL. */
 const URL_VARIABLE = /^PG_EXTRACT_(SOURCE|TARGET)(_.+)?_URL$/;
 
-/** Throws INPUT_INVALID naming the first configured URL no run could use (its words never quoted: it holds a password). */
-export function checkConfiguredUrls(env: NodeJS.ProcessEnv): void {
+/** A configured URL no run could use: the variable and why (the URL's words never quoted: it holds a password). */
+export interface UrlProblem {
+  variable: string;
+  problem: string;
+}
+
+export function configuredUrlProblems(env: NodeJS.ProcessEnv): UrlProblem[] {
+  const problems: UrlProblem[] = [];
   for (const [variable, url] of Object.entries(env)) {
     const kind = URL_VARIABLE.exec(variable)?.[1];
     if (!kind || !url) continue;
@@ -20,7 +25,8 @@ export function checkConfiguredUrls(env: NodeJS.ProcessEnv): void {
       if (kind === 'TARGET' && source !== 'postgresql') throw new Error('a target is a PostgreSQL database (postgres:// or postgresql://)');
       if (source === 'postgresql') connectTimeoutMs(url, env);
     } catch (err) {
-      throw new PgExtractError(ErrorCode.INPUT_INVALID, `${variable}: ${(err as Error).message}`, { field: variable, cause: err });
+      problems.push({ variable, problem: (err as Error).message });
     }
   }
+  return problems;
 }

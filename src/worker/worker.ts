@@ -22,7 +22,7 @@ import {
   targetUrl,
 } from '../config';
 import { PinoTemporalLogger, coreLogLevel, createLogger } from './logging';
-import { checkConfiguredUrls } from './configured-urls';
+import { configuredUrlProblems } from './configured-urls';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';
 import { ensureSearchAttributes } from './search-attributes';
 import { OutputStores } from '../storage/output-stores';
@@ -155,7 +155,8 @@ export async function runWorkerFromEnv(env: NodeJS.ProcessEnv = process.env): Pr
   const fileMode = outputFileMode(env);
   const directIo = outputDirectIo(env);
   const logger = createLogger(env);
-  checkConfiguredUrls(env);
+  // Logged, not fatal: the runs that name another source or target go on; those that name this one fail with its code.
+  for (const { variable, problem } of configuredUrlProblems(env)) logger.error({ variable }, `${variable} cannot be used: ${problem}`);
   const metrics = env.PG_EXTRACT_METRICS_ADDRESS;
   Runtime.install({
     logger: new PinoTemporalLogger(logger),

@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveTable, selectSql, sourceColumns } from '../../src/postgres/catalog';
@@ -13,21 +12,15 @@ import { closeSession, openSession } from '../../src/postgres/session';
 import { writeParquet } from '../../src/parquet/parquet-output';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
 import { admin, settleSessions } from '../support/database';
+import { type PgProxy, pgProxy } from '../support/pg-proxy';
 import { live } from '../support/services';
 
 /** CopyDone: 'c' and a length of 4. */
 const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]);
 
 /** Forwards to `port`; the server's bytes after a CopyDone arrive `delayMs` later, in order. */
-async function holdingBackProxy(port: number, delayMs: number): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
-    }
+function holdingBackProxy(port: number, delayMs: number): Promise<PgProxy> {
+  return pgProxy(port, (client, upstream) => {
     client.pipe(upstream);
     let held = Promise.resolve();
     upstream.on('data', (chunk: Buffer) => {
@@ -38,14 +31,6 @@ async function holdingBackProxy(port: number, delayMs: number): Promise<{ port: 
     });
     upstream.on('end', () => void held.then(() => client.end()));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
 }
 
 describe('Parquet row count (live PostgreSQL)', function () {

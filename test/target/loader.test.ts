@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { access, writeFile } from 'node:fs/promises';
-import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { DefaultLogger } from '@temporalio/worker';
@@ -22,6 +21,7 @@ import { targetUrl as configuredTargetUrl } from '../../src/config';
 import { admin, tableDigest } from '../support/database';
 import { bucketContents, s3Service } from '../support/s3';
 import { eventually } from '../support/eventually';
+import { type PgProxy, pgProxy } from '../support/pg-proxy';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import { TARGET_DB, addArchiveChild, archiveRows, loadsMixedTable, onTarget, slowCommit, targetDigest, targetUrl, terminateTargetAtCommit } from './target-db';
@@ -33,16 +33,9 @@ const COMMIT_QUERY = Buffer.concat([Buffer.from([0x51, 0, 0, 0, 11]), Buffer.fro
  * Forwards to the server at `port`; a session that sends `COMMIT` has it forwarded, then, once the
  * server has had time to commit, loses its connection before the answer: a lost acknowledgement.
  */
-async function cutAfterCommit(port: number): Promise<{ port: number; cut(): number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
+async function cutAfterCommit(port: number): Promise<PgProxy & { cut(): number }> {
   let cut = 0;
-  const server: Server = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
-    }
+  const proxy = await pgProxy(port, (client, upstream) => {
     upstream.pipe(client);
     client.on('data', (chunk: Buffer) => {
       if (!chunk.includes(COMMIT_QUERY)) return void upstream.write(chunk);
@@ -52,15 +45,7 @@ async function cutAfterCommit(port: number): Promise<{ port: number; cut(): numb
       setTimeout(() => (client.destroy(), upstream.destroy()), 500);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    cut: () => cut,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((r) => server.close(r));
-    },
-  };
+  return { ...proxy, cut: () => cut };
 }
 
 describe('built-in PostgreSQL target loader (live)', function () {
