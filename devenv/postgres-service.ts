@@ -100,16 +100,24 @@ async function startLocalCluster(binDir: string, options: StartPostgresOptions):
   const running =
     keep && spawnSync(user ? 'runuser' : pgCtl, user ? ['-u', user, '--', pgCtl, 'status', '-D', dataDir] : ['status', '-D', dataDir]).status === 0;
   if (!running) {
-    if (options.standbyOf) {
-      // -R writes standby.signal and primary_conninfo: the cluster starts as the primary's hot standby. A fast checkpoint:
-      // the default spreads it over checkpoint_timeout, minutes before the copy can begin.
-      runAs(user, join(binDir, 'pg_basebackup'), ['-d', options.standbyOf, '-D', dataDir, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
-    } else if (!existsSync(join(dataDir, 'PG_VERSION'))) {
-      runAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync']);
+    const log = join(base, 'server.log');
+    try {
+      if (options.standbyOf) {
+        // -R writes standby.signal and primary_conninfo: the cluster starts as the primary's hot standby. A fast checkpoint:
+        // the default spreads it over checkpoint_timeout, minutes before the copy can begin.
+        runAs(user, join(binDir, 'pg_basebackup'), ['-d', options.standbyOf, '-D', dataDir, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
+      } else if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+        runAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--no-sync']);
+      }
+      const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: base, max_connections: '200', fsync: 'off', ...options.settings };
+      const serverOpts = [`-p ${port}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
+      runAs(user, pgCtl, ['-D', dataDir, '-o', serverOpts, '-l', log, '-w', '-t', '60', 'start']);
+    } catch (err) {
+      // The reason is often only in the server's log (a port taken, say), which removing a throwaway cluster takes with it.
+      const said = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+      if (!keep) rmSync(base, { recursive: true, force: true });
+      throw new Error(`PostgreSQL did not start on port ${port}${said ? `; its log ends:\n${said}` : ''}`, { cause: err });
     }
-    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: base, max_connections: '200', fsync: 'off', ...options.settings };
-    const serverOpts = [`-p ${port}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
-    runAs(user, pgCtl, ['-D', dataDir, '-o', serverOpts, '-l', join(base, 'server.log'), '-w', '-t', '60', 'start']);
   }
   // A throwaway cluster outlives a crashed run; SIGQUIT is PostgreSQL's immediate shutdown. A kept one stays up by design.
   const forget = keep ? () => undefined : recordServicePid('postgres', postmasterPid(dataDir), 'SIGQUIT');
