@@ -10,7 +10,7 @@ import { climbsOut } from './relative-path';
 import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, parseByteSize } from './file-bounds';
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
-import { S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
+import { type S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 
 /** How long the coordinator and each partition wait for a lock by default. */
@@ -124,9 +124,7 @@ export const extractionInputSchema = z
         try {
           parseS3Url(v);
         } catch (err) {
-          // A path segment (`..`, `.`, empty) in the key is refused as one in a local path is; anything else is no location.
-          const code = err instanceof S3UrlProblem && err.leavesPrefix ? ErrorCode.OUTPUT_PATH_ESCAPES_ROOT : ErrorCode.INPUT_INVALID;
-          ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code } });
+          ctx.addIssue({ code: 'custom', message: (err as Error).message, params: { code: (err as S3UrlProblem).code } });
         }
       })
       // One spelling of a location (no trailing slash), so the run's folder names are well formed.

@@ -3,6 +3,7 @@
  * input schema (and the workflow bundle) can use it. Keys are confined like local paths: no `.` or
  * `..` segment, no empty segment, no NUL, so a run's objects stay under the prefix it was given.
  */
+import { ErrorCode } from '../errors';
 
 /** A bucket and a key (or key prefix) inside it. */
 export interface S3Location {
@@ -67,11 +68,14 @@ export function newPrefixProblem(key: string): string | null {
   return null;
 }
 
-/** What is wrong with an `s3://` location; `leavesPrefix` when its key has a path segment (`..`, `.`, empty), as a path that climbs out would. */
+/**
+ * What is wrong with an `s3://` location, and its code: OUTPUT_PATH_ESCAPES_ROOT when its key has a
+ * path segment (`..`, `.`, empty), as a path that climbs out would; else INPUT_INVALID.
+ */
 export class S3UrlProblem extends Error {
   constructor(
     message: string,
-    readonly leavesPrefix = false,
+    readonly code: ErrorCode = ErrorCode.INPUT_INVALID,
   ) {
     super(message);
   }
@@ -90,7 +94,7 @@ export function parseS3Url(text: string): S3Location {
     throw new S3UrlProblem('an S3 location names no credentials (key:secret@…): workers read them from their AWS_* environment');
   if (!BUCKET.test(bucket) || bucket.includes('..')) throw new S3UrlProblem(`${JSON.stringify(bucket)} is not a valid bucket name`);
   const problem = keyProblem(key);
-  if (problem) throw new S3UrlProblem(`the key ${problem}`, key.split('/').some(isPathSegment));
+  if (problem) throw new S3UrlProblem(`the key ${problem}`, key.split('/').some(isPathSegment) ? ErrorCode.OUTPUT_PATH_ESCAPES_ROOT : ErrorCode.INPUT_INVALID);
   return { bucket, key };
 }
 

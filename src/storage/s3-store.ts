@@ -14,15 +14,13 @@ import type { OutputStore, ReleaseRequest, SinkBatch, VisibleOutput } from './ou
 import { s3ErrorCode, s3Failure, statusOf } from './s3-errors';
 import { S3ObjectWriter } from './s3-object-writer';
 import { abortUploads, checkBucket, deleteObject, listObjects } from './s3-objects';
-import { type S3Location, S3UrlProblem, parseS3Url } from '../contract/s3-url';
+import { type S3Location, type S3UrlProblem, parseS3Url } from '../contract/s3-url';
 
 function located(url: string, field = 'outDir'): S3Location {
   try {
     return parseS3Url(url);
   } catch (err) {
-    // As the input schema tells them apart: a path segment leaves where the location points; anything else is no location.
-    const code = err instanceof S3UrlProblem && err.leavesPrefix ? ErrorCode.OUTPUT_PATH_ESCAPES_ROOT : ErrorCode.INPUT_INVALID;
-    throw new PgExtractError(code, `${url.slice(0, 200)}: ${(err as Error).message}`, { field });
+    throw new PgExtractError((err as S3UrlProblem).code, `${url.slice(0, 200)}: ${(err as Error).message}`, { field });
   }
 }
 
