@@ -19,6 +19,7 @@ import {
 } from './contract/definitions';
 import { type ExtractionRequest, parseNewRunInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
+import { RUN_ID_PATTERN } from './contract/identifiers';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
 import type { extractionWorkflow } from './workflows';
 
@@ -95,8 +96,8 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
   }
 }
 
-/** Temporal's run ids are UUIDs. */
-const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A run id as `start --json` prints it. */
+const RUN_ID = new RegExp(`^${RUN_ID_PATTERN}$`, 'i');
 
 /** Refuses a run id that names no run (Temporal would answer a malformed one with its own error), before any call. */
 export function checkRunId(runId: string | undefined): void {

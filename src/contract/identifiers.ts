@@ -5,6 +5,9 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 
+/** A Temporal run id, a UUID, as a pattern to build on (match it case-insensitively). */
+export const RUN_ID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
 /** PostgreSQL's name buffer: a name holds at most NAMEDATALEN - 1 bytes. */
 export const NAMEDATALEN = 64;
 

@@ -4,6 +4,7 @@
  * `..` segment, no empty segment, no NUL, so a run's objects stay under the prefix it was given.
  */
 import { ErrorCode } from '../errors';
+import { RUN_ID_PATTERN } from './identifiers';
 
 /** A bucket and a key (or key prefix) inside it. */
 export interface S3Location {
@@ -54,7 +55,7 @@ function keyProblem(key: string): string | null {
 const UNLISTABLE = /[\u0000-\u001f\u007f-\u009f\ufffe\uffff\\]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/u;
 
 /** A run's folder (`<runId>/attempt-N`, the run id a UUID): what another run's release deletes whole. Told by its shape alone: S3 has no owner of a prefix to ask. */
-const RUN_ATTEMPT = /(^|\/)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/attempt-\d+(\/|$)/i;
+const RUN_ATTEMPT = new RegExp(`(^|/)${RUN_ID_PATTERN}/attempt-\\d+(/|$)`, 'i');
 
 /**
  * Why a new run may not write under prefix `key`, or null: a key no listing gives back (see
