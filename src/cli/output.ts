@@ -3,6 +3,7 @@ import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 import { parseTableName } from '../contract/identifiers';
 import { joinedName } from '../contract/target-mapping';
+import { loadedWithoutFiles } from '../contract/run-outputs';
 
 /**
  * The table a file holds, as a manifest of several tables names it (catalog names joined by a dot):
@@ -43,7 +44,7 @@ export function manifestJson(m: Manifest, runId: string) {
  * table with the rows it moved.
  */
 export function tableTotals(m: Manifest): { table: string; rows: number; bytes: number; files: number }[] {
-  if (m.strategy === 'stream_copy' || m.strategy === 'internal_query') return [{ table: tableOf({}, m), ...m.totals, files: 0 }];
+  if (loadedWithoutFiles(m)) return [{ table: tableOf({}, m), ...m.totals, files: 0 }];
   const byTable = new Map<string, { table: string; rows: number; bytes: number; files: number }>();
   for (const f of m.files) {
     const table = tableOf(f, m);

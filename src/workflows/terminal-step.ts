@@ -8,7 +8,7 @@ import type { TargetCommit } from '../contract/commit-report';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { Manifest } from '../contract/extraction-types';
 import type { LoadReport } from '../contract/load-report';
-import { runOutputs } from '../contract/run-outputs';
+import { loadedWithoutFiles, runOutputs } from '../contract/run-outputs';
 import { outcomeForCommit } from '../lifecycle/outcome-mapping';
 import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
 import { type Progress, cleanup, streamOperationId } from './extract-or-load';
@@ -44,7 +44,7 @@ export async function decideTerminal(
   show();
   // Every extraction prepared its attempt's folder, one that wrote no file too (batched files of empty tables):
   // it goes with the run's files. A load without files (stream, internal query) prepared none.
-  const folders = manifest.strategy === 'stream_copy' || manifest.strategy === 'internal_query' ? [] : [attemptFolder];
+  const folders = loadedWithoutFiles(manifest) ? [] : [attemptFolder];
   const terminal = new TerminalAuthority({
     files: runOutputs(manifest),
     releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: [...folders, ...leftFolders] }),
