@@ -174,30 +174,31 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     [requests.map((q) => q.schema), requests.map((q) => q.table)],
   );
   const tables = requests.map((request, i) => tableOf(request, r.rows[i]!));
-  const filtered = options.readRows ? tables.filter((_, i) => r.rows[i]!.rowSecurity) : [];
-  if (filtered.length > 0) {
-    const names = filtered.map(formatTableName).join(', ');
-    throw new PgExtractError(
-      ErrorCode.SOURCE_ROW_SECURITY,
-      `row security applies to the source role on ${names}: its policies would show only some rows, and a copy of them would pass for the whole`,
-      { field: 'source' },
-    );
-  }
-  const foreign = options.readRows ? tables.filter((_, i) => r.rows[i]!.readsForeign) : [];
-  if (foreign.length > 0) {
-    throw new PgExtractError(
-      ErrorCode.SOURCE_FOREIGN_TABLE,
-      `${foreign.map(formatTableName).join(', ')} read${foreign.length === 1 ? 's' : ''} a foreign table, whose rows its wrapper fetches in a transaction of its own on the remote server, not at the run's snapshot: a copy of it could not be claimed as of one point in time`,
-      { field: 'source' },
-    );
-  }
-  const unlogged = options.readRows ? tables.filter((_, i) => r.rows[i]!.readsUnlogged) : [];
-  if (unlogged.length > 0) {
-    throw new PgExtractError(
-      ErrorCode.SOURCE_UNLOGGED_ON_STANDBY,
-      `${unlogged.map(formatTableName).join(', ')} read${unlogged.length === 1 ? 's' : ''} an unlogged table, and the source is a standby, which keeps no rows of unlogged tables`,
-      { field: 'source' },
-    );
+  if (options.readRows) {
+    // A read that would not be the whole table as of the snapshot is refused before any file, naming the tables.
+    const flagged = (flag: 'rowSecurity' | 'readsForeign' | 'readsUnlogged') => tables.filter((_, i) => r.rows[i]![flag]).map(formatTableName);
+    const refuse = (code: ErrorCode, message: string): never => {
+      throw new PgExtractError(code, message, { field: 'source' });
+    };
+    const reads = (names: string[]) => `${names.join(', ')} read${names.length === 1 ? 's' : ''}`;
+    const policed = flagged('rowSecurity');
+    if (policed.length > 0) {
+      refuse(
+        ErrorCode.SOURCE_ROW_SECURITY,
+        `row security applies to the source role on ${policed.join(', ')}: its policies would show only some rows, and a copy of them would pass for the whole`,
+      );
+    }
+    const foreign = flagged('readsForeign');
+    if (foreign.length > 0) {
+      refuse(
+        ErrorCode.SOURCE_FOREIGN_TABLE,
+        `${reads(foreign)} a foreign table, whose rows its wrapper fetches in a transaction of its own on the remote server, not at the run's snapshot: a copy of it could not be claimed as of one point in time`,
+      );
+    }
+    const unlogged = flagged('readsUnlogged');
+    if (unlogged.length > 0) {
+      refuse(ErrorCode.SOURCE_UNLOGGED_ON_STANDBY, `${reads(unlogged)} an unlogged table, and the source is a standby, which keeps no rows of unlogged tables`);
+    }
   }
   return tables;
 }
