@@ -137,7 +137,7 @@ async function snapshotColumns(client: ClientBase, tables: readonly LockableTabl
       ORDER BY t.i`,
     [tables.map((t) => t.schema), tables.map((t) => t.table)],
   );
-  return r.rows.map((row) => ({ oid: Number(row.oid), names: row.names ?? [], lastAttnum: row.oid === null ? null : row.last }));
+  return r.rows.map((row) => ({ oid: Number(row.oid), names: row.names ?? [], lastAttnum: row.last }));
 }
 
 /** {@link requireUnchanged}'s `when` once the tables are read: locked, only their partitions can have changed. */

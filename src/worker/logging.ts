@@ -9,12 +9,12 @@ import { redactUrl } from '../config';
 import { ErrorCode, PgExtractError } from '../errors';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+type Level = (typeof LEVELS)[number];
 
 /** The level of Temporal core's lines forwarded to `level`'s logger: its warnings at least, more when pino asks for debug or trace. */
 export function coreLogLevel(level: string): 'TRACE' | 'DEBUG' | 'WARN' | 'ERROR' {
   return level === 'trace' ? 'TRACE' : level === 'debug' ? 'DEBUG' : level === 'error' ? 'ERROR' : 'WARN';
 }
-type Level = (typeof LEVELS)[number];
 
 /**
  * Field names redacted wherever they appear in a log record: credentials, and the exported snapshot
