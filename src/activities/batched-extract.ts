@@ -134,7 +134,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
           return await replacingBatches(store, name, async () => {
             const client = await openSession(url, 'whole-copy');
             try {
-              const table = await resolveTable(client, tableRequestOf(input), { readRows: true });
+              const table = await resolveTable(client, tableRequestOf(input), { readRows: true, binary: input.format === 'binary' });
               const copy = new BatchedCopy(client, table, {
                 format: input,
                 bounds,

@@ -109,7 +109,7 @@ async function openAndPlan(
   attemptKey: string,
   input: ExtractionInput,
 ): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView; tables: { name: string; columns: readonly { name: string }[] }[] }> {
-  const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs };
+  const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs, format: input.format };
   if (isTableSet(input)) {
     if (sourceKindOf(url) !== 'postgresql') {
       throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, 'many tables at one snapshot need a PostgreSQL source (exported snapshots)', {

@@ -60,8 +60,12 @@ const PLAIN_PART = /^[a-z_][a-z0-9_$]*$/;
  * to where an input is parsed.
  */
 export function formatTableName({ schema, table }: { schema: string; table: string }): string {
-  const part = (name: string) => (PLAIN_PART.test(name) ? name : `"${name.replace(/"/g, '""')}"`);
-  return `${part(schema)}.${part(table)}`;
+  return `${formatName(schema)}.${formatName(table)}`;
+}
+
+/** One name as a user would type it: double-quoted where it has to be (see {@link formatTableName}). */
+export function formatName(name: string): string {
+  return PLAIN_PART.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
 }
 
 /**

@@ -6,7 +6,7 @@
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
 import type { SourceColumn } from '../contract/source-column';
-import { formatTableName } from '../contract/identifiers';
+import { formatName, formatTableName } from '../contract/identifiers';
 import type { KeyCollation, SplitKey } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from './sql';
 
@@ -62,6 +62,13 @@ export interface ResolveOptions {
    * @default false
    */
   readRows?: boolean;
+  /**
+   * Their rows are copied in binary: a chosen column whose type has no binary output function
+   * (`aclitem`, or an array or a domain of one) is refused with FORMAT_OPTIONS_INVALID, where its
+   * COPY would fail once its file was begun, and again on every retry.
+   * @default false
+   */
+  binary?: boolean;
 }
 
 export async function resolveTable(client: ClientBase, request: TableRequest, options: ResolveOptions = {}): Promise<ResolvedTable> {
@@ -121,6 +128,18 @@ const READS_FOREIGN_TABLE = readsWhere((rel) => `${rel}.relkind = 'f'`);
  */
 const READS_UNLOGGED_ON_STANDBY = `(pg_catalog.pg_is_in_recovery() AND ${readsWhere((rel) => `${rel}.relpersistence = 'u'`)})`;
 
+/**
+ * The names of `c`'s columns whose type (a domain's base type, or an array's element) has no binary
+ * output function. A domain keeps its base type's `typsend`, so an array of a domain is caught too.
+ */
+const COLUMNS_WITHOUT_BINARY = `(SELECT json_agg(a.attname)
+               FROM pg_catalog.pg_attribute a
+               ${ATTRIBUTE_BASE_TYPE}
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                AND EXISTS (SELECT FROM pg_catalog.pg_type t
+                             WHERE t.oid = base.oid
+                               AND (t.typsend = 0 OR EXISTS (SELECT FROM pg_catalog.pg_type e WHERE e.oid = t.typelem AND e.typsend = 0))))`;
+
 /** What one catalog query returns per requested table (null oid: no such readable relation). */
 interface CatalogRow {
   oid: string | null;
@@ -131,6 +150,8 @@ interface CatalogRow {
   readsForeign: boolean | null;
   /** Whether reading it reads an unlogged table on a standby ({@link READS_UNLOGGED_ON_STANDBY}). */
   readsUnlogged: boolean | null;
+  /** The columns whose type has no binary form ({@link COLUMNS_WITHOUT_BINARY}); null when none, or not asked. */
+  withoutBinary: string[] | null;
   columns: (ResolvedColumn & { collation: KeyCollation | null })[] | null;
   primaryKey: string[] | null;
   uniqueKey: string | null;
@@ -145,6 +166,7 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
             ${options.readRows ? READS_FOREIGN_TABLE : 'false'} AS "readsForeign",
             ${options.readRows ? READS_UNLOGGED_ON_STANDBY : 'false'} AS "readsUnlogged",
+            ${options.binary ? COLUMNS_WITHOUT_BINARY : 'NULL'} AS "withoutBinary",
             (SELECT json_agg(json_build_object(
                       'name', a.attname, 'type', base.oid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,
@@ -198,6 +220,18 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
     const unlogged = flagged('readsUnlogged');
     if (unlogged.length > 0) {
       refuse(ErrorCode.SOURCE_UNLOGGED_ON_STANDBY, `${reads(unlogged)} an unlogged table, and the source is a standby, which keeps no rows of unlogged tables`);
+    }
+  }
+  if (options.binary) {
+    const unsendable = tables.flatMap((table, i) =>
+      table.columns.filter((c) => r.rows[i]!.withoutBinary?.includes(c.name)).map((c) => `${formatTableName(table)}.${formatName(c.name)} (${c.pgType})`),
+    );
+    if (unsendable.length > 0) {
+      throw new PgExtractError(
+        ErrorCode.FORMAT_OPTIONS_INVALID,
+        `${unsendable.join(', ')} ${unsendable.length === 1 ? 'has a type' : 'have types'} with no binary form: export as csv, or leave ${unsendable.length === 1 ? 'it' : 'them'} out (--columns, --exclude)`,
+        { field: 'format' },
+      );
     }
   }
   return tables;

@@ -28,6 +28,8 @@ export interface PlanningOptions {
   targetRowsPerPartition?: number;
   /** @default 16 */
   maxPartitions?: number;
+  /** The ranges are copied in binary: a column with no binary form is refused (ResolveOptions.binary). @default false */
+  binary?: boolean;
 }
 
 /** How long the coordinator waits for its table lock. */
@@ -88,7 +90,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator> {
     return SnapshotCoordinator.exporting(client, locking, [request], async (snapshot) => {
-      const table = await resolveTable(client, request, { readRows: true });
+      const table = await resolveTable(client, request, { readRows: true, binary: planning.binary });
       await lockAccessShare(client, [table]);
       const { ranges, rowCount } = await planRanges(client, table, planning);
       return { ...snapshot, table, ranges, rowCount };
@@ -103,7 +105,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   static async exportSet(
     client: ClientBase,
     selection: TableSelection,
-    planning: Pick<PlanningOptions, 'partitions'>,
+    planning: Pick<PlanningOptions, 'partitions' | 'binary'>,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator<SnapshotSetPlan>> {
     let lockedSet: readonly { schema: string; table: string }[] = [];
@@ -112,7 +114,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
       locking,
       () => lockedSet,
       async (snapshot) => {
-        const tables = await resolveTableSet(client, selection, { readRows: true });
+        const tables = await resolveTableSet(client, selection, { readRows: true, binary: planning.binary });
         lockedSet = tables;
         await lockAccessShare(client, tables);
         const sizes = await tableSizes(client, tables);

@@ -10,7 +10,7 @@ import { digestSourceToken } from '../postgres/source-token';
 import { type TableRequest, resolveTable, sourceColumns } from '../postgres/catalog';
 import { copyPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
-import { type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { type PlanningOptions, type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
@@ -36,7 +36,7 @@ export function postgresAdapter(url: string): SourceAdapter {
 
     async open(request, options): Promise<SourceRead> {
       const client = await openSession(url, 'coordinator');
-      const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, { partitions: options.partitions }, lockingOf(options)));
+      const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, planningOf(options), lockingOf(options)));
       const { plan } = coordinator;
       const read = {
         ...coordinatorRead(client, coordinator, (evidence, rangesRead) => checkExhausted(read.plan.ranges.length, evidence, rangesRead)),
@@ -107,7 +107,7 @@ export function postgresAdapter(url: string): SourceAdapter {
  */
 export async function openPostgresTableSet(url: string, selection: TableSelection, options: OpenOptions): Promise<HeldRead & { plan: SnapshotSetPlan }> {
   const client = await openSession(url, 'coordinator');
-  const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, { partitions: options.partitions }, lockingOf(options)));
+  const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, planningOf(options), lockingOf(options)));
   const ranges = coordinator.plan.tables.reduce((n, t) => n + t.ranges.length, 0);
   return {
     ...coordinatorRead(client, coordinator, (evidence, rangesRead) => checkExhausted(ranges, evidence, rangesRead)),
@@ -117,6 +117,10 @@ export async function openPostgresTableSet(url: string, selection: TableSelectio
 
 /** What the snapshot holder keeps of a read: the probe and the close. */
 export type HeldRead = Pick<SourceRead, 'probe' | 'close'>;
+
+function planningOf(options: OpenOptions): Pick<PlanningOptions, 'partitions' | 'binary'> {
+  return { partitions: options.partitions, binary: options.format === 'binary' };
+}
 
 function lockingOf(options: OpenOptions): { lockTimeoutMs: number } {
   return { lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS };

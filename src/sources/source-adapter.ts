@@ -71,6 +71,8 @@ export interface OpenOptions {
   partitions: number | 'auto';
   /** How long to wait for a table lock, where the source takes one. */
   lockTimeoutMs?: number;
+  /** The format its ranges will be copied in: a source refuses here a column it cannot write so. @default 'csv' */
+  format?: ExportFormat['format'];
 }
 
 /** How one range is copied. */

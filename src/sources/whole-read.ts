@@ -22,7 +22,7 @@ export async function readWhole(
   sink: () => Promise<OutputSink>,
   options: RangeCopyOptions & { evidenceName: (location: string) => string },
 ): Promise<WholeRead> {
-  const read = await adapter.open(request, { partitions: 1, lockTimeoutMs: options.lockTimeoutMs });
+  const read = await adapter.open(request, { partitions: 1, lockTimeoutMs: options.lockTimeoutMs, format: options.format.format });
   try {
     const output = await sink();
     const copy = await adapter.copyRange(read.handle, read.plan.ranges[0]!, output, options);

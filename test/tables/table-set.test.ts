@@ -14,7 +14,8 @@ import { extractionStatus, startExtraction, waitForManifest } from '../../src/cl
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
-import { causes } from '../../src/errors';
+import { type PgExtractError, causes } from '../../src/errors';
+import { resolveTables } from '../../src/postgres/catalog';
 import { failureChain } from '../support/failure-chain';
 import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } from '../support/database';
@@ -444,6 +445,68 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       });
     } finally {
       await admin().query('DROP SCHEMA tnocols CASCADE');
+    }
+  });
+
+  it('binary refuses a column whose type has no binary form (aclitem, an array or a domain of one) before any file, in a set, a held snapshot and a one-session copy; csv, and leaving it out, pass', async () => {
+    await admin().query(`DROP SCHEMA IF EXISTS tnosend CASCADE; CREATE SCHEMA tnosend;
+      CREATE DOMAIN tnosend.grant AS aclitem;
+      CREATE TABLE tnosend.grants (id int PRIMARY KEY, acl aclitem, acls aclitem[], via tnosend.grant[], note text);
+      INSERT INTO tnosend.grants VALUES (1, 'postgres=r/postgres', '{postgres=r/postgres}', '{postgres=w/postgres}', 'n');
+      CREATE TABLE tnosend.plain (id int PRIMARY KEY); INSERT INTO tnosend.plain VALUES (1)`);
+    const client = await admin().connect();
+    try {
+      // The one query names every such column, a domain's array too, and only those chosen.
+      await assert.rejects(resolveTables(client, [{ schema: 'tnosend', table: 'grants' }], { readRows: true, binary: true }), (err: unknown) => {
+        const { code, message } = err as PgExtractError;
+        return (
+          code === 'FORMAT_OPTIONS_INVALID' &&
+          /^tnosend\.grants\.acl \(aclitem\), tnosend\.grants\.acls \(aclitem\[\]\), tnosend\.grants\.via \(tnosend\."grant"\[\]\) have types with no binary form/.test(
+            message,
+          )
+        );
+      });
+      const chosen = await resolveTables(client, [{ schema: 'tnosend', table: 'grants', columns: ['id', 'note'] }], { readRows: true, binary: true });
+      assert.deepEqual(
+        chosen[0]!.columns.map((c) => c.name),
+        ['id', 'note'],
+      );
+      assert.equal((await resolveTables(client, [{ schema: 'tnosend', table: 'grants' }], { readRows: true }))[0]!.columns.length, 5, 'csv resolves them');
+    } finally {
+      client.release();
+    }
+    try {
+      await withWorker(async ({ taskQueue }) => {
+        const outDir = `tnosend-${Math.random().toString(36).slice(2)}`;
+        for (const request of [
+          { schema: 'tnosend' },
+          { table: 'tnosend.grants', partitions: 2 },
+          { table: 'tnosend.grants', partitions: 1 },
+        ] satisfies ExtractionRequest[]) {
+          const handle = await startExtraction(live().temporal.client, { ...request, format: 'binary', outDir }, { taskQueue });
+          await assert.rejects(handle.result(), (err: unknown) => {
+            const cause = JSON.stringify((err as WorkflowFailedError).cause);
+            return err instanceof WorkflowFailedError && /FORMAT_OPTIONS_INVALID/.test(cause) && /tnosend\.grants\.acl \(aclitem\)/.test(cause);
+          });
+          const { events } = await handle.fetchHistory();
+          const tries = events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt);
+          assert.ok(
+            tries.every((n) => n === 1),
+            `${JSON.stringify(request)}: no step was tried again (${JSON.stringify(tries)})`,
+          );
+          assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'no file or folder');
+        }
+        const handle = await startExtraction(
+          live().temporal.client,
+          { table: 'tnosend.grants', columns: ['id', 'note'], format: 'binary', outDir },
+          { taskQueue },
+        );
+        assert.equal((await waitForManifest(handle)).files[0]!.rows, 1);
+        await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+        assert.equal((await handle.result()).terminalReceipt.outcome, 'success');
+      });
+    } finally {
+      await admin().query('DROP SCHEMA tnosend CASCADE');
     }
   });
 
