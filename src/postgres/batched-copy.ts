@@ -3,17 +3,17 @@
  * transaction. Nothing is acquired when the object is built; the transaction and snapshot start
  * on the first batch. Batches are keyset ranges (or ctid page ranges without a key; see
  * {@link copyBatchFiles}). The receipt completes only after the terminal empty batch proves
- * exhaustion; the transaction stays open until the terminal outcome, or until {@link endRead}.
+ * exhaustion; the transaction stays open until {@link endRead}, and the files are the caller's
+ * to keep or release.
  */
 import type { Client } from 'pg';
 import type { FileReceipt } from '../contract/file-receipt';
-import { ClockAuthority, ExtractionLifecycleAuthority, TerminalAuthority, type TerminalOutcome } from '../lifecycle';
+import { ClockAuthority, ExtractionLifecycleAuthority } from '../lifecycle';
 import type { FileBounds } from '../contract/file-bounds';
 import type { OutputSink } from '../storage/output-sink';
 import { type BatchFile, copyBatchFiles } from './batch-files';
 import type { ResolvedTable } from './catalog';
 import type { ExportFormat } from '../contract/formats';
-import { FileReleaseAuthority } from '../storage/file-release';
 import { beginRepeatableRead, serverNow } from './server-clock';
 import { readAsSnapshotSaw } from './table-lock';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
@@ -36,7 +36,6 @@ export interface BatchedCopyOptions {
 
 export class BatchedCopy implements AsyncIterable<BatchFile> {
   readonly authority = new ExtractionLifecycleAuthority({ clockAuthority: ClockAuthority.postgresqlServer });
-  readonly terminal: TerminalAuthority;
   /** Locations of the files written so far, in order. */
   readonly files: string[] = [];
   /** The reading session and the digest of its snapshot, once the first batch began. */
@@ -48,20 +47,11 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
   #inTransaction = false;
   #started = false;
 
-  /** Holds `client` (a fresh session) until the terminal decision. */
+  /** Holds `client` (a fresh session) until {@link endRead}. */
   constructor(client: Client, table: ResolvedTable, options: BatchedCopyOptions) {
     this.#client = client;
     this.#table = table;
     this.#options = options;
-    const release = new FileReleaseAuthority();
-    const files = this.files;
-    this.terminal = new TerminalAuthority({
-      get files() {
-        return files;
-      },
-      releaseFiles: (paths) => release.releaseAll(paths),
-      closeSource: (outcome) => this.#close(outcome),
-    });
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<BatchFile> {
@@ -89,12 +79,8 @@ export class BatchedCopy implements AsyncIterable<BatchFile> {
 
   /** Ends the read transaction of a complete copy, leaving the files to the caller's own terminal decision. */
   async endRead(): Promise<void> {
-    await this.#close('success');
-  }
-
-  async #close(outcome: TerminalOutcome): Promise<void> {
     if (!this.#inTransaction) return;
     this.#inTransaction = false;
-    await this.#client.query(outcome === 'success' ? 'COMMIT' : 'ROLLBACK');
+    await this.#client.query('COMMIT');
   }
 }
