@@ -20,15 +20,6 @@ export function mysqlAdapter(url: string): SourceAdapter {
     kind: 'mysql',
     claims: { clockAuthority: ClockAuthority.orchestratorUtc, snapshotAuthority: null },
 
-    async describe(request) {
-      const conn = await openMysql(url, 'planner');
-      try {
-        return await describeMysqlTable(conn, request);
-      } finally {
-        await closeMysql(conn);
-      }
-    },
-
     async open(request, options): Promise<SourceRead> {
       const conn = await openMysql(url, 'planner');
       try {

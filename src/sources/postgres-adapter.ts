@@ -7,7 +7,7 @@
 import { ErrorCode, PgExtractError } from '../errors';
 import { ClockAuthority, SnapshotAuthority } from '../lifecycle/receipt';
 import { digestSourceToken } from '../postgres/source-token';
-import { type TableRequest, resolveTable, sourceColumns } from '../postgres/catalog';
+import { sourceColumns } from '../postgres/catalog';
 import { copyPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import { type PlanningOptions, type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
@@ -16,23 +16,13 @@ import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
 import type { FileReceipt } from '../contract/file-receipt';
 import type { TableSelection } from '../postgres/table-set';
-import type { OpenOptions, SourceAdapter, SourceRead, SourceTable } from './source-adapter';
+import type { OpenOptions, SourceAdapter, SourceRead } from './source-adapter';
 import type { TerminalOutcome } from '../lifecycle/terminal';
 
 export function postgresAdapter(url: string): SourceAdapter {
   return {
     kind: 'postgresql',
     claims: { clockAuthority: ClockAuthority.postgresqlServer, snapshotAuthority: SnapshotAuthority.exportedSnapshot },
-
-    async describe(request: TableRequest): Promise<SourceTable> {
-      const client = await openSession(url, 'probe');
-      try {
-        const table = await resolveTable(client, request);
-        return { schema: table.schema, table: table.table, columns: sourceColumns(table), primaryKey: table.primaryKey, key: table.key };
-      } finally {
-        await closeSession(client);
-      }
-    },
 
     async open(request, options): Promise<SourceRead> {
       const client = await openSession(url, 'coordinator');

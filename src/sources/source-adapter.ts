@@ -115,8 +115,6 @@ export interface SourceRead {
 export interface SourceAdapter {
   readonly kind: SourceKind;
   readonly claims: SourceClaims;
-  /** Catalog lookup: the table, its columns, primary key and split key. */
-  describe(request: TableRequest): Promise<SourceTable>;
   /** Opens a read at the truthful boundary and plans its ranges inside it. */
   open(request: TableRequest, options: OpenOptions): Promise<SourceRead>;
   /** Streams one planned range into `sink` on a session of its own, and commits the output. */
