@@ -23,7 +23,7 @@ import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStore } from '../storage/output-store';
 import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
-import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
 import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
@@ -76,7 +76,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
           throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source (an exported snapshot)', { field: 'maxFileBytes' });
         const store = stores.of(req.name);
         const progress = { bytes: 0 };
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        const stopBeats = heartbeatEvery(() => progress);
         try {
           return await replacingBatches(store, req.name, async () => {
             const client = await openSession(sourceUrl(req.input.source), 'partition');
@@ -129,7 +129,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
           throw new PgExtractError(ErrorCode.FILE_BOUND_INVALID, 'batched files need a PostgreSQL source', { field: 'maxFileBytes' });
         const store = stores.of(name);
         const progress = { bytes: 0 };
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        const stopBeats = heartbeatEvery(() => progress);
         try {
           return await replacingBatches(store, name, async () => {
             const client = await openSession(url, 'whole-copy');

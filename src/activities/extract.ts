@@ -15,7 +15,7 @@ import type { OutputStores } from '../storage/output-stores';
 import { sourceAdapter } from '../sources/adapters';
 import { readWhole } from '../sources/whole-read';
 import { withFailures } from './failures';
-import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
 import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
@@ -42,7 +42,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         const store = stores.of(req.name);
         const output = await store.sink(req.name, sinkOptionsOf(req.input));
         const progress: CopyProgress = { bytes: 0 };
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        const stopBeats = heartbeatEvery(() => progress);
         try {
           const handle = { snapshotId: req.snapshotId, snapshotDigest: req.snapshotDigest ?? null, source: req.source, table: req.table, key: req.key };
           const file = await adapter.copyRange(handle, req.range, output, {
@@ -79,7 +79,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         const adapter = sourceAdapter(url);
         const store = stores.of(name);
         const progress: CopyProgress = { bytes: 0 };
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        const stopBeats = heartbeatEvery(() => progress);
         // PostgreSQL's whole copy is a strategy of its own (one REPEATABLE READ transaction); other sources read their one range.
         if (adapter.kind !== 'postgresql') {
           try {

@@ -4,10 +4,11 @@
  */
 import { Context } from '@temporalio/activity';
 
-export function heartbeatEvery<D>(intervalMs: number, details: () => D): () => void {
+/** Heartbeats `details()` now and every {@link heartbeatInterval}; returns the function that stops it. */
+export function heartbeatEvery<D>(details: () => D): () => void {
   const ctx = Context.current();
   ctx.heartbeat(details());
-  const timer = setInterval(() => ctx.heartbeat(details()), intervalMs);
+  const timer = setInterval(() => ctx.heartbeat(details()), heartbeatInterval());
   return () => clearInterval(timer);
 }
 

@@ -20,7 +20,7 @@ import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFil
 import { fenceRows } from '../target/loader';
 import { onTargetSession } from '../target/session';
 import { failureTypeOf, withFailures } from './failures';
-import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { heartbeatEvery } from './heartbeats';
 import { definiteLoadFailure, loadFailureMessage } from './load-failures';
 import { parseActivityRequest } from '../contract/activity-requests';
 import {
@@ -83,7 +83,7 @@ async function reporting<T>(
   body: (progress: { bytes: number }) => Promise<T>,
 ): Promise<T> {
   const progress = { bytes: 0 };
-  const stopHeartbeat = heartbeatEvery(heartbeatInterval(), () => progress);
+  const stopHeartbeat = heartbeatEvery(() => progress);
   try {
     return await body(progress);
   } catch (err) {

@@ -18,7 +18,7 @@ import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStores } from '../storage/output-stores';
 import { tableRequestOf, tableSelectionOf } from './table-request';
 import { withFailures } from './failures';
-import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { heartbeatEvery } from './heartbeats';
 import { requireParquetColumns } from '../parquet/column-mapping';
 import {
   type CompleteSnapshotRequest,
@@ -144,7 +144,7 @@ async function openAndPlan(
 /** Waits (heartbeating) for the holder of `attemptKey` to publish its plan. */
 function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promise<SnapshotPlanView | SnapshotSetPlanView> {
   return withFailures(async () => {
-    const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
+    const stopBeats = heartbeatEvery(() => ({ attemptKey }));
     try {
       return await Promise.race([registry.entry(attemptKey).plan.promise, Context.current().cancelled]);
     } finally {
@@ -182,7 +182,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         const ctx = Context.current();
         const held = registry.entry(attemptKey);
         held.holding = true;
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => ({ attemptKey }));
+        const stopBeats = heartbeatEvery(() => ({ attemptKey }));
         try {
           const opened = await openAndPlan(url, attemptKey, input);
           held.read = opened.read;
@@ -241,7 +241,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
 
     async completeSnapshot(raw: CompleteSnapshotRequest): Promise<ExtractionLifecycleReceipt> {
       // Its stub has the holder's heartbeat timeout, and a visibility check of thousands of objects can outlast it.
-      const stopHeartbeat = heartbeatEvery(heartbeatInterval(), () => ({ completing: true }));
+      const stopHeartbeat = heartbeatEvery(() => ({ completing: true }));
       return withFailures(async () => {
         const req = parseActivityRequest(completeSnapshotRequestSchema, raw);
         const held = registry.get(req.attemptKey);

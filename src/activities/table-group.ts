@@ -12,7 +12,7 @@ import { closeSession, openSession } from '../postgres/session';
 import { copyTableGroup } from '../postgres/table-group-copy';
 import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
-import { heartbeatEvery, heartbeatInterval } from './heartbeats';
+import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import { sinkOptionsOf } from './sink-options';
 import { type TableGroupRequest, parseActivityRequest, tableGroupRequestSchema } from '../contract/activity-requests';
@@ -30,7 +30,7 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
         const req = parseActivityRequest(tableGroupRequestSchema, raw);
         const ctx = Context.current();
         const progress: GroupProgress = { bytes: 0, ranges: 0 };
-        const stopBeats = heartbeatEvery(heartbeatInterval(), () => progress);
+        const stopBeats = heartbeatEvery(() => progress);
         try {
           if (ctx.info.attempt > 1) for (const { name } of req.ranges) await stores.of(name).removeStartingWith(name);
           const sinks = stores.batch();

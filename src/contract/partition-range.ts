@@ -26,7 +26,6 @@ const pageRangeSchema = z.strictObject({
   fromPage: z.number().int().nonnegative(),
   toPage: z.number().int().nonnegative().nullable(),
 });
-export type PageRange = z.infer<typeof pageRangeSchema>;
 
 /** Every row: one partition (empty table, or a single partition). */
 const allRowsSchema = z.strictObject({ kind: z.literal('all') });

@@ -103,10 +103,3 @@ export function parseS3Url(text: string): S3Location {
 export function formatS3Url(location: S3Location): string {
   return `${SCHEME}${location.bucket}${location.key ? `/${location.key}` : ''}`;
 }
-
-/** `location` with `name` (a relative, confined key) appended. */
-export function s3Child(location: S3Location, name: string): S3Location {
-  const problem = keyProblem(name);
-  if (problem || name === '') throw new Error(`object name ${JSON.stringify(name.slice(0, 200))} ${problem ?? 'is empty'}`);
-  return { bucket: location.bucket, key: location.key ? `${location.key}/${name}` : name };
-}

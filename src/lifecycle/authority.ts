@@ -4,7 +4,8 @@
  *   pending --acquire()--> reading --acquireSnapshot()?--> reading --complete()--> complete
  *
  * Each transition swaps in a new frozen receipt; a receipt someone already holds never changes.
- * Timestamps are passed in by strategies that read a server clock, or taken from `now()`.
+ * Timestamps are passed in by strategies that read a server clock, or taken from `new Date()`
+ * (in a workflow, Temporal's deterministic clock).
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import { ClockAuthority, createReceipt, type Evidence, type ExtractionLifecycleReceipt } from './receipt';
@@ -17,11 +18,6 @@ export interface ExtractionLifecycleAuthorityOptions {
    * @default ClockAuthority.orchestratorUtc
    */
   clockAuthority?: string;
-  /**
-   * The clock used when a transition is given no timestamp.
-   * @default () => new Date()
-   */
-  now?: () => Date;
   /** `false` for sources whose partitions are read at different times (no snapshot to share); recorded on every receipt. */
   pointInTime?: false;
 }
@@ -31,13 +27,11 @@ export type LifecycleState = 'pending' | 'reading' | 'complete';
 
 export class ExtractionLifecycleAuthority {
   readonly clockAuthority: string;
-  readonly #now: () => Date;
   readonly #pointInTime: false | undefined;
   #receipt: ExtractionLifecycleReceipt | null = null;
 
   constructor(options: ExtractionLifecycleAuthorityOptions = {}) {
     this.clockAuthority = options.clockAuthority ?? ClockAuthority.orchestratorUtc;
-    this.#now = options.now ?? (() => new Date());
     this.#pointInTime = options.pointInTime;
   }
 
@@ -55,7 +49,7 @@ export class ExtractionLifecycleAuthority {
   acquire(at?: string | Date): ExtractionLifecycleReceipt {
     if (this.#receipt === null) {
       this.#receipt = createReceipt({
-        extractionStartedAt: toUtcTimestamp(at ?? this.#now(), 'extractionStartedAt'),
+        extractionStartedAt: toUtcTimestamp(at ?? new Date(), 'extractionStartedAt'),
         clockAuthority: this.clockAuthority,
         ...(this.#pointInTime === undefined ? {} : { pointInTime: this.#pointInTime }),
       });
@@ -69,7 +63,7 @@ export class ExtractionLifecycleAuthority {
    * Acquires first when still pending, with the snapshot time as the window start.
    */
   acquireSnapshot(snapshotAuthority: string, sourceToken: string, at?: string | Date): ExtractionLifecycleReceipt {
-    const snapshotAt = toUtcTimestamp(at ?? this.#now(), 'snapshotAcquiredAt');
+    const snapshotAt = toUtcTimestamp(at ?? new Date(), 'snapshotAcquiredAt');
     const current = this.acquire(snapshotAt);
     if (current.snapshotAcquiredAt !== null) {
       if (current.snapshotAuthority === snapshotAuthority && current.sourceToken === sourceToken) return current;
@@ -92,7 +86,7 @@ export class ExtractionLifecycleAuthority {
     if (current.extractionCompletedAt !== null) return current;
     this.#receipt = createReceipt({
       ...current,
-      extractionCompletedAt: toUtcTimestamp(at ?? this.#now(), 'extractionCompletedAt'),
+      extractionCompletedAt: toUtcTimestamp(at ?? new Date(), 'extractionCompletedAt'),
       evidence,
     });
     return this.#receipt;

@@ -65,13 +65,11 @@ export const CleanupCode = {
 
 export class TerminalAuthority {
   readonly #resources: TerminalResources;
-  readonly #now: () => Date;
   #decision: Promise<ArtifactTerminalReceipt> | null = null;
   #outcome: TerminalOutcome | null = null;
 
-  constructor(resources: TerminalResources, now: () => Date = () => new Date()) {
+  constructor(resources: TerminalResources) {
     this.#resources = resources;
-    this.#now = now;
   }
 
   get files(): readonly string[] {
@@ -90,7 +88,7 @@ export class TerminalAuthority {
       return Promise.reject(new PgExtractError(ErrorCode.TERMINAL_OUTCOME_INVALID, `unknown terminal outcome ${String(outcome)}`, { field: 'outcome' }));
     }
     this.#outcome = outcome;
-    this.#decision = this.#apply(outcome, this.#now().toISOString());
+    this.#decision = this.#apply(outcome, new Date().toISOString());
     return this.#decision;
   }
 
