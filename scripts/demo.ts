@@ -13,7 +13,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { reportCommit, startExtraction, waitForManifest } from '../src/client';
-import { redactUrl } from '../src/config';
+import { redactUrl } from '../src/redact';
 import { projectRoot } from '../devenv/project-root';
 import { startPostgres } from '../devenv/postgres-service';
 import { startS3 } from '../devenv/s3-service';

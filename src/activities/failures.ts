@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { ErrorCode, PgExtractError, codeInfo } from '../errors';
-import { redactUrl } from '../config';
+import { redactUrl } from '../redact';
 import { PAYLOAD_BUDGET_BYTES, jsonBytes } from '../contract/payload-limit';
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */

@@ -5,7 +5,7 @@
  * and retried; the workflow still aborts with the last error's code once retries run out.
  */
 import { codeInfo, errorCodeOf } from '../errors';
-import { redactUrl } from '../config';
+import { redactUrl } from '../redact';
 import { LOAD_MESSAGE_LIMIT } from '../contract/load-report';
 import { failureTypeOf } from './failures';
 

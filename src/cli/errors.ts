@@ -2,7 +2,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CommanderError } from 'commander';
 import { ApplicationFailure } from '@temporalio/common';
-import { redactUrl } from '../config';
+import { redactUrl } from '../redact';
 import { ErrorCode, PgExtractError, causes, codeInfo } from '../errors';
 
 function codeAndMessage(err: unknown): { code: string; message: string } {

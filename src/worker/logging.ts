@@ -5,7 +5,7 @@
  */
 import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 import pino from 'pino';
-import { redactUrl } from '../config';
+import { redactUrl } from '../redact';
 import { ErrorCode, PgExtractError } from '../errors';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;

@@ -10,17 +10,8 @@ import { NativeConnection, Runtime, Worker, type WorkerOptions, makeTelemetryFil
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Duration } from '@temporalio/common';
 import { SnapshotHolderRegistry, createActivities, createHolderActivities } from '../activities';
-import {
-  checkFileMode,
-  connectionConfig,
-  maxConcurrentActivities,
-  outputDirectIo,
-  outputFileMode,
-  outputRoot,
-  redactUrl,
-  sourceUrl,
-  targetUrl,
-} from '../config';
+import { checkFileMode, connectionConfig, maxConcurrentActivities, outputDirectIo, outputFileMode, outputRoot, sourceUrl, targetUrl } from '../config';
+import { redactUrl } from '../redact';
 import { PinoTemporalLogger, coreLogLevel, createLogger } from './logging';
 import { configuredUrlProblems } from './configured-urls';
 import { DEFAULT_FILE_MODE } from '../storage/output-root';

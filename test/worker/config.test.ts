@@ -3,7 +3,8 @@
  * with a code; and the redaction of passwords in URLs that messages quote.
  */
 import assert from 'node:assert/strict';
-import { outputDirectIo, outputFileMode, redactUrl } from '../../src/config';
+import { outputDirectIo, outputFileMode } from '../../src/config';
+import { redactUrl } from '../../src/redact';
 import { ErrorCode } from '../../src/errors';
 import { configuredUrlProblems } from '../../src/worker/configured-urls';
 import { coreLogLevel, createLogger } from '../../src/worker/logging';
