@@ -10,8 +10,6 @@ import { type ExportFormat, fileCompression } from '../contract/formats';
 import type { SourceColumn } from '../contract/source-column';
 import { parsePgType } from './pg-type';
 
-export const DATA_PACKAGE_FILE = 'datapackage.json';
-
 /**
  * A NULL is an unquoted empty field and the empty string a quoted one (`""`): PostgreSQL's CSV.
  * Readers that see quoting keep them apart (see README, "Reading the files"); Table Schema's

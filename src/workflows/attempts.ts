@@ -6,7 +6,7 @@
  */
 import { CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
 import { fileExtension } from '../contract/formats';
-import { DATA_PACKAGE_FILE } from '../readers/data-package';
+import { dataPackageName } from '../contract/run-outputs';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
@@ -158,7 +158,7 @@ async function writeOneTablePackage(
   events: AttemptEvents,
 ): Promise<DataPackageFile | null> {
   if (files.length === 0) return null;
-  const name = `${scope.folder}/${DATA_PACKAGE_FILE}`;
+  const name = dataPackageName(scope.folder);
   events.writes(name);
   return stub.writeDataPackage({
     input,

@@ -9,6 +9,7 @@
  */
 import { executeChild, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
+import { dataPackageName } from '../contract/run-outputs';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
 import { withoutTables } from '../contract/table-selection';
@@ -18,7 +19,6 @@ import { groupSmallTables } from '../planning/table-groups';
 import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { onHeldSnapshot } from './held-snapshot';
 import { PLAN_BUDGET, requirePlanFits } from './payload-budget';
-import { DATA_PACKAGE_FILE } from '../readers/data-package';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
 function safePart(name: string): string {
@@ -148,7 +148,7 @@ export async function tableSetAttempt(input: ExtractionInput, scope: AttemptScop
       const packageInHold = copyScope.run(async () => {
         if (!patched(SET_DATA_PACKAGE_BESIDE_COPY)) await copy;
         if (!patched(SET_DATA_PACKAGE)) return null;
-        const packageName = `${scope.folder}/${DATA_PACKAGE_FILE}`;
+        const packageName = dataPackageName(scope.folder);
         events.writes(packageName);
         return packageActivities(input).writeSetDataPackage({
           input,
