@@ -39,6 +39,9 @@ const SESSION_SETTINGS: Record<string, string> = {
   // An XML value may be a fragment (several elements, text): read as a document, as a database may be set to, a load of
   // one fails. pg_dump sets it for the same reason.
   xmloption: 'content',
+  // An array's unquoted NULL element is read as the string 'NULL' (or refused, for other element types) where a
+  // database turned array_nulls off: a load would change such values.
+  array_nulls: 'on',
   // The driver already asks for UTF8 at startup and decodes UTF8; listed so this is the whole contract.
   client_encoding: 'UTF8',
   // An export's COPY may run for hours, and the coordinator's transaction holds the snapshot for the whole run: a

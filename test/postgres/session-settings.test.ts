@@ -1,9 +1,9 @@
 /**
  * Exported text does not depend on the databases' own session defaults: a source and a target
  * database set to DateStyle 'SQL, DMY', IntervalStyle sql_standard, extra_float_digits 0,
- * bytea_output escape, TimeZone Asia/Kolkata and xmloption document still give ISO, hex,
- * full-precision files split on the date key, and the built-in loader round-trips them (an XML
- * fragment too) into a target database set the same way.
+ * bytea_output escape, TimeZone Asia/Kolkata, xmloption document and array_nulls off still give
+ * ISO, hex, full-precision files split on the date key, and the built-in loader round-trips them
+ * (an XML fragment and an array's NULL too) into a target database set the same way.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -18,8 +18,8 @@ import { withWorker } from '../support/worker';
 
 const SOURCE_DB = 'hostile_settings_src';
 const TARGET_DB = 'hostile_settings_dst';
-const HOSTILE = `SET DateStyle = 'SQL, DMY'; SET IntervalStyle = 'sql_standard'; SET extra_float_digits = 0; SET bytea_output = 'escape'; SET TimeZone = 'Asia/Kolkata'; SET xmloption = 'document'`;
-const TABLE_DDL = 'CREATE TABLE public.t (d date PRIMARY KEY, ts timestamptz, iv interval, f float8, b bytea, note text, x xml)';
+const HOSTILE = `SET DateStyle = 'SQL, DMY'; SET IntervalStyle = 'sql_standard'; SET extra_float_digits = 0; SET bytea_output = 'escape'; SET TimeZone = 'Asia/Kolkata'; SET xmloption = 'document'; SET array_nulls = off`;
+const TABLE_DDL = 'CREATE TABLE public.t (d date PRIMARY KEY, ts timestamptz, iv interval, f float8, b bytea, note text, x xml, ta text[])';
 const ROWS = 1000;
 
 function urlOf(database: string): string {
@@ -72,7 +72,8 @@ describe('session settings are pinned, whatever the databases default to (live)'
       c.query(
         `INSERT INTO public.t
            SELECT date '2024-01-01' + g, timestamptz '2024-01-01 00:00:00.123456+00' + g * interval '61 minutes', g * interval '1 day 1.5 seconds',
-                  g / 3.0::float8, int4send(g), 'café ' || g, ('<a>' || g || '</a><b/>')::xml
+                  g / 3.0::float8, int4send(g), 'café ' || g, ('<a>' || g || '</a><b/>')::xml,
+                  ARRAY[g::text, NULL]
              FROM generate_series(1, $1::int) g`,
         [ROWS],
       ),
@@ -83,13 +84,13 @@ describe('session settings are pinned, whatever the databases default to (live)'
   });
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it('a session of ours pins them (money in the C locale, XML read as content), keeps TCP keepalives and the client connection check on, JIT and synchronized scans off', async () => {
+  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), keeps TCP keepalives and the client connection check on, JIT and synchronized scans off", async () => {
     const session = await openSession(urlOf(SOURCE_DB), 'probe');
     try {
       const r = await session.query<{ name: string; setting: string }>(
         `SELECT name, setting FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'extra_float_digits', 'bytea_output', 'TimeZone', 'client_encoding',
            'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval', 'jit', 'synchronize_seqscans',
-           'lc_monetary', 'xmloption') ORDER BY name`,
+           'lc_monetary', 'xmloption', 'array_nulls') ORDER BY name`,
       );
       const checksClient = Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000;
       assert.deepEqual(Object.fromEntries(r.rows.map((x) => [x.name, x.setting])), {
@@ -107,6 +108,7 @@ describe('session settings are pinned, whatever the databases default to (live)'
         synchronize_seqscans: 'off',
         lc_monetary: 'C',
         xmloption: 'content',
+        array_nulls: 'on',
       });
     } finally {
       await closeSession(session);
@@ -134,7 +136,10 @@ describe('session settings are pinned, whatever the databases default to (live)'
         const manifest = await waitForManifest(handle);
         const first = await readFile(manifest.files[0]!.path, 'utf8');
         await reportCommit(client, handle.workflowId, { outcome: 'failed' });
-        assert.equal(first.split('\n')[1], '2024-01-02,2024-01-01 01:01:00.123456+00,1 day 00:00:01.5,0.3333333333333333,\\x00000001,café 1,<a>1</a><b/>');
+        assert.equal(
+          first.split('\n')[1],
+          '2024-01-02,2024-01-01 01:01:00.123456+00,1 day 00:00:01.5,0.3333333333333333,\\x00000001,café 1,<a>1</a><b/>,"{1,NULL}"',
+        );
         assert.deepEqual(
           manifest.files.map((f) => f.range.kind),
           ['key', 'key', 'key'],
