@@ -20,6 +20,12 @@ export interface TypedTable {
   columnTypes?: readonly string[];
 }
 
+/**
+ * Object identifier types: a value's binary form is the object's oid in the source database, which
+ * names another object, or none, in the target's (its text is the object's name, which CSV carries).
+ */
+const OID_ALIAS = /^(?:regclass|regcollation|regconfig|regdictionary|regnamespace|regoper|regoperator|regproc|regprocedure|regrole|regtype)(?:\[\])?$/;
+
 /** Types whose binary form is their text, so each reads the others' values as text, as CSV would. */
 const TEXT_TYPES = '{pg_catalog.text,pg_catalog.varchar,pg_catalog.bpchar}';
 
@@ -30,7 +36,8 @@ const TEXT_TYPES = '{pg_catalog.text,pg_catalog.varchar,pg_catalog.bpchar}';
  * exactly or refuses them: an enum column from an enum (of any schema: it reads a label and
  * refuses any other), from text, varchar or char, or from a type the target does not have (an
  * enum whose schema it lacks); and text, varchar and char from one another. A column the target
- * lacks is left to the COPY, which fails naming it. CSV, and tables without types, pass.
+ * lacks is left to the COPY, which fails naming it. A column of an object identifier type
+ * ({@link OID_ALIAS}) is refused whatever the target's type. CSV, and tables without types, pass.
  */
 export async function requireBinaryTypes(client: ClientBase, format: ExportFormat['format'], tables: readonly TypedTable[]): Promise<void> {
   if (format !== 'binary') return;
@@ -56,17 +63,24 @@ export async function requireBinaryTypes(client: ClientBase, format: ExportForma
       ORDER BY s.n`,
     [loaded.map((c) => c.relation), loaded.map((c) => c.name), loaded.map((c) => c.type), TEXT_TYPES],
   );
-  if (r.rows.length === 0) return;
+  const mismatched = new Map(r.rows.map(({ n, sourceType, targetType, known }) => [Number(n) - 1, { sourceType, targetType, known }]));
   const byTable = new Map<string, string[]>();
-  for (const { n, sourceType, targetType, known } of r.rows) {
-    const { label, name } = loaded[Number(n) - 1]!;
-    const why = known ? `${name} is ${sourceType} in the files and ${targetType} there` : `${name} is ${sourceType} in the files, a type the target lacks`;
-    byTable.set(label, [...(byTable.get(label) ?? []), why]);
+  for (const [i, { label, name, type }] of loaded.entries()) {
+    const found = mismatched.get(i);
+    const why = OID_ALIAS.test(type)
+      ? `${name} is ${type}, whose binary values are the source database's object ids`
+      : !found
+        ? null
+        : found.known
+          ? `${name} is ${found.sourceType} in the files and ${found.targetType} there`
+          : `${name} is ${found.sourceType} in the files, a type the target lacks`;
+    if (why) byTable.set(label, [...(byTable.get(label) ?? []), why]);
   }
+  if (byTable.size === 0) return;
   const named = [...byTable].map(([table, columns]) => `${table} (${columns.join('; ')})`).join(', ');
   throw new PgExtractError(
     ErrorCode.TARGET_TYPE_MISMATCH,
-    `binary files cannot load into ${named}: a binary value is read as the target column's type, unchecked, so each loaded column needs the source's type`,
+    `binary files cannot load into ${named}: a binary value is read as the target column's type, unchecked, so each loaded column needs the source's type, and an object reference its name, which only CSV holds`,
     { field: 'target' },
   );
 }

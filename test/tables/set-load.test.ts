@@ -347,6 +347,38 @@ describe('built-in loader over a set of tables (live)', function () {
     }
   });
 
+  it("binary files of object references (regclass, regtype[]) are refused with TARGET_TYPE_MISMATCH (their values are the source database's oids); csv loads them by name", async () => {
+    // Before the check, a binary load wrote the source's oids into the target, where they name other objects or none.
+    await admin().query(`CREATE TABLE sload.refs (id int PRIMARY KEY, rel regclass, types regtype[]);
+      INSERT INTO sload.refs VALUES (1, 'pg_catalog.pg_class', '{integer,text}'), (2, 'sload.parent', '{sload.refs}')`);
+    try {
+      await onTarget((c) => c.query(`CREATE TABLE dst.refs (id int PRIMARY KEY, rel regclass, types regtype[])`));
+      for (const request of [
+        { tables: ['sload.refs'], format: 'binary', target: { name: 'warehouse', schema: 'dst' } },
+        { table: 'sload.refs', format: 'binary', target: { name: 'warehouse', table: 'dst.refs', via: 'stream' } },
+      ] satisfies Omit<ExtractionRequest, 'source'>[]) {
+        const refused = await run(request);
+        assert.deepEqual([refused.terminalReceipt.outcome, refused.load?.reason], ['abort', 'TARGET_TYPE_MISMATCH'], JSON.stringify(request));
+        assert.match(
+          refused.load?.message ?? '',
+          /^binary files cannot load into dst\.refs \(rel is regclass, whose binary values are the source database's object ids; types is regtype\[\], whose/,
+        );
+      }
+      // By name: the target has no schema sload, which CSV says rather than load another table's oid.
+      const named = await run({ tables: ['sload.refs'], target: { name: 'warehouse', schema: 'dst' } });
+      assert.deepEqual([named.terminalReceipt.outcome, named.load?.reason], ['abort', 'SQLSTATE_3F000']);
+      await admin().query(`DELETE FROM sload.refs WHERE id = 2`);
+      const loaded = await run({ tables: ['sload.refs'], target: { name: 'warehouse', schema: 'dst' } });
+      assert.equal(loaded.terminalReceipt.outcome, 'success', JSON.stringify(loaded.load));
+      assert.deepEqual(await onTarget(async (c) => (await c.query('SELECT rel::text, types::text FROM dst.refs')).rows), [
+        { rel: 'pg_class', types: '{integer,text}' },
+      ]);
+    } finally {
+      await admin().query('DROP TABLE sload.refs');
+      await onTarget((c) => c.query('DROP TABLE dst.refs'));
+    }
+  });
+
   it('a failure in the second table rolls back the first: abort, both target tables empty, no staging', async () => {
     await onTarget((c) =>
       c.query(
