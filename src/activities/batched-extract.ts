@@ -12,7 +12,6 @@ import { digestSourceToken } from '../postgres/source-token';
 import { type BatchFile, copyBatchFiles } from '../postgres/batch-files';
 import { BatchedCopy } from '../postgres/batched-copy';
 import { resolveTable, sourceColumns } from '../postgres/catalog';
-import type { PartitionRange } from '../contract/partition-range';
 import { readPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
 import type { ExtractionInput } from '../contract/extraction-input';
@@ -27,6 +26,7 @@ import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
 import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
+import { manifestFileOf } from './manifest-file';
 import { sinkOptionsOf } from './sink-options';
 import { tableRequestOf } from './table-request';
 
@@ -45,22 +45,6 @@ function boundsOf(input: ExtractionInput): FileBounds {
 async function replacingBatches<T>(store: OutputStore, prefix: string, write: () => Promise<T>): Promise<T> {
   await store.removeStartingWith(`${prefix}-batch-`);
   return write();
-}
-
-function manifestFile(store: OutputStore, f: BatchFile, partition: number, range: PartitionRange, backendPid: number, snapshotDigest: string): ManifestFile {
-  return {
-    path: f.location,
-    name: store.evidenceName(f.location),
-    etag: f.etag,
-    partition,
-    batch: f.index,
-    range,
-    rows: f.rows,
-    bytes: f.bytes,
-    sha256: f.sha256,
-    backendPid,
-    snapshotDigest,
-  };
 }
 
 export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDeps) {
@@ -106,7 +90,15 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
                 return written;
               });
               for (const f of files) countExtracted(f, 'partition');
-              return files.map((f) => manifestFile(store, f, req.partition, req.range, backendPid, digestSourceToken(snapshotText)));
+              return files.map((f) =>
+                manifestFileOf(store, f, {
+                  partition: req.partition,
+                  batch: f.index,
+                  range: req.range,
+                  backendPid,
+                  snapshotDigest: digestSourceToken(snapshotText),
+                }),
+              );
             } finally {
               await closeSession(client);
             }
@@ -150,7 +142,9 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
               for (const f of files) countExtracted(f, 'whole_copy');
               const snapshotDigest = copy.snapshotDigest!;
               return {
-                files: files.map((f) => manifestFile(store, f, 0, { kind: 'all' }, copy.backendPid!, snapshotDigest)),
+                files: files.map((f) =>
+                  manifestFileOf(store, f, { partition: 0, batch: f.index, range: { kind: 'all' }, backendPid: copy.backendPid!, snapshotDigest }),
+                ),
                 receipt: copy.authority.latest()!,
                 snapshotDigest,
                 columns: sourceColumns(table),

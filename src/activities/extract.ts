@@ -19,6 +19,7 @@ import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
 import { parseActivityRequest, partitionRequestSchema, wholeCopyRequestSchema } from '../contract/activity-requests';
+import { manifestFileOf } from './manifest-file';
 import { sinkOptionsOf } from './sink-options';
 import { tableRequestOf } from './table-request';
 
@@ -52,18 +53,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
             signal: Context.current().cancellationSignal,
           });
           countExtracted(file, 'partition');
-          return {
-            path: file.location,
-            name: store.evidenceName(file.location),
-            etag: file.etag,
-            partition: req.partition,
-            range: req.range,
-            rows: file.rows,
-            bytes: file.bytes,
-            sha256: file.sha256,
-            backendPid: file.sessionId,
-            snapshotDigest: file.snapshotDigest,
-          };
+          return manifestFileOf(store, file, { partition: req.partition, range: req.range, backendPid: file.sessionId, snapshotDigest: file.snapshotDigest });
         } finally {
           stopBeats();
         }
@@ -91,20 +81,9 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
               evidenceName: (location) => store.evidenceName(location),
             });
             countExtracted(copy, 'whole_copy');
-            const { location, etag, rows, bytes, sha256, sessionId, snapshotDigest } = copy;
+            const { sessionId, snapshotDigest } = copy;
             return {
-              file: {
-                path: location,
-                name: store.evidenceName(location),
-                etag,
-                partition: 0,
-                range: { kind: 'all' },
-                rows,
-                bytes,
-                sha256,
-                backendPid: sessionId,
-                snapshotDigest,
-              },
+              file: manifestFileOf(store, copy, { partition: 0, range: { kind: 'all' }, backendPid: sessionId, snapshotDigest }),
               receipt,
               snapshotDigest,
               columns: table.columns,
@@ -128,18 +107,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
           const f = result.artifact;
           countExtracted(f, 'whole_copy');
           return {
-            file: {
-              path: f.location,
-              name: store.evidenceName(f.location),
-              etag: f.etag,
-              partition: 0,
-              range: { kind: 'all' },
-              rows: f.rows,
-              bytes: f.bytes,
-              sha256: f.sha256,
-              backendPid: f.backendPid,
-              snapshotDigest: f.snapshotDigest,
-            },
+            file: manifestFileOf(store, f, { partition: 0, range: { kind: 'all' }, backendPid: f.backendPid, snapshotDigest: f.snapshotDigest }),
             receipt: result.extractionReceipt!,
             snapshotDigest: f.snapshotDigest,
             columns: sourceColumns(table),

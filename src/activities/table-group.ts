@@ -14,6 +14,7 @@ import type { ExtractDeps } from './extract';
 import { withFailures } from './failures';
 import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
+import { manifestFileOf } from './manifest-file';
 import { sinkOptionsOf } from './sink-options';
 import { type TableGroupRequest, parseActivityRequest, tableGroupRequestSchema } from '../contract/activity-requests';
 
@@ -54,18 +55,7 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
             return read.files.map((file, i) => {
               countExtracted(file, 'partition');
               const { name, partition, range } = req.ranges[i]!;
-              return {
-                path: file.location,
-                name: stores.of(name).evidenceName(file.location),
-                etag: file.etag,
-                partition,
-                range,
-                rows: file.rows,
-                bytes: file.bytes,
-                sha256: file.sha256,
-                backendPid: read.backendPid,
-                snapshotDigest,
-              };
+              return manifestFileOf(stores.of(name), file, { partition, range, backendPid: read.backendPid, snapshotDigest });
             });
           } finally {
             await closeSession(client);
