@@ -12,12 +12,10 @@ import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
 import type { ExtractionLifecycleReceipt, RowEvidence } from '../lifecycle/receipt';
 import { type TableRequest, resolveTable } from '../postgres/catalog';
-import { insertSelectIntoStaging } from '../postgres/internal-query';
 import { closeSession, openSession } from '../postgres/session';
 import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { digestSourceToken } from '../postgres/source-token';
 import { quoteQualified } from '../postgres/sql';
-import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from '../postgres/stream-load';
 import {
   CommitUnacknowledged,
   type LoadFile,
@@ -29,7 +27,9 @@ import {
   reconcileCommit,
 } from './loader';
 import { assertSameDatabase, assertSourceMayRead, onTargetSession } from './session';
+import { insertSelectIntoStaging } from './select-into-staging';
 import { loadSetIntoTarget, setIntentDigest } from './set-loader';
+import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from './stream-load';
 import { moveIntoTarget } from './table-fill';
 import { sequencesPastRows } from './sequences';
 

@@ -9,7 +9,7 @@ import type { Client } from 'pg';
 import { ErrorCode } from '../../src/errors';
 import { BatchedCopy, type BatchFile } from '../../src/postgres/batched-copy';
 import { resolveTable } from '../../src/postgres/catalog';
-import { insertSelectIntoStaging } from '../../src/postgres/internal-query';
+import { insertSelectIntoStaging } from '../../src/target/select-into-staging';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { DEFAULT_FILE_MODE } from '../../src/storage/output-root';
 import { LocalFileSink } from '../../src/storage/local-file-sink';

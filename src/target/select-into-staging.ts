@@ -7,10 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import type { ClientBase } from 'pg';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority, ownedStagingHandle } from '../lifecycle';
-import { type ResolvedTable, selectSql } from './catalog';
-import { serverNow } from './server-clock';
-import { quoteQualified } from './sql';
-import { withServerSearchPath } from './session';
+import { type ResolvedTable, selectSql } from '../postgres/catalog';
+import { serverNow } from '../postgres/server-clock';
+import { quoteQualified } from '../postgres/sql';
+import { withServerSearchPath } from '../postgres/session';
 
 /** The staging table the caller owns once {@link insertSelectIntoStaging} resolves. */
 export interface StagingTable {
@@ -48,7 +48,7 @@ export async function insertSelectIntoStaging(
     materialize: async () => {
       authority.acquire(await serverNow(target));
       // The staging table was made from the same select: its columns are the select's, in order (none for a table without any).
-      // Read with row security off, as every source read is (./session.ts): a policy fails the read rather than hiding rows.
+      // Read with row security off, as every source read is (../postgres/session.ts): a policy fails the read rather than hiding rows.
       // Only for this statement: the move into the target that follows keeps the session's value.
       const { rows } = await target.query<{ was: string }>(`SELECT current_setting('row_security') AS was, set_config('row_security', 'off', true)`);
       // The read may call the source's own code (a view's functions), which resolves names as for any query of the role.
