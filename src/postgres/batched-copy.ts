@@ -15,7 +15,7 @@ import { type BatchFile, copyBatchFiles } from './batch-files';
 import type { ResolvedTable } from './catalog';
 import type { ExportFormat } from '../contract/formats';
 import { beginRepeatableRead, serverNow } from './server-clock';
-import { readAsSnapshotSaw } from './table-lock';
+import { readAsSnapshotSaw } from './snapshot-changes';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 
 export type { BatchFile };

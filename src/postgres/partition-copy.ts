@@ -18,7 +18,8 @@ import { serverNow, utcText } from './server-clock';
 import { type ExpectedSnapshot, type IdentityRow, SOURCE_IDENTITY_COLUMNS, checkSnapshotIdentity, identityOf } from './source-identity';
 import { snapshotIdLiteral } from './sql';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
-import { lockTimeoutError, setLockTimeout } from './table-lock';
+import { lockTimeoutError } from './lock-blockers';
+import { setLockTimeout } from './table-lock';
 
 export interface PartitionFile extends CopiedOutput, PartitionRead {}
 

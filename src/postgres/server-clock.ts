@@ -9,7 +9,8 @@ import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecyc
 import { digestSourceToken } from './source-token';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { addNote } from '../errors';
-import { type LockableTable, lockBeforeSnapshot, lockTimeoutError, setLockTimeout } from './table-lock';
+import { lockTimeoutError } from './lock-blockers';
+import { type LockableTable, lockBeforeSnapshot, setLockTimeout } from './table-lock';
 
 /** SQL for an instant as an ISO-8601 UTC string with microseconds. */
 export function utcText(expr: string): string {

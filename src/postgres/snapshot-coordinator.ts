@@ -16,7 +16,9 @@ import { type PlanningOptions, planRanges } from './range-sizing';
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
-import { WHILE_READ, lockAccessShare, lockTimeoutError, requireUnchanged, setLockTimeout } from './table-lock';
+import { lockTimeoutError } from './lock-blockers';
+import { WHILE_READ, requireUnchanged } from './snapshot-changes';
+import { lockAccessShare, setLockTimeout } from './table-lock';
 
 /** The planning options {@link SnapshotCoordinator.export} takes, defined with the sizing that reads them. */
 export type { PlanningOptions };
@@ -143,7 +145,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
 
   /**
    * SNAPSHOT_LOST unless the locked tables are still as the snapshot saw them: the check the lock
-   * made, again once everything is read and before it is claimed (see table-lock.ts requireUnchanged).
+   * made, again once everything is read and before it is claimed (see snapshot-changes.ts requireUnchanged).
    */
   async requireUnchanged(): Promise<void> {
     await requireUnchanged(this.client, this.locked, WHILE_READ);

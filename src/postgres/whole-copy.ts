@@ -11,7 +11,7 @@ import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
 import { beginRepeatableRead, serverNow } from './server-clock';
-import { readAsSnapshotSaw } from './table-lock';
+import { readAsSnapshotSaw } from './snapshot-changes';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 
 export interface WholeCopyFile extends CopiedOutput {

@@ -10,7 +10,7 @@ import { ErrorCode } from '../../src/errors';
 import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
-import { lockTimeoutError, maskQuery } from '../../src/postgres/table-lock';
+import { lockTimeoutError, maskQuery } from '../../src/postgres/lock-blockers';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
 import { LocalFileSink } from '../../src/storage/local-file-sink';

@@ -6,7 +6,7 @@ import { utcMicros } from '../../src/lifecycle';
 import { resolveTable } from '../../src/postgres/catalog';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { wholeCopy } from '../../src/postgres/whole-copy';
-import { readAsSnapshotSaw } from '../../src/postgres/table-lock';
+import { readAsSnapshotSaw } from '../../src/postgres/snapshot-changes';
 import { admin, filesDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
