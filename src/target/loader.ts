@@ -6,7 +6,6 @@
  * asks the target what became of that transaction (its xid, recorded before COMMIT); a retried
  * load finds its fence row and loads nothing twice.
  */
-import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { type Client, DatabaseError } from 'pg';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
@@ -15,6 +14,7 @@ import type { ExportFormat } from '../contract/formats';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { requireBinaryTypes } from './binary-types';
 import { sequencesPastRows } from './sequences';
+import { filesIntentDigest } from './load-identity';
 import { fillTable } from './table-fill';
 import { useServerSearchPath, withServerSearchPath } from '../postgres/session';
 
@@ -137,14 +137,6 @@ export async function recordedLoad(client: Client, operationId: string, digest: 
 /** A load's end: committed now, or by an earlier attempt; `rows` as the fence records them. */
 export type LoadResult = { status: 'committed' | 'already_committed'; rows: number; intentDigest: string };
 
-/** The digest of what a load intends to write: every file's name, rows and sha256, in order. */
-export function intentDigest(request: Pick<LoadRequest, 'files' | 'schema' | 'table' | 'mode'>): string {
-  const h = createHash('sha256');
-  h.update(`${request.schema}.${request.table}:${request.mode}\n`);
-  for (const f of request.files) h.update(`${f.rows}:${f.sha256}\n`);
-  return `sha256:${h.digest('hex')}`;
-}
-
 function failure(code: ErrorCode, message: string, disposition: string, cause?: unknown): PgExtractError {
   return Object.assign(new PgExtractError(code, message, { cause }), { disposition });
 }
@@ -206,7 +198,7 @@ export async function loadIntoTarget(client: Client, request: LoadRequest, { sig
   return fencedTransaction(
     client,
     request.operationId,
-    intentDigest(request),
+    filesIntentDigest(request),
     `${request.schema}.${request.table}`,
     async () => {
       await requireBinaryTypes(client, request.format.format, [request]);

@@ -6,7 +6,6 @@
  * failed, still in progress after the wait or unreachable → unknown; a fence holding another intent
  * is unknown. Other failures are thrown; whether they are definite is the caller's decision.
  */
-import { createHash } from 'node:crypto';
 import type { ExportFormat } from '../contract/formats';
 import type { LoadReport } from '../contract/load-report';
 import { ErrorCode, PgExtractError, errorCodeOf } from '../errors';
@@ -16,20 +15,12 @@ import { closeSession, openSession } from '../postgres/session';
 import { SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { digestSourceToken } from '../postgres/source-token';
 import { quoteQualified } from '../postgres/sql';
-import {
-  CommitUnacknowledged,
-  type LoadFile,
-  type LoadRequest,
-  type LoadResult,
-  fencedTransaction,
-  intentDigest,
-  loadIntoTarget,
-  reconcileCommit,
-} from './loader';
+import { CommitUnacknowledged, type LoadFile, type LoadRequest, type LoadResult, fencedTransaction, loadIntoTarget, reconcileCommit } from './loader';
 import { assertSameDatabase, assertSourceMayRead, onTargetSession } from './session';
 import { insertSelectIntoStaging } from './select-into-staging';
-import { loadSetIntoTarget, setIntentDigest } from './set-loader';
-import { dropStreamStaging, streamIntentDigest, streamIntoTarget } from './stream-load';
+import { filesIntentDigest, internalIntentDigest, setIntentDigest, streamIntentDigest } from './load-identity';
+import { loadSetIntoTarget } from './set-loader';
+import { dropStreamStaging, streamIntoTarget } from './stream-load';
 import { moveIntoTarget } from './table-fill';
 import { sequencesPastRows } from './sequences';
 
@@ -59,7 +50,7 @@ export async function loadFiles(url: string, { destination, ...load }: FilesLoad
   return onTargetSession(url, signal, async (client) => {
     const resolved = await resolveTable(client, destination);
     const request = { ...load, schema: resolved.schema, table: resolved.table };
-    return report(request.operationId, url, intentDigest(request), () => loadIntoTarget(client, request, { signal, onBytes }));
+    return report(request.operationId, url, filesIntentDigest(request), () => loadIntoTarget(client, request, { signal, onBytes }));
   });
 }
 
@@ -116,7 +107,7 @@ export async function loadBySelect(
     const from = await resolveTable(client, source, { readRows: true });
     await assertSourceMayRead(sourceUrl, from);
     const into = await resolveTable(client, destination);
-    const digest = `sha256:${createHash('sha256').update(`internal:${from.schema}.${from.table}->${into.schema}.${into.table}:${mode}`).digest('hex')}`;
+    const digest = internalIntentDigest(from, into, mode);
     let receipt: ExtractionLifecycleReceipt | null = null;
     const result = await report(operationId, url, digest, () =>
       fencedTransaction(

@@ -11,6 +11,7 @@ import { type ResolvedTable, selectSql } from '../postgres/catalog';
 import { serverNow } from '../postgres/server-clock';
 import { quoteQualified } from '../postgres/sql';
 import { withServerSearchPath } from '../postgres/session';
+import { STAGING_PREFIX } from './load-identity';
 
 /** The staging table the caller owns once {@link insertSelectIntoStaging} resolves. */
 export interface StagingTable {
@@ -35,7 +36,7 @@ export async function insertSelectIntoStaging(
   // Temporary: the session that fills it moves it, so it needs no CREATE on any schema, writes no
   // WAL for rows it holds only until the move, and cannot outlive the session.
   const schema = 'pg_temp';
-  const name = `pg_extract_stg_${randomBytes(6).toString('hex')}`;
+  const name = `${STAGING_PREFIX}${randomBytes(6).toString('hex')}`;
   const staging = quoteQualified(schema, name);
   const { result } = await ownedStagingHandle({
     signal: options.signal,

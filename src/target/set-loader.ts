@@ -5,13 +5,13 @@
  * (see table-fill.ts for how, and how each file is verified), so every key holds at COMMIT. Any
  * failure rolls the transaction back: nothing lands and no staging table stays.
  */
-import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
 import type { ExportFormat } from '../contract/formats';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
 import { fromItem } from '../postgres/catalog';
 import { withServerSearchPath } from '../postgres/session';
 import { requireBinaryTypes } from './binary-types';
+import { setIntentDigest } from './load-identity';
 import { sequencesPastRows } from './sequences';
 import { fillTable, withRelkinds } from './table-fill';
 
@@ -32,17 +32,6 @@ export interface SetLoadRequest {
   mode: 'append' | 'replace';
   /** Stable per extraction attempt: the same load retried has the same id. */
   operationId: string;
-}
-
-/** The digest of what a set's load intends to write: each target table with its files' rows and sha256, in order. */
-export function setIntentDigest(request: Pick<SetLoadRequest, 'tables' | 'mode'>): string {
-  const h = createHash('sha256');
-  h.update(`set:${request.mode}\n`);
-  for (const t of request.tables) {
-    h.update(`${t.schema}.${t.table}\n`);
-    for (const f of t.files) h.update(`${f.rows}:${f.sha256}\n`);
-  }
-  return `sha256:${h.digest('hex')}`;
 }
 
 /**

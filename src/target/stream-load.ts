@@ -7,7 +7,7 @@
  * so they are committed tables: the staging guard drops them on every failure, and a retried load
  * first drops what a vanished worker left under the same operation's names.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Client } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ErrorCode, PgExtractError } from '../errors';
@@ -21,6 +21,7 @@ import { copyPartition } from '../postgres/partition-copy';
 import type { SnapshotPlan } from '../postgres/snapshot-coordinator';
 import { quoteQualified } from '../postgres/sql';
 import { requireBinaryTypes } from './binary-types';
+import { operationStagingStem, streamIntentDigest } from './load-identity';
 import { type LoadControl, type LoadResult, ensureFence, fencedTransaction, recordedLoad } from './loader';
 import { createStagingSql, moveIntoTarget, withRelkinds } from './table-fill';
 import { sequencesPastRows } from './sequences';
@@ -48,12 +49,6 @@ export interface StreamSessions {
   source: () => Promise<Client>;
   target: () => Promise<Client>;
   close: (client: Client) => Promise<void>;
-}
-
-/** The fence's intent: this table streamed into that one in this mode (a retry's fresh snapshot is the same intent). */
-export function streamIntentDigest(request: Pick<StreamRequest, 'plan' | 'schema' | 'table' | 'mode'>): string {
-  const { schema, table } = request.plan.table;
-  return `sha256:${createHash('sha256').update(`stream:${schema}.${table}->${request.schema}.${request.table}:${request.mode}`).digest('hex')}`;
 }
 
 /** A COPY FROM on a target session as the output of a partition copy: nothing is stored, so commit and discard have nothing to do. */
@@ -156,7 +151,7 @@ export async function streamIntoTarget(
 }
 
 function stagingPrefix(operationId: string): string {
-  return `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}_`;
+  return `${operationStagingStem(operationId)}_`;
 }
 
 /** Drops the staging tables of operation `operationId` in `schema`, whichever attempt (or vanished worker) left them. */

@@ -18,6 +18,7 @@ import { copyInSql } from '../postgres/export-format';
 import { withServerSearchPath } from '../postgres/session';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { decompressStage } from '../storage/file-compression';
+import { operationStagingStem } from './load-identity';
 import type { LoadFile } from './loader';
 
 /** One target table and the files that fill it. */
@@ -118,7 +119,7 @@ export function createStagingSql(staging: string, target: string, columns: reado
  * PostgreSQL grants to PUBLIC), and nothing of it can outlive the session.
  */
 function stagingName(operationId: string, suffix: string): string {
-  return quoteQualified('pg_temp', `pg_extract_stg_${createHash('sha256').update(operationId).digest('hex').slice(0, 12)}${suffix}`);
+  return quoteQualified('pg_temp', `${operationStagingStem(operationId)}${suffix}`);
 }
 
 /**
