@@ -5,13 +5,10 @@
  */
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
-import { autoPartitionCount, planKeyRanges } from '../planning/range-planner';
+import { AUTO_MAX_PARTITIONS, AUTO_TARGET_ROWS, autoPartitionCount, planKeyRanges } from '../planning/range-planner';
 import type { PartitionRange } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import type { SourceTable } from '../sources/source-adapter';
-
-const TARGET_ROWS = 250_000;
-const MAX_PARTITIONS = 16;
 
 const text = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 
@@ -27,7 +24,7 @@ export async function planMysqlRanges(
       .query('SELECT TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [table.schema, table.table]);
     rowCount = Number((rows as { n: unknown }[])[0]?.n ?? 0);
   }
-  const wanted = partitions === 'auto' ? autoPartitionCount(rowCount!, { targetRows: TARGET_ROWS, max: MAX_PARTITIONS }) : partitions;
+  const wanted = partitions === 'auto' ? autoPartitionCount(rowCount!, { targetRows: AUTO_TARGET_ROWS, max: AUTO_MAX_PARTITIONS }) : partitions;
   if (wanted === 1) return { ranges: [{ kind: 'all' }], rowCount };
   if (!table.key) {
     // `auto` falls back to one range; a count the user asked for is refused rather than silently ignored.

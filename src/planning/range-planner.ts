@@ -83,6 +83,11 @@ const CODECS: Record<KeyKind, OrdinalCodec<any>> = {
   text: { parse: (t: string) => t, format: (v: string) => v },
 };
 
+/** `auto` partitioning's rows per partition, one value for every source (a caller may name its own). */
+export const AUTO_TARGET_ROWS = 250_000;
+/** The most partitions `auto` plans for one table, one value for every source (a caller may name its own). */
+export const AUTO_MAX_PARTITIONS = 16;
+
 /** n = clamp(ceil(rows / targetRows), 1, max). */
 export function autoPartitionCount(rowCount: number, options: { targetRows: number; max: number }): number {
   return Math.max(1, Math.min(options.max, Math.ceil(rowCount / Math.max(1, options.targetRows))));

@@ -7,7 +7,7 @@
  */
 import type { ClientBase } from 'pg';
 import { type ResolvedTable, fromItem } from './catalog';
-import { type KeyBounds, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
+import { AUTO_MAX_PARTITIONS, AUTO_TARGET_ROWS, type KeyBounds, autoPartitionCount, planKeyRanges, planPageRanges } from '../planning/range-planner';
 import type { PartitionRange, SplitKey } from '../contract/partition-range';
 import { quoteIdent, quoteLiteral, quoteQualified } from './sql';
 import { keyCollate } from './range-predicate';
@@ -16,9 +16,9 @@ import { keyCollate } from './range-predicate';
 export interface PlanningOptions {
   /** A fixed count, or `auto` (rows / targetRows, at most maxPartitions). */
   partitions: number | 'auto';
-  /** @default 250_000 */
+  /** @default AUTO_TARGET_ROWS */
   targetRowsPerPartition?: number;
-  /** @default 16 */
+  /** @default AUTO_MAX_PARTITIONS */
   maxPartitions?: number;
   /** The ranges are copied in binary: a column with no binary form is refused (ResolveOptions.binary). @default false */
   binary?: boolean;
@@ -45,7 +45,7 @@ export async function planRanges(
   const auto = planning.partitions === 'auto';
   const wanted = (rows: number | null): number =>
     planning.partitions === 'auto'
-      ? autoPartitionCount(rows ?? 0, { targetRows: planning.targetRowsPerPartition ?? 250_000, max: planning.maxPartitions ?? 16 })
+      ? autoPartitionCount(rows ?? 0, { targetRows: planning.targetRowsPerPartition ?? AUTO_TARGET_ROWS, max: planning.maxPartitions ?? AUTO_MAX_PARTITIONS })
       : planning.partitions;
   // `auto` sizes the plan by an estimate, never a COUNT(*): planning stays flat in table size.
   const rows = auto ? await plannedRows(client, relation, table.relkind) : null;

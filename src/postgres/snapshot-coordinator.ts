@@ -12,6 +12,7 @@ import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
 import type { PartitionRange, SourceIdentity } from '../contract/partition-range';
+import { AUTO_MAX_PARTITIONS } from '../planning/range-planner';
 import { type PlanningOptions, planRanges } from './range-sizing';
 import { serverNow, utcText } from './server-clock';
 import { type IdentityRow, SOURCE_IDENTITY_COLUMNS, identityOf } from './source-identity';
@@ -81,7 +82,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   /**
    * Opens one exporting transaction for a set of tables: resolves them all inside the snapshot,
    * takes ACCESS SHARE on each (as pg_dump does), and plans each by its size: `partitions` is the
-   * most ranges any one table gets (`auto`: 16).
+   * most ranges any one table gets (`auto`: {@link AUTO_MAX_PARTITIONS}).
    */
   static async exportSet(
     client: ClientBase,
@@ -99,7 +100,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
         lockedSet = tables;
         await lockAccessShare(client, tables);
         const sizes = await tableSizes(client, tables);
-        const max = planning.partitions === 'auto' ? 16 : planning.partitions;
+        const max = planning.partitions === 'auto' ? AUTO_MAX_PARTITIONS : planning.partitions;
         const plans: TablePlan[] = [];
         for (const [i, table] of tables.entries()) {
           const n = partitionsBySize(sizes[i]!, max);
