@@ -1,10 +1,13 @@
 /**
- * The built-in target owner's three loads, each ending in the target owner's report: files COPYed
- * in behind the commit fence, (source and target one database) one `INSERT … SELECT`, or each
- * partition's COPY TO streamed into a COPY FROM on the target inside one exported snapshot. An
- * ambiguous COMMIT is reconciled by its transaction's fate: committed → committed, aborted →
- * failed, still in progress after the wait or unreachable → unknown; a fence holding another intent
- * is unknown. Other failures are thrown; whether they are definite is the caller's decision.
+ * The built-in target owner's four loads, each ending in the target owner's report: one table's
+ * files COPYed in behind the commit fence (loadFiles), a set's files into their mapped tables in
+ * one transaction behind one fence (loadFileSet), (source and target one database) one
+ * `INSERT … SELECT` (loadBySelect), or each partition's COPY TO streamed into a COPY FROM on the
+ * target inside one exported snapshot (loadByStream); and releaseStreamStaging, which drops what a
+ * stream left on the target. An ambiguous COMMIT is reconciled by its transaction's fate:
+ * committed → committed, aborted → failed, still in progress after the wait or unreachable →
+ * unknown; a fence holding another intent is unknown. Other failures are thrown; whether they are
+ * definite is the caller's decision.
  */
 import type { ExportFormat } from '../contract/formats';
 import type { LoadReport } from '../contract/load-report';
