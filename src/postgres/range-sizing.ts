@@ -20,8 +20,6 @@ export interface PlanningOptions {
   targetRowsPerPartition?: number;
   /** @default AUTO_MAX_PARTITIONS */
   maxPartitions?: number;
-  /** The ranges are copied in binary: a column with no binary form is refused (ResolveOptions.binary). @default false */
-  binary?: boolean;
 }
 
 /**

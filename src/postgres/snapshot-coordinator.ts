@@ -21,8 +21,11 @@ import { lockTimeoutError } from './lock-blockers';
 import { WHILE_READ, requireUnchanged } from './snapshot-changes';
 import { lockAccessShare, setLockTimeout } from './table-lock';
 
-/** The planning options {@link SnapshotCoordinator.export} takes, defined with the sizing that reads them. */
-export type { PlanningOptions };
+/** How the coordinator plans: the ranges (sized by ./range-sizing.ts), and the format they are copied in. */
+export interface ExportOptions extends PlanningOptions {
+  /** The ranges are copied in binary: a column with no binary form is refused (ResolveOptions.binary). @default false */
+  binary?: boolean;
+}
 
 /** How long the coordinator waits for its table lock. */
 export interface LockingOptions {
@@ -68,7 +71,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   static async export(
     client: ClientBase,
     request: TableRequest,
-    planning: PlanningOptions,
+    planning: ExportOptions,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator> {
     return SnapshotCoordinator.exporting(client, locking, [request], async (snapshot) => {
@@ -87,7 +90,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   static async exportSet(
     client: ClientBase,
     selection: TableSelection,
-    planning: Pick<PlanningOptions, 'partitions' | 'binary'>,
+    planning: Pick<ExportOptions, 'partitions' | 'binary'>,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator<SnapshotSetPlan>> {
     let lockedSet: readonly { schema: string; table: string }[] = [];

@@ -10,7 +10,7 @@ import { digestSourceToken } from '../postgres/source-token';
 import { sourceColumns } from '../postgres/catalog';
 import { copyPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
-import { type PlanningOptions, type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { type ExportOptions, type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
@@ -108,7 +108,7 @@ export async function openPostgresTableSet(url: string, selection: TableSelectio
 /** What the snapshot holder keeps of a read: the probe and the close. */
 export type HeldRead = Pick<SourceRead, 'probe' | 'close'>;
 
-function planningOf(options: OpenOptions): Pick<PlanningOptions, 'partitions' | 'binary'> {
+function planningOf(options: OpenOptions): Pick<ExportOptions, 'partitions' | 'binary'> {
   return { partitions: options.partitions, binary: options.format === 'binary' };
 }
 

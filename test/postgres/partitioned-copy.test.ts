@@ -9,7 +9,7 @@ import type { KeyRange } from '../../src/contract/partition-range';
 import { ErrorCode } from '../../src/errors';
 import { copyPartition } from '../../src/postgres/partition-copy';
 import { closeSession, openSession } from '../../src/postgres/session';
-import { type PlanningOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
+import { type ExportOptions, SnapshotCoordinator } from '../../src/postgres/snapshot-coordinator';
 import { admin, filesDigest, nonBytewiseCollation, settleSessions, tableDigest } from '../support/database';
 import { LocalFileSink } from '../../src/storage/local-file-sink';
 import { eventually } from '../support/eventually';
@@ -20,7 +20,7 @@ const csv = { format: 'csv' as const, header: true, gzip: false };
 /** Exports a snapshot of schema.t (split by `key` when given), lets `between` run, copies every partition on its own session. */
 async function exportPartitions(
   schema: string,
-  planning: PlanningOptions,
+  planning: ExportOptions,
   between: (c: SnapshotCoordinator) => Promise<void> = async () => undefined,
   key?: string,
 ) {
