@@ -6,14 +6,14 @@
  */
 import { pipeline } from 'node:stream/promises';
 import type { Connection, FieldPacket } from 'mysql2';
-import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { ErrorCode, PgExtractError } from '../errors';
 import { toUtcTimestamp } from '../lifecycle/utc-timestamp';
 import { Digest } from '../postgres/copy-to-output';
 import type { PartitionRange } from '../contract/partition-range';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import type { RangeCopy, RangeCopyOptions, ReadHandle } from '../sources/source-adapter';
 import { compressStage } from '../storage/file-compression';
-import type { OutputSink } from '../storage/output-sink';
+import { type OutputSink, discardAfter } from '../storage/output-sink';
 import { CsvRows, type MysqlField } from './csv-rows';
 
 /** The columns a MySQL plan names (it always does: only a set's plan names none, and a set reads PostgreSQL). */
@@ -101,7 +101,7 @@ export async function copyMysqlRange(
   } catch (err) {
     // A SELECT abandoned mid-stream leaves rows on the wire: the session cannot be reused.
     conn.destroy();
-    await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    await discardAfter(err, sink);
     throw err;
   } finally {
     conn.off('error', lost);

@@ -11,14 +11,14 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Client } from 'pg';
-import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { ErrorCode, PgExtractError } from '../errors';
 import { ByteCount, Digest, copyThrough } from '../postgres/copy-to-output';
 import type { CopyOutStream } from '../postgres/copy-out-stream';
 import type { ExportFormat } from '../contract/formats';
 import { copyOutSql } from '../postgres/export-format';
 import type { SourceColumn } from '../contract/source-column';
 import type { WrittenFile } from '../contract/file-receipt';
-import type { OutputSink, StoredOutput } from '../storage/output-sink';
+import { type OutputSink, type StoredOutput, discardAfter } from '../storage/output-sink';
 import { type CsvToParquetRequest, ROW_BYTES_LIMITS, csvToParquet } from './csv-to-parquet';
 import { type FifoSink, makeFifo, openFifoWhenRead } from './fifo-sink';
 import { requireParquetColumns } from './column-mapping';
@@ -146,7 +146,7 @@ async function storeFile(path: string, sink: OutputSink, options: ParquetOutputO
     const written = { bytes: digest.bytes, sha256: digest.hash.digest('hex') };
     return { ...written, ...(await sink.commit(written)) };
   } catch (err) {
-    await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    await discardAfter(err, sink);
     throw err;
   }
 }

@@ -8,9 +8,8 @@ import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Client, DatabaseError } from 'pg';
-import { addNote } from '../errors';
 import type { WrittenFile } from '../contract/file-receipt';
-import type { OutputSink, StoredOutput } from '../storage/output-sink';
+import { type OutputSink, type StoredOutput, discardAfter } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
 
 /** Counts the bytes passing through, reporting the running total (progress). */
@@ -78,7 +77,7 @@ export async function copyToOutput(
     return { ...written, ...stored, rows: source.rowCount };
   } catch (err) {
     // The COPY's failure is the one to report; a partial output left behind is only a note on it.
-    await sink.discard().catch((discardErr: unknown) => addNote(err, `partial output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    await discardAfter(err, sink);
     throw err;
   }
 }

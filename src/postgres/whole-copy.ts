@@ -7,7 +7,7 @@ import type { Client } from 'pg';
 import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
 import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
-import type { CopiedOutput, OutputSink } from '../storage/output-sink';
+import { type CopiedOutput, type OutputSink, discardAfter } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
 import { beginRepeatableRead, serverNow } from './server-clock';
@@ -58,8 +58,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
     return new ExtractResult(file, authority);
   } catch (err) {
     await client.query('ROLLBACK').catch((rollbackErr: unknown) => addNote(err, `rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
-    if (committed)
-      await output.discard().catch((discardErr: unknown) => addNote(err, `output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+    if (committed) await discardAfter(err, output, 'output');
     throw err;
   }
 }

@@ -4,10 +4,9 @@
  * close with success. The output's sink is made only once the read is open, so a refused login
  * or a missing table leaves no file; an output whose read cannot complete is discarded.
  */
-import { addNote } from '../errors';
 import type { ExtractionLifecycleReceipt } from '../lifecycle/receipt';
 import type { TableRequest } from '../postgres/catalog';
-import type { OutputSink } from '../storage/output-sink';
+import { type OutputSink, discardAfter } from '../storage/output-sink';
 import type { RangeCopy, RangeCopyOptions, SourceAdapter, SourceTable } from './source-adapter';
 
 export interface WholeRead {
@@ -30,7 +29,7 @@ export async function readWhole(
       const receipt = await read.close('success', [{ name: options.evidenceName(copy.location), rows: copy.rows, bytes: copy.bytes, sha256: copy.sha256 }]);
       return { copy, receipt, table: read.plan.table };
     } catch (err) {
-      await output.discard().catch((discardErr: unknown) => addNote(err, `output removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
+      await discardAfter(err, output, 'output');
       throw err;
     }
   } finally {

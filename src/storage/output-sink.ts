@@ -5,6 +5,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { WrittenFile } from '../contract/file-receipt';
+import { addNote } from '../errors';
 
 /** What the store acknowledged at commit. */
 export interface StoredOutput {
@@ -31,4 +32,12 @@ export interface OutputSink {
   commit(written: WrittenFile): Promise<StoredOutput>;
   /** Removes every trace: the partial output before commit, the output itself after. Rejects when it could not. */
   discard(): Promise<void>;
+}
+
+/**
+ * Removes what `sink` wrote once `err` ended its copy (`output`: the committed file; `partial output`:
+ * before its commit). `err` stays the failure to report: a removal that fails is only a note on it.
+ */
+export async function discardAfter(err: unknown, sink: Pick<OutputSink, 'discard'>, what: 'output' | 'partial output' = 'partial output'): Promise<void> {
+  await sink.discard().catch((discardErr: unknown) => addNote(err, `${what} removal failed: ${(discardErr as { code?: string }).code ?? 'Error'}`));
 }
