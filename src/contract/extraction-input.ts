@@ -12,6 +12,7 @@ import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-o
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
 import { type S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
+import { INPUT_LIMITS } from './input-limits';
 
 /** How long the coordinator and each partition wait for a lock by default. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -75,7 +76,7 @@ export const extractionInputSchema = z
     /** Glob patterns on table names in `schema`: drop the tables any of them matches (none when empty). */
     exclude: z.array(glob).max(100).optional(),
     /** A run's partitions in flight at once, over all its tables (runs of several tables). */
-    maxInFlight: z.number().int().min(1).max(256).default(8),
+    maxInFlight: z.number().int().min(1).max(INPUT_LIMITS.maxInFlight).default(8),
     /** Columns to export (all when absent). */
     columns: z
       .array(
@@ -171,26 +172,26 @@ export const extractionInputSchema = z
       })
       .optional(),
     /** How long to wait for the target owner before retaining the files as `retain_commit_unknown`. */
-    commitDeadlineMs: millis(30 * 24 * HOUR).default(24 * HOUR),
+    commitDeadlineMs: millis(INPUT_LIMITS.commitDeadlineMs).default(24 * HOUR),
     /** Fresh snapshots to try when the snapshot holder is lost. */
-    maxSnapshotAttempts: z.number().int().min(1).max(10).default(3),
+    maxSnapshotAttempts: z.number().int().min(1).max(INPUT_LIMITS.maxSnapshotAttempts).default(3),
     partitionRetry: z
       .strictObject({
-        maximumAttempts: z.number().int().min(1).max(100).default(5),
-        initialIntervalMs: millis(HOUR).default(1000),
+        maximumAttempts: z.number().int().min(1).max(INPUT_LIMITS['partitionRetry.maximumAttempts']).default(5),
+        initialIntervalMs: millis(INPUT_LIMITS['partitionRetry.initialIntervalMs']).default(1000),
       })
       .default({ maximumAttempts: 5, initialIntervalMs: 1000 }),
     timeouts: z
       .strictObject({
         /** A holder that stops heartbeating this long is lost. */
-        holderHeartbeatMs: millis(HOUR).default(20_000),
+        holderHeartbeatMs: millis(INPUT_LIMITS['timeouts.holderHeartbeatMs']).default(20_000),
         /** A partition that stops heartbeating this long is retried elsewhere. */
-        partitionHeartbeatMs: millis(HOUR).default(20_000),
-        partitionStartToCloseMs: millis(48 * HOUR).default(12 * HOUR),
+        partitionHeartbeatMs: millis(INPUT_LIMITS['timeouts.partitionHeartbeatMs']).default(20_000),
+        partitionStartToCloseMs: millis(INPUT_LIMITS['timeouts.partitionStartToCloseMs']).default(12 * HOUR),
         /** How long the coordinator and each partition wait for the table's ACCESS SHARE before failing with LOCK_TIMEOUT. */
-        lockTimeoutMs: millis(HOUR).default(DEFAULT_LOCK_TIMEOUT_MS),
+        lockTimeoutMs: millis(INPUT_LIMITS['timeouts.lockTimeoutMs']).default(DEFAULT_LOCK_TIMEOUT_MS),
         /** A built-in load that stops heartbeating this long is retried elsewhere. */
-        loadHeartbeatMs: millis(HOUR).default(20_000),
+        loadHeartbeatMs: millis(INPUT_LIMITS['timeouts.loadHeartbeatMs']).default(20_000),
       })
       .default({
         holderHeartbeatMs: 20_000,

@@ -7,11 +7,14 @@
  * required, so every run ever started replays as it ran; since `input-ranges`, a new run's numbers
  * the workflow itself uses (bounds, attempts, timeouts) must also be whole numbers of at least 1:
  * a set without its bound on copies in flight copied nothing (and completed its receipt), and a
- * zero or negative timeout or retry count failed every workflow task.
+ * zero or negative timeout or retry count failed every workflow task. Since `input-limits`, they
+ * must also be within the schema's maximums: a retry interval past Temporal's durations failed
+ * every workflow task too.
  */
 import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { ErrorCode } from '../errors';
+import { INPUT_LIMITS } from '../contract/input-limits';
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -32,37 +35,45 @@ function shapeProblem(raw: unknown): string | null {
 
 /** Marks runs whose numbers are checked too ({@link rangeProblem}). */
 export const INPUT_RANGES = 'input-ranges';
+/** Marks runs whose numbers are also checked against the schema's maximums (INPUT_LIMITS). */
+export const INPUT_LIMITS_CHECKED = 'input-limits';
 
-const isCount = (value: unknown): boolean => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+type LimitedNumber = keyof typeof INPUT_LIMITS;
 
 /**
  * What is wrong with the numbers the workflow reads from `raw` (of the shape {@link shapeProblem}
  * checks), or null. Those an older client may leave out, and the workflow can do without, are
  * checked only when given; a set's bound on copies in flight is required.
  */
-function rangeProblem(raw: Record<string, unknown>): string | null {
+function rangeProblem(raw: Record<string, unknown>, limited: boolean): string | null {
   const timeouts = raw.timeouts as Record<string, unknown>;
   const retry = raw.partitionRetry as Record<string, unknown>;
   const set = raw.table === undefined;
-  const numbers: [name: string, value: unknown, required: boolean][] = [
+  const numbers: [name: LimitedNumber, value: unknown, required: boolean][] = [
     ['maxInFlight', raw.maxInFlight, set],
     ['commitDeadlineMs', raw.commitDeadlineMs, true],
     ['maxSnapshotAttempts', raw.maxSnapshotAttempts, true],
     ['partitionRetry.maximumAttempts', retry.maximumAttempts, true],
     ['partitionRetry.initialIntervalMs', retry.initialIntervalMs, false],
-    ...['holderHeartbeatMs', 'partitionHeartbeatMs', 'partitionStartToCloseMs', 'loadHeartbeatMs'].map((key): [string, unknown, boolean] => [
+    ...(['holderHeartbeatMs', 'partitionHeartbeatMs', 'partitionStartToCloseMs', 'loadHeartbeatMs'] as const).map((key): [LimitedNumber, unknown, boolean] => [
       `timeouts.${key}`,
       timeouts[key],
       key !== 'loadHeartbeatMs',
     ]),
   ];
-  const bad = numbers.find(([, value, required]) => (required || value !== undefined) && !isCount(value));
-  return bad ? `has ${JSON.stringify(bad[1]) ?? 'no'} ${bad[0]}, where a whole number of at least 1 goes` : null;
+  const max = (name: LimitedNumber) => (limited ? INPUT_LIMITS[name] : Number.MAX_SAFE_INTEGER);
+  const bad = numbers.find(
+    ([name, value, required]) =>
+      (required || value !== undefined) && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 1 && value <= max(name)),
+  );
+  if (!bad) return null;
+  const [name, value] = bad;
+  return `has ${JSON.stringify(value) ?? 'no'} ${name}, where a whole number ${limited ? `from 1 to ${max(name)}` : 'of at least 1'} goes`;
 }
 
 /** Fails the run with INPUT_INVALID unless `raw` has the shape of a parsed input. */
 export function requireParsedInput(raw: unknown): asserts raw is ExtractionInput {
-  const problem = shapeProblem(raw) ?? (patched(INPUT_RANGES) ? rangeProblem(raw as Record<string, unknown>) : null);
+  const problem = shapeProblem(raw) ?? (patched(INPUT_RANGES) ? rangeProblem(raw as Record<string, unknown>, patched(INPUT_LIMITS_CHECKED)) : null);
   if (problem) {
     throw ApplicationFailure.nonRetryable(
       `the run's input ${problem}: start runs with startExtraction or the CLI, which parse it (parseExtractionInput)`,

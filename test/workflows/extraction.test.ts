@@ -375,8 +375,10 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
 
   it('a run started without parsed input (no client, no CLI), or with numbers the workflow cannot use, fails with INPUT_INVALID at once, creating nothing', async () => {
     const parsed = parseExtractionInput({ tables: [table] });
-    // A set without its bound copied nothing and completed its receipt; the others failed every workflow task.
+    // A set without its bound copied nothing and completed its receipt; the others failed every workflow task
+    // (a retry interval past the schema's hour: BadScheduleActivityAttributes, its maximum interval out of range).
     const unusable = [
+      { ...parsed, partitionRetry: { maximumAttempts: 5, initialIntervalMs: Number.MAX_SAFE_INTEGER } },
       { ...parsed, maxInFlight: undefined },
       { ...parsed, partitionRetry: {} },
       { ...parsed, partitionRetry: { maximumAttempts: 0, initialIntervalMs: 1000 } },
@@ -390,6 +392,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
         await assert.rejects(handle.result(), (err: unknown) => {
           assert.ok(err instanceof WorkflowFailedError);
           assert.equal((err.cause as { type?: string }).type, 'INPUT_INVALID');
+          if (i === 4) assert.match(err.cause!.message, /has 9007199254740991 partitionRetry\.initialIntervalMs, where a whole number from 1 to 3600000 goes/);
           return true;
         });
         const events = (await handle.fetchHistory()).events ?? [];

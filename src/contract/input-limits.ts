@@ -1,0 +1,20 @@
+/**
+ * The largest value of each number of a run's input: the input schema (./extraction-input.ts)
+ * refuses more, and the workflow checks them again for a run started without the schema
+ * (../workflows/input-shape.ts), where a retry interval past Temporal's durations failed every
+ * workflow task. Plain constants, so the workflow bundle imports them without zod.
+ */
+const HOUR = 3_600_000;
+
+export const INPUT_LIMITS = {
+  maxInFlight: 256,
+  commitDeadlineMs: 30 * 24 * HOUR,
+  maxSnapshotAttempts: 10,
+  'partitionRetry.maximumAttempts': 100,
+  'partitionRetry.initialIntervalMs': HOUR,
+  'timeouts.holderHeartbeatMs': HOUR,
+  'timeouts.partitionHeartbeatMs': HOUR,
+  'timeouts.partitionStartToCloseMs': 48 * HOUR,
+  'timeouts.lockTimeoutMs': HOUR,
+  'timeouts.loadHeartbeatMs': HOUR,
+} as const;
