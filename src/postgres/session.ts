@@ -49,6 +49,12 @@ const SESSION_SETTINGS: Record<string, string> = {
   // setting skips it (below).
   statement_timeout: '0',
   transaction_timeout: '0',
+  // A stopped worker (SIGSTOP, a frozen VM) keeps its sessions, its kernel still answering keepalives: one left idle
+  // inside a transaction would hold its snapshot's xmin (a source's) or its locks and fence claim (a target's, which a
+  // load's retry waits behind) for as long as it stays stopped. The server ends it after 10 minutes idle, longer than
+  // any of our waits between the statements of a transaction (an object store may take minutes to complete a large
+  // upload). The coordinator sets 30 s for its own transaction, which its probes keep alive.
+  idle_in_transaction_session_timeout: '10min',
   // The server ends the session of a vanished client host after about 25 s of silence, and of a
   // closed client socket within 5 s even while a query runs (PostgreSQL 14+; older servers skip it).
   // Neither ends the session of a stopped (SIGSTOP) worker, whose kernel still answers: the
