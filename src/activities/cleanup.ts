@@ -8,6 +8,7 @@ import { ErrorCode, PgExtractError } from '../errors';
 import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
+import { heartbeating } from './heartbeats';
 import { type ReleaseOutputsRequest, parseActivityRequest, releaseOutputsRequestSchema } from '../contract/activity-requests';
 
 /** The run this activity works for, as its folders' markers name it. */
@@ -20,11 +21,11 @@ function runOwner(): string {
 export function createCleanupActivities({ stores }: { stores: OutputStores }) {
   return {
     async prepareOutputFolder(name: string): Promise<void> {
-      return withFailures(() => stores.of(name).prepareFolder(name, runOwner()));
+      return withFailures(() => heartbeating(() => stores.of(name).prepareFolder(name, runOwner())));
     },
 
     async releaseOutputs(raw: ReleaseOutputsRequest): Promise<ReleaseReport> {
-      return withFailures(async () => stores.release(parseActivityRequest(releaseOutputsRequestSchema, raw), runOwner()));
+      return withFailures(() => heartbeating(() => stores.release(parseActivityRequest(releaseOutputsRequestSchema, raw), runOwner())));
     },
   };
 }

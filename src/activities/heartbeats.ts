@@ -20,3 +20,13 @@ export function heartbeatInterval(): number {
   const timeout = Context.current().info.heartbeatTimeoutMs;
   return Math.max(100, Math.min(1000, Math.floor((timeout ?? 30_000) / 3)));
 }
+
+/** Runs `work` heartbeating with no details: a worker that dies in it is noticed by its silence, not its timeout. */
+export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  const stop = heartbeatEvery(() => null);
+  try {
+    return await work();
+  } finally {
+    stop();
+  }
+}

@@ -20,7 +20,7 @@ import { type StreamLoadReport, loadBySelect, loadByStream, loadFileSet, loadFil
 import { fenceRows } from '../target/loader';
 import { onTargetSession } from '../target/session';
 import { failureTypeOf, withFailures } from './failures';
-import { heartbeatEvery } from './heartbeats';
+import { heartbeatEvery, heartbeating } from './heartbeats';
 import { definiteLoadFailure, loadFailureMessage } from './load-failures';
 import { parseActivityRequest } from '../contract/activity-requests';
 import {
@@ -227,7 +227,7 @@ export function createLoadActivities({
     async releaseStreamStaging(raw: ReleaseStreamStagingRequest): Promise<void> {
       return withFailures(async () => {
         const { target, operationId } = parseActivityRequest(releaseStreamStagingRequestSchema, raw);
-        return releaseStreamStaging(targetUrl(target.name), parseTableName(target.table, 'target.table'), operationId);
+        return heartbeating(() => releaseStreamStaging(targetUrl(target.name), parseTableName(target.table, 'target.table'), operationId));
       });
     },
 

@@ -18,8 +18,11 @@ import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
 import { PAYLOAD_BUDGET, requireManifestFits } from './payload-budget';
 
-/** Output folders and files: an attempt's discard, the terminal release. */
-export const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', retry: { maximumAttempts: 10 } });
+/**
+ * Output folders and files: an attempt's folder, its discard, the terminal release. They heartbeat, so
+ * a worker that dies in one is noticed within the heartbeat timeout, not the start-to-close.
+ */
+export const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '15 seconds', retry: { maximumAttempts: 10 } });
 
 /** What the run did before the commit decision. */
 export interface WorkDone {

@@ -15,6 +15,9 @@ import { admin, filesDigest, manifestDigest, seedMixedTable, settleSessions, tab
 import { live } from '../support/services';
 import { type WorkerProcess, spawnWorker } from '../support/worker-process';
 import { eventually } from '../support/eventually';
+import { bucketContents, gatedS3Proxy, s3Service } from '../support/s3';
+
+const RELEASE_BUCKET = 'pgx-crash-release';
 
 const RUNS = Number(process.env.FAULT_RUNS ?? 10);
 const SEED = Number(process.env.FAULT_SEED ?? 20261202);
@@ -215,6 +218,32 @@ describe('worker process killed mid-extraction (live)', function () {
       assert.deepEqual(await settleSessions(10_000), [], 'no session left');
     } finally {
       await admin().query('DROP SCHEMA IF EXISTS tcrash CASCADE');
+    }
+  });
+
+  it('SIGKILL while the terminal release deletes its objects (an S3 DELETE held) → another worker releases them within the heartbeat timeout, not the 5-minute start-to-close', async () => {
+    const s3 = await s3Service();
+    await s3.createBucket(RELEASE_BUCKET);
+    const gate = await gatedS3Proxy('DELETE', /./);
+    const taskQueue = `crash-${randomUUID()}`;
+    const prefix = `release-${randomUUID()}`;
+    try {
+      const first = await spawnWorker(taskQueue, { ...s3.env, AWS_ENDPOINT_URL_S3: gate.url });
+      workers.push(first);
+      const handle = await startExtraction(live().temporal.client, { table, partitions: 2, outDir: `s3://${RELEASE_BUCKET}/${prefix}` }, { taskQueue });
+      await waitForManifest(handle);
+      const decided = handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await gate.held;
+      first.child.kill('SIGKILL');
+      assert.equal(await first.exited, null, 'killed by the signal');
+      workers.push(await spawnWorker(taskQueue, s3.env));
+      // Without a heartbeat the release was retried only after its 5-minute start-to-close: past this test's timeout.
+      const receipt = await decided;
+      assert.deepEqual([receipt.outcome, receipt.cleanupSucceeded], ['success', true]);
+      assert.deepEqual(await bucketContents(RELEASE_BUCKET, `${prefix}/`), { objects: [], uploads: [] });
+      assert.deepEqual(await settleSessions(10_000), [], 'no session left');
+    } finally {
+      await gate.close();
     }
   });
 });
