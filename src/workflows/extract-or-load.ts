@@ -32,11 +32,12 @@ export interface WorkDone {
   report: LoadReport | null;
 }
 
-/** The run's live status and how to show it; `published` sees the manifest as soon as it exists. */
+/** The run's live status and how to show it; `published` sees the manifest as soon as it exists, `discarded` each failed attempt's record. */
 export interface Progress {
   readonly status: ExtractionStatus;
   show(): void;
   published(manifest: Manifest): void;
+  discarded(attempt: AttemptRecord): void;
 }
 
 /**
@@ -141,7 +142,7 @@ export async function extractOrLoad(input: ExtractionInput, attemptFolder: (atte
 async function extractWithFreshSnapshots(
   input: ExtractionInput,
   attemptFolder: (attempt: number) => string,
-  { status, show }: Progress,
+  { status, show, discarded: told }: Progress,
 ): Promise<{ manifest: Manifest; attempts: AttemptRecord[] }> {
   const attempts: AttemptRecord[] = [];
   for (let attempt = 1; ; attempt++) {
@@ -190,6 +191,7 @@ async function extractWithFreshSnapshots(
       const discarded = await discardAttempt(scope, planned, prefixes);
       const lost = isSnapshotLost(err);
       attempts.push({ attempt, result: lost ? 'snapshot_lost' : 'failed', reason: describeFailure(err), ...discarded });
+      told(attempts.at(-1)!);
       log.warn('extraction attempt failed', { attempt, reason: describeFailure(err), cleanupErrorCode: discarded.cleanupErrorCode });
       if (!lost || isCancellation(err)) throw err;
       if (attempt >= input.maxSnapshotAttempts) {

@@ -4,15 +4,15 @@
  * outcome — `success`, `abort`, or `retain_commit_unknown` (files kept as evidence). The steps
  * live beside it: the handlers, the extract-or-load step and the terminal step.
  */
-import { CancellationScope, allHandlersFinished, condition, patched } from '@temporalio/workflow';
+import { CancellationScope, allHandlersFinished, condition, isCancellation, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
+import type { AttemptRecord, ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
 import { runLabel } from '../contract/table-selection';
 import { attemptFolders, extractOrLoad, type Progress } from './extract-or-load';
 import { DECIDED_BEFORE_CANCEL, type RunState, setRunHandlers } from './handlers';
 import { requireParsedInput } from './input-shape';
 import { manifestInResult } from './payload-budget';
-import { decideTerminal } from './terminal-step';
+import { CANCELLED_EXTRACTION_ABORTS, abortedWhileExtracting, decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
@@ -30,9 +30,24 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   const state: RunState = { status, manifest: null, commit: null, terminalReceipt: null };
   setRunHandlers(state);
   const attemptFolder = attemptFolders(input);
-  const progress: Progress = { status, show: () => publishStatus(status), published: (manifest) => (state.manifest = manifest) };
+  let lastDiscard: AttemptRecord | null = null;
+  const progress: Progress = {
+    status,
+    show: () => publishStatus(status),
+    published: (manifest) => (state.manifest = manifest),
+    discarded: (attempt) => (lastDiscard = attempt),
+  };
 
-  const { manifest, attempts, report } = await extractOrLoad(input, attemptFolder, progress);
+  const { manifest, attempts, report } = await extractOrLoad(input, attemptFolder, progress).catch((err: unknown) => {
+    // Cancelled while extracting: the attempt discarded its files, and the run records that it aborted.
+    if (isCancellation(err) && patched(CANCELLED_EXTRACTION_ABORTS)) {
+      state.terminalReceipt = abortedWhileExtracting(lastDiscard);
+      Object.assign(status, { phase: 'done', outcome: 'abort' });
+      countOutcome('abort');
+      progress.show();
+    }
+    throw err;
+  });
   const load = report ? { outcome: report.outcome, reason: report.reason, rows: report.rows, ...(report.message ? { message: report.message } : {}) } : null;
   if (report) state.commit = { outcome: report.outcome, operationId: report.operationId };
 

@@ -6,7 +6,7 @@
 import { CancellationScope, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { TargetCommit } from '../contract/commit-report';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { Manifest } from '../contract/extraction-types';
+import type { AttemptRecord, Manifest } from '../contract/extraction-types';
 import type { LoadReport } from '../contract/load-report';
 import { loadedWithoutFiles, runOutputs } from '../contract/run-outputs';
 import { outcomeForCommit } from '../lifecycle/outcome-mapping';
@@ -96,4 +96,24 @@ async function releaseStreamStaging(input: ExtractionInput, operationId: string)
   } catch (err) {
     log.warn('stream staging tables could not be released', { reason: describeFailure(err) });
   }
+}
+
+/** Marks runs whose cancellation while extracting records an abort ({@link abortedWhileExtracting}); earlier ones recorded no outcome. */
+export const CANCELLED_EXTRACTION_ABORTS = 'cancelled-extraction-aborts';
+
+/**
+ * The receipt of a run cancelled while it extracted: abort, with no file left to release (the
+ * attempt's discard removed what it wrote; its cleanup code, if that failed, is the receipt's).
+ */
+export function abortedWhileExtracting(discard: Pick<AttemptRecord, 'cleanupErrorCode'> | null): ArtifactTerminalReceipt {
+  const cleanupErrorCode = discard?.cleanupErrorCode ?? null;
+  return Object.freeze({
+    outcome: 'abort',
+    decidedAt: new Date().toISOString(),
+    cleanupAttempted: true,
+    cleanupSucceeded: cleanupErrorCode === null,
+    cleanupErrorCode,
+    filesDeleted: Object.freeze([]),
+    filesRetained: Object.freeze([]),
+  });
 }

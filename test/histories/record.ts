@@ -128,10 +128,11 @@ describe('record workflow histories', function () {
     );
   });
 
-  it('cancelled while copying: the holder asked to release its snapshot at once', async () => {
+  /** Cancels a run once it has copied a partition; the history is saved as `name`. */
+  const cancelledWhileCopying = (name: string) => async () => {
     await withWorker(
       async ({ taskQueue }) => {
-        const handle = await run(taskQueue, 'cancelled-while-copying', { partitions: 6 });
+        const handle = await run(taskQueue, name, { partitions: 6 });
         for (let s = await handle.query(statusQuery); s.partitionsDone < 1; s = await handle.query(statusQuery)) await new Promise((r) => setTimeout(r, 10));
         await handle.cancel();
         await handle.result().catch(() => undefined);
@@ -140,11 +141,13 @@ describe('record workflow histories', function () {
           events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseSnapshot'),
           'the holder was asked to release',
         );
-        await save('cancelled-while-copying', handle);
+        await save(name, handle);
       },
       { maxConcurrentActivities: 1 },
     );
-  });
+  };
+  it('cancelled while copying: the holder asked to release its snapshot at once', cancelledWhileCopying('cancelled-while-copying'));
+  it('cancelled while copying, recorded as abort', cancelledWhileCopying('cancelled-while-copying-aborted'));
 
   it('loaded by the built-in loader', async () => {
     await admin().query(`CREATE TABLE hist.loaded (LIKE ${table})`);

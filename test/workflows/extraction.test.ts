@@ -325,7 +325,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
-  it("cancelling during extraction closes every session (the holder's with the run, not at its next heartbeat) and leaves no file", async () => {
+  it("cancelling during extraction closes every session (the holder's with the run, not at its next heartbeat), leaves no file, and records abort", async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await start(taskQueue, { table, partitions: 4, outDir: 'cancel-early' });
       await eventually(async () => (await handle.query(statusQuery)).partitionsTotal > 0, 'the plan was handed out', { intervalMs: 20 });
@@ -336,6 +336,25 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       const folder = join(live().outRoot, 'cancel-early');
       const left = await readdir(folder, { recursive: true }).catch(() => []);
       assert.deepEqual(left, [], `left behind: ${left.join(', ')}`);
+      // It recorded no outcome before: its receipt read null, its status and search attribute had none.
+      const receipt = await handle.query(terminalReceiptQuery);
+      assert.deepEqual(
+        { ...receipt, decidedAt: typeof receipt?.decidedAt },
+        {
+          outcome: 'abort',
+          decidedAt: 'string',
+          cleanupAttempted: true,
+          cleanupSucceeded: true,
+          cleanupErrorCode: null,
+          filesDeleted: [],
+          filesRetained: [],
+        },
+      );
+      assert.deepEqual(
+        [(await handle.query(statusQuery)).outcome, (await handle.describe()).typedSearchAttributes.get(SearchAttributes.outcome)],
+        ['abort', 'abort'],
+      );
+      assert.deepEqual(await reportCommit(live().temporal.client, handle.workflowId, { outcome: 'committed' }), receipt);
     });
   });
 

@@ -39,6 +39,7 @@ describe('recorded histories replay on the current workflow code', function () {
       'loaded',
       'cancelled',
       'cancelled-while-copying',
+      'cancelled-while-copying-aborted',
       'deadline-retained',
       'deadline-retained-sweep-caught',
       'streamed',
