@@ -17,7 +17,8 @@ import { closeSession, openSession } from '../postgres/session';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
-import { type FileBounds, batchFileName, fileBoundsOf } from '../contract/file-bounds';
+import { type FileBounds, fileBoundsOf } from '../contract/file-bounds';
+import { batchFileName, batchPrefix } from '../contract/file-names';
 import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStore } from '../storage/output-store';
 import type { ExtractDeps } from './extract';
@@ -43,7 +44,7 @@ function boundsOf(input: ExtractionInput): FileBounds {
  * when this try outlived its heartbeat timeout and learns of its cancellation only after the retry began.
  */
 async function replacingBatches<T>(store: OutputStore, prefix: string, write: () => Promise<T>): Promise<T> {
-  await store.removeStartingWith(`${prefix}-batch-`);
+  await store.removeStartingWith(batchPrefix(prefix));
   return write();
 }
 

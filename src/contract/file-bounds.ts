@@ -1,8 +1,7 @@
 /**
  * Size bounds of batched files: `--max-file-bytes` (a byte count or a size with a unit) and
- * `--max-file-rows`, and the names of batched files. Pure (no zod), so the workflow bundle can use it.
+ * `--max-file-rows` (their files' names are in ./file-names.ts). Pure (no zod), so the workflow bundle can use it.
  */
-import { type ExportFormat, fileExtension } from './formats';
 
 /** Decimal units are powers of 1000, binary ones (KiB, MiB…) powers of 1024, as storage vendors write them. */
 const UNITS = new Map<string, number>([
@@ -44,9 +43,4 @@ export interface FileBounds {
 export function fileBoundsOf(input: { maxFileBytes?: number; maxFileRows?: number }): FileBounds | null {
   if (input.maxFileBytes === undefined && input.maxFileRows === undefined) return null;
   return { maxBytes: input.maxFileBytes ?? null, maxRows: input.maxFileRows ?? null };
-}
-
-/** The name of a partition's index-th file (`<prefix>-batch-00012.csv`): sortable, so a folder lists them in order. */
-export function batchFileName(prefix: string, index: number, format: ExportFormat): string {
-  return `${prefix}-batch-${String(index).padStart(5, '0')}${fileExtension(format)}`;
 }

@@ -1,11 +1,6 @@
 /** The outputs a run's terminal decision deletes or retains: its files and its data package. Pure. */
 import type { Manifest } from './extraction-types';
 
-/** The data package's name in an attempt's folder (`<folder>/datapackage.json`): beside its files, receipted like them. */
-export function dataPackageName(folder: string): string {
-  return `${folder}/datapackage.json`;
-}
-
 export function runOutputs(manifest: Pick<Manifest, 'files' | 'dataPackage'>): string[] {
   return [...manifest.files.map((f) => f.path), ...(manifest.dataPackage ? [manifest.dataPackage.path] : [])];
 }

@@ -15,6 +15,7 @@ import { FailureDisposition, type RowEvidence, ownedStagingHandle } from '../lif
 import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { digestSourceToken } from '../postgres/source-token';
 import type { ExportFormat } from '../contract/formats';
+import { partName } from '../contract/file-names';
 import { fromItem } from '../postgres/catalog';
 import { copyInSql } from '../postgres/export-format';
 import { copyPartition } from '../postgres/partition-copy';
@@ -214,7 +215,7 @@ async function streamRange(
 ): Promise<RowEvidence> {
   const { plan } = request;
   const format: ExportFormat = { format: request.format, header: false, gzip: false };
-  const name = `${plan.table.schema}.${plan.table.table}/part-${String(i).padStart(4, '0')}`;
+  const name = `${plan.table.schema}.${plan.table.table}/${partName(i)}`;
   const [source, target] = await Promise.all([sessions.source(), sessions.target()]);
   try {
     const columns = plan.table.columns.map((c) => c.name);

@@ -6,11 +6,11 @@
  */
 import { CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
 import { fileExtension } from '../contract/formats';
-import { dataPackageName } from '../contract/run-outputs';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
-import { batchFileName, fileBoundsOf } from '../contract/file-bounds';
+import { fileBoundsOf } from '../contract/file-bounds';
+import { batchFileName, batchPrefix, dataPackageName, partName } from '../contract/file-names';
 import { runLabel } from '../contract/table-selection';
 import { extractActivities, packageActivities, quickActivities } from './activity-stubs';
 import { onHeldSnapshot, totals } from './held-snapshot';
@@ -49,7 +49,7 @@ export interface AttemptEvents {
 
 /** A partition's file name without its suffix; batched files add `-batch-NNNNN` to it. */
 function partitionPrefix(scope: AttemptScope, partition: number): string {
-  return `${scope.folder}/part-${String(partition).padStart(4, '0')}`;
+  return `${scope.folder}/${partName(partition)}`;
 }
 
 function fileName(scope: AttemptScope, partition: number, input: ExtractionInput): string {
@@ -71,7 +71,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   // landed in a folder nothing removes. Once it is made, the copy is not started in a cancelled run.
   const prepareFolder = () => quickActivities(input).prepareOutputFolder(scope.folder);
   await (patched(WHOLE_COPY_FOLDER_BEFORE_DISCARD) ? CancellationScope.nonCancellable(prepareFolder) : prepareFolder());
-  events.planned(batched ? { partitions: 1, names: [], prefixes: [`${name}-batch-`] } : { partitions: 1, names: [name] });
+  events.planned(batched ? { partitions: 1, names: [], prefixes: [batchPrefix(name)] } : { partitions: 1, names: [name] });
   const extract = extractActivities(input);
   const { files, receipt, snapshotDigest, columns, primaryKey } = batched
     ? await extract.wholeCopyBatches({ input, name })
@@ -111,7 +111,7 @@ export async function partitionedAttempt(input: ExtractionInput, scope: AttemptS
       events.planned({
         partitions: plan.ranges.length,
         names,
-        ...(batched ? { prefixes: plan.ranges.map((_, i) => `${partitionPrefix(scope, i)}-batch-`) } : {}),
+        ...(batched ? { prefixes: plan.ranges.map((_, i) => batchPrefix(partitionPrefix(scope, i))) } : {}),
       });
       const extract = extractActivities(input);
       const partitions = plan.ranges.map((range, partition) =>

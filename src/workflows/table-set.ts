@@ -9,7 +9,7 @@
  */
 import { executeChild, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
-import { dataPackageName } from '../contract/run-outputs';
+import { dataPackageName, partName } from '../contract/file-names';
 import type { Manifest, ManifestFile } from '../contract/extraction-types';
 import { fileExtension } from '../contract/formats';
 import { withoutTables } from '../contract/table-selection';
@@ -40,7 +40,7 @@ function fileNamer(scope: AttemptScope, input: ExtractionInput, tables: { schema
     seen.add(fold(stem));
     return stem;
   });
-  return (table, partition) => `${scope.folder}/${stems[table]}.part-${String(partition).padStart(4, '0')}${fileExtension(input)}`;
+  return (table, partition) => `${scope.folder}/${stems[table]}.${partName(partition)}${fileExtension(input)}`;
 }
 
 /** The last part of a file name (workflow code: no node:path). */
