@@ -40,6 +40,12 @@ export class CopyOutStream extends Readable implements Submittable {
    * server sends one message per row. Known from a message's header, before any of its payload is pushed.
    */
   longestRow = 0;
+  /**
+   * Whether the server ended the COPY (CopyDone, or its ErrorResponse) and pg has the connection
+   * back: the session then runs its next statement once pg has read the rest. Until then it is
+   * mid-COPY, whatever destroyed this stream.
+   */
+  handedBack = false;
   private connection: Connection | null = null;
   private pgDataHandler: DataHandler | null = null;
   /** Payload bytes still to come of the CopyData message that straddles reads. */
@@ -201,6 +207,7 @@ export class CopyOutStream extends Readable implements Submittable {
     const connection = this.connection!;
     const handler = this.pgDataHandler!;
     this.connection = null;
+    this.handedBack = true;
     this.pgDataHandler = null;
     if (this.takesReads) releaseReads(connection.stream);
     else {

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { type Client, DatabaseError } from 'pg';
+import type { Client } from 'pg';
 import type { WrittenFile } from '../contract/file-receipt';
 import { type OutputSink, type StoredOutput, discardAfter } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
@@ -96,16 +96,17 @@ export async function copyThrough(
   signal: AbortSignal | undefined,
 ): Promise<CopyOutStream> {
   const source = client.query(new CopyOutStream(copySql));
-  // A server error (ErrorResponse) ends the COPY exchange cleanly; an abort or a write failure
-  // destroys the stream (also an 'error') and leaves the protocol mid-COPY.
-  let serverFailed = false;
-  source.once('error', (err) => (serverFailed = err instanceof DatabaseError));
   try {
     await pipeline([source, ...stages(source)] as unknown as [NodeJS.ReadableStream, NodeJS.WritableStream], signal ? { signal } : {});
     await source.finished;
     return source;
   } catch (err) {
-    if (!source.readableEnded && !serverFailed) await client.end().catch(() => undefined);
+    // Only the server ends the COPY exchange (CopyDone, or its own ErrorResponse); an abort or a
+    // failed stage leaves it mid-COPY. The error's class cannot tell which: the pipeline destroys
+    // the source with a failed stage's error, and a COPY FROM into a target (stream-load.ts) fails
+    // with the target's DatabaseError. Left open mid-COPY, the session would never run the
+    // caller's ROLLBACK, and the caller would wait for it forever.
+    if (!source.handedBack) await client.end().catch(() => undefined);
     throw err;
   }
 }

@@ -2,7 +2,8 @@
  * `--via stream` through the workflow, with a second database as the target: every partition's
  * COPY TO flows into a COPY FROM on the target (no files), moved into the target in one fenced
  * transaction; an ambiguous COMMIT with the target unreachable ends retain_commit_unknown with the
- * source rolled back, no staging table and no session left.
+ * source rolled back, no staging table and no session left; a target lane terminated mid-COPY fails
+ * the load at once, and the retry loads the exact rows.
  */
 import assert from 'node:assert/strict';
 import { DefaultLogger } from '@temporalio/worker';
@@ -15,6 +16,7 @@ import { startExtraction } from '../../src/client';
 import { statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin } from '../support/database';
+import { type PgProxy, pgProxy } from '../support/pg-proxy';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import {
@@ -22,6 +24,7 @@ import {
   TARGET_DB,
   addArchiveChild,
   archiveRows,
+  lastAttempt,
   loadsMixedTable,
   onTarget,
   recreateTarget,
@@ -31,6 +34,43 @@ import {
   targetUrl,
   terminateTargetAtCommit,
 } from './target-db';
+
+const COPY_DONE = 0x63;
+
+/**
+ * Forwards to the server at `port`. The server's messages to a session opened before {@link open}
+ * stop at its first CopyDone, so each COPY TO STDOUT of such a session stays mid-COPY with every row
+ * sent; a session opened after passes everything.
+ */
+async function copyDoneGate(port: number): Promise<PgProxy & { open(): void }> {
+  let holding = true;
+  const proxy = await pgProxy(port, (client, upstream) => {
+    const held = holding;
+    client.pipe(upstream);
+    client.on('close', () => upstream.destroy());
+    upstream.on('end', () => client.end());
+    let pending = Buffer.alloc(0);
+    let stopped = false;
+    upstream.on('data', (chunk: Buffer) => {
+      if (stopped) return;
+      pending = Buffer.concat([pending, chunk]);
+      // Whole messages (a type byte, then a length that counts itself) up to a held CopyDone.
+      let at = 0;
+      while (pending.length - at >= 5) {
+        if (held && pending[at] === COPY_DONE) {
+          stopped = true;
+          break;
+        }
+        const end = at + 1 + pending.readUInt32BE(at + 1);
+        if (end > pending.length) break;
+        at = end;
+      }
+      client.write(pending.subarray(0, at));
+      pending = pending.subarray(at);
+    });
+  });
+  return { ...proxy, open: () => void (holding = false) };
+}
 
 describe('streaming PG → PG without files (live)', function () {
   this.timeout(120_000);
@@ -136,6 +176,46 @@ describe('streaming PG → PG without files (live)', function () {
       assert.deepEqual(held.rows, [], 'no target session holds a transaction id while a range streams');
     });
     assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(await targetDigest(), source.expected);
+  });
+
+  it('a target lane terminated mid-COPY fails the load at once, its source session still mid-COPY; the retry loads the exact rows', async () => {
+    // Every range of the first attempt is held before its CopyDone, so its source session is
+    // mid-COPY when a target lane dies: the failed lane must close it, for ROLLBACK cannot run there.
+    const gate = await copyDoneGate(Number(new URL(live().pg.url).port));
+    const sourceUrl = new URL(live().pg.url);
+    sourceUrl.hostname = '127.0.0.1';
+    sourceUrl.port = String(gate.port);
+    const { result, attempt } = await withWorker(
+      async ({ taskQueue }) => {
+        try {
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table: source.table, partitions: 3, target: { name: 'warehouse', table: 'dst.t', via: 'stream' } },
+            { taskQueue },
+          );
+          await admin().query('SELECT pg_terminate_backend($1)', [await targetStatement('COPY')]);
+          gate.open();
+          let late: NodeJS.Timeout | undefined;
+          const deadline = new Promise<never>((_, reject) => {
+            late = setTimeout(() => reject(new Error('the load neither failed nor retried within 20 s of the lane ending')), 20_000);
+          });
+          try {
+            const result = (await Promise.race([handle.result(), deadline])) as ExtractionResult;
+            return { result, attempt: await lastAttempt(handle, 'loadStream') };
+          } finally {
+            clearTimeout(late);
+          }
+        } finally {
+          // Cuts a hung attempt's source sessions too, so the worker can stop.
+          await gate.close();
+        }
+      },
+      { sourceUrl: sourceUrl.toString(), targets: { warehouse: targetUrl() } },
+    );
+    assert.equal(attempt, 2, 'the terminated lane failed the first attempt, and the second loaded');
+    assert.equal(result.terminalReceipt.outcome, 'success');
+    assert.deepEqual(result.load, { outcome: 'committed', reason: null, rows: 20_000 });
     assert.deepEqual(await targetDigest(), source.expected);
   });
 
