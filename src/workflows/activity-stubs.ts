@@ -6,8 +6,7 @@ import { ActivityCancellationType, patched, proxyActivities } from '@temporalio/
 import type { HolderActivities, MainActivities } from '../activities';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { NON_RETRYABLE_CODES } from '../errors';
-
-export const WAIT_FOR_CANCELLED_COPIES = 'wait-for-cancelled-copies';
+import { WAIT_FOR_CANCELLED_COPIES } from './patches';
 
 /** The run's retry policy for activities that write its files: coded failures that cannot pass are not retried. */
 function fileRetry(input: ExtractionInput) {

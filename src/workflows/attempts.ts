@@ -14,6 +14,7 @@ import { batchFileName, batchPrefix, dataPackageName, partName } from '../contra
 import { runLabel } from '../contract/table-selection';
 import { extractActivities, packageActivities, quickActivities } from './activity-stubs';
 import { onHeldSnapshot, totals } from './held-snapshot';
+import { DATA_PACKAGE, PACKAGE_WAITS_WHEN_CANCELLED, PACKAGE_WHILE_COMPLETING, WHOLE_COPY_FOLDER_BEFORE_DISCARD } from './patches';
 
 /** Which attempt, and the folder its files go to. */
 export interface AttemptScope {
@@ -61,9 +62,6 @@ function tellBatches(scope: AttemptScope, input: ExtractionInput, files: Manifes
   for (const f of files) events.writes(batchFileName(partitionPrefix(scope, f.partition), f.batch!, input));
 }
 
-/** A whole copy's folder is prepared uncancellably, as a held snapshot's is; runs started before replay without. */
-export const WHOLE_COPY_FOLDER_BEFORE_DISCARD = 'whole-copy-folder-before-discard';
-
 export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   const batched = fileBoundsOf(input) !== null;
   const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
@@ -94,11 +92,6 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
     extractionReceipt: receipt,
   };
 }
-
-/** A partitioned run's data package is written while its receipt completes; runs started before write it after. */
-export const PACKAGE_WHILE_COMPLETING = 'package-while-completing';
-/** A data package written after its attempt (a whole copy's) is written on the stub that waits for a cancelled write. */
-export const PACKAGE_WAITS_WHEN_CANCELLED = 'package-waits-when-cancelled';
 
 export async function partitionedAttempt(input: ExtractionInput, scope: AttemptScope, events: AttemptEvents): Promise<Manifest> {
   return onHeldSnapshot(
@@ -175,7 +168,7 @@ async function writeOneTablePackage(
  */
 export async function withDataPackage(input: ExtractionInput, scope: AttemptScope, manifest: Manifest, events: AttemptEvents): Promise<Manifest> {
   // Runs started before data packages replay without this activity; a package written by the attempt is there already.
-  if (!patched('data-package') || manifest.dataPackage || !manifest.columns || !manifest.primaryKey) return manifest;
+  if (!patched(DATA_PACKAGE) || manifest.dataPackage || !manifest.columns || !manifest.primaryKey) return manifest;
   const { columns, primaryKey, files } = manifest;
   // On the stub that waits for a cancelled write, so the attempt's discard never races a package that lands
   // after it (an orphan object on S3). Runs started before wrote it on the bookkeeping stub, and replay so.

@@ -15,10 +15,9 @@ import { tableInput } from '../contract/table-selection';
 import type { SplitKey } from '../contract/partition-range';
 import type { PartitionRange } from '../contract/partition-range';
 import type { SourceIdentity } from '../contract/partition-range';
-import { WAIT_FOR_CANCELLED_COPIES, extractActivities } from './activity-stubs';
+import { extractActivities } from './activity-stubs';
 import { grouped, humanBytes, showDetails } from './visibility';
-
-export const BATCH_STOPS_ON_FAILURE = 'batch-stops-on-failure';
+import { BATCH_STOPS_ON_FAILURE, WAIT_FOR_CANCELLED_COPIES } from './patches';
 
 /** One planned range of one table, and the file it goes to. */
 export interface BatchItem {

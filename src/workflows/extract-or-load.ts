@@ -14,9 +14,10 @@ import { ErrorCode } from '../errors';
 import { isTableSet, runLabel } from '../contract/table-selection';
 import { type AttemptEvents, type AttemptScope, partitionedAttempt, wholeCopyAttempt, withDataPackage } from './attempts';
 import { describeFailure, isSnapshotLost, rootFailure } from './failure-kind';
-import { type Loader, TABLE_SET_LOAD, runLoad } from './loader';
+import { type Loader, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
-import { PAYLOAD_BUDGET, requireManifestFits } from './payload-budget';
+import { requireManifestFits } from './payload-budget';
+import { DISCARD_FAILURE_RECORDED, PAYLOAD_BUDGET, RUN_FOLDERS, TABLE_SET, TABLE_SET_LOAD } from './patches';
 
 /**
  * Output folders and files: an attempt's folder, its discard, the terminal release. They heartbeat, so
@@ -48,7 +49,7 @@ export function attemptFolders(input: ExtractionInput): (attempt: number) => str
   const { workflowId, runId } = workflowInfo();
   const parent = input.outDir ?? workflowId.replace(/[^A-Za-z0-9._-]/g, '_');
   // Runs started before run folders existed keep their folders when they replay.
-  const run = patched('run-folders') ? `/${runId}` : '';
+  const run = patched(RUN_FOLDERS) ? `/${runId}` : '';
   return (attempt) => `${parent}${run}/attempt-${attempt}`;
 }
 
@@ -177,7 +178,7 @@ async function extractWithFreshSnapshots(
     Object.assign(status, { attempt, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0 });
     try {
       const files =
-        isTableSet(input) && patched('table-set')
+        isTableSet(input) && patched(TABLE_SET)
           ? await tableSetAttempt(input, scope, events)
           : input.partitions === 1
             ? await wholeCopyAttempt(input, scope, events)
@@ -224,7 +225,7 @@ async function discardAttempt(scope: AttemptScope, planned: string[], prefixes: 
     return { releasedFiles: report.deleted.length, cleanupErrorCode: report.failures[0]?.code ?? null };
   } catch (cleanupErr) {
     // Runs whose discard failed before this was recorded ended with the cleanup's failure; they replay so.
-    if (!patched('discard-failure-recorded')) throw cleanupErr;
+    if (!patched(DISCARD_FAILURE_RECORDED)) throw cleanupErr;
     return { releasedFiles: 0, cleanupErrorCode: describeFailure(cleanupErr) };
   }
 }

@@ -9,11 +9,12 @@ import type { ExtractionInput } from '../contract/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
 import { runLabel } from '../contract/table-selection';
 import { attemptFolders, extractOrLoad, type Progress } from './extract-or-load';
-import { DECIDED_BEFORE_CANCEL, type RunState, setRunHandlers } from './handlers';
+import { type RunState, setRunHandlers } from './handlers';
 import { requireParsedInput } from './input-shape';
 import { manifestInResult } from './payload-budget';
-import { CANCELLED_EXTRACTION_ABORTS, abortedWhileExtracting, decideTerminal } from './terminal-step';
+import { abortedWhileExtracting, decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
+import { CANCELLED_EXTRACTION_ABORTS, DECIDED_BEFORE_CANCEL } from './patches';
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
   requireParsedInput(input);

@@ -10,13 +10,7 @@ import { commitUpdate, manifestQuery, manifestReadyUpdate, statusQuery, targetCo
 import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
 import { ErrorCode } from '../errors';
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
-
-/**
- * A cancellation that comes once the outcome is decided, or while it is, neither fails the commit
- * update waiting for the receipt nor turns the decided run into a cancelled one. Runs that met
- * one before this replay as they ran.
- */
-export const DECIDED_BEFORE_CANCEL = 'decided-before-cancel';
+import { DECIDED_BEFORE_CANCEL, STRICT_COMMIT_SIGNAL } from './patches';
 
 /** What the handlers see of a run; the workflow sets each part as its steps return. */
 export interface RunState {
@@ -42,7 +36,7 @@ function signalledCommit(raw: unknown): TargetCommit | null {
     return parseCommitReport(raw);
   } catch (err) {
     // Before reports were strict, a signal's extra keys were ignored; runs that took such a signal replay that way.
-    if (!patched('strict-commit-signal')) {
+    if (!patched(STRICT_COMMIT_SIGNAL)) {
       const { outcome, operationId } = (raw ?? {}) as Partial<Record<string, unknown>>;
       try {
         return parseCommitReport(operationId === undefined ? { outcome } : { outcome, operationId });

@@ -13,17 +13,19 @@ import { runLabel } from '../contract/table-selection';
 import { holderActivities, quickActivities } from './activity-stubs';
 import type { AttemptScope } from './attempts';
 import { asHolderFailure, failsAgainAtCompletion, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
-import { PAYLOAD_BUDGET, requireFilesFit } from './payload-budget';
+import { requireFilesFit } from './payload-budget';
+import {
+  CALLERS_FAULT_AT_COMPLETION,
+  FOLDER_BEFORE_DISCARD,
+  PAYLOAD_BUDGET,
+  PLAN_WAIT_WITH_HOLD,
+  PREPARE_FOLDER_WHILE_PLANNING,
+  QUEUE_FAILURE_AFTER_FOLDER,
+  RECOVERY_CONFLICT_WHILE_PLANNING,
+  RELEASE_HOLD_ON_FAILURE,
+} from './patches';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
-
-export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
-export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
-export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-planning';
-export const CALLERS_FAULT_AT_COMPLETION = 'callers-fault-at-completion';
-export const FOLDER_BEFORE_DISCARD = 'folder-before-discard';
-export const PLAN_WAIT_WITH_HOLD = 'plan-wait-with-hold';
-export const QUEUE_FAILURE_AFTER_FOLDER = 'queue-failure-after-folder';
 
 /**
  * Completing the receipt checks that every file is visible (a HEAD per object on S3). A failure

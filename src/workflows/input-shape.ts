@@ -15,6 +15,7 @@ import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { ErrorCode } from '../errors';
 import { INPUT_LIMITS } from '../contract/input-limits';
+import { INPUT_LIMITS_CHECKED, INPUT_RANGES } from './patches';
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -32,11 +33,6 @@ function shapeProblem(raw: unknown): string | null {
   }
   return null;
 }
-
-/** Marks runs whose numbers are checked too ({@link rangeProblem}). */
-export const INPUT_RANGES = 'input-ranges';
-/** Marks runs whose numbers are also checked against the schema's maximums (INPUT_LIMITS). */
-export const INPUT_LIMITS_CHECKED = 'input-limits';
 
 type LimitedNumber = keyof typeof INPUT_LIMITS;
 

@@ -10,12 +10,7 @@ import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { activityTimeout, describeFailure, failureMessage } from './failure-kind';
-
-export const LOAD_ALWAYS_DECIDES = 'load-always-decides';
-/** A load that ended without a report and not by a timeout is decided by what its fence says (see {@link fenceDecides}). */
-export const LOAD_FENCE_ASKED = 'load-fence-asked';
-/** A run of several tables loads each table into its mapped target table (loadTargetSet). */
-export const TABLE_SET_LOAD = 'table-set-load';
+import { LOAD_ALWAYS_DECIDES, LOAD_FENCE_ASKED } from './patches';
 
 // The fence makes a retried load a no-op once one attempt committed, so retrying is safe. Its list of
 // non-retryable codes is the one runs under older code were scheduled with, kept as it was.

@@ -18,9 +18,6 @@ import { isTableSet } from '../contract/table-selection';
 import { ErrorCode } from '../errors';
 import { PAYLOAD_BUDGET_BYTES, jsonBytes } from '../contract/payload-limit';
 
-/** Runs started before the budget replay without it. */
-export const PAYLOAD_BUDGET = 'payload-budget';
-
 /** The result's bytes for its manifest `m`: `m`, the receipt again at the top, and every output named in the terminal receipt. */
 const resultBytes = (m: Manifest, manifest: Manifest): number => jsonBytes([m, manifest.extractionReceipt, runOutputs(manifest)]);
 
@@ -44,9 +41,6 @@ export function requireFilesFit(files: readonly ManifestFile[], evidence: readon
     ErrorCode.RUN_EXCEEDS_PAYLOAD_LIMIT,
   );
 }
-
-/** Runs started before the plan was weighed replay without it. */
-export const PLAN_BUDGET = 'plan-budget';
 
 /**
  * Fails the attempt with RUN_EXCEEDS_PAYLOAD_LIMIT before anything is copied when the least its

@@ -18,7 +18,8 @@ import type { AttemptEvents, AttemptScope } from './attempts';
 import { groupSmallTables } from '../planning/table-groups';
 import { type BatchGroup, type BatchItem, copyBatchWorkflow } from './copy-batch';
 import { onHeldSnapshot } from './held-snapshot';
-import { PLAN_BUDGET, requirePlanFits } from './payload-budget';
+import { requirePlanFits } from './payload-budget';
+import { FILE_NAMES_ANY_CASE, PLAN_BUDGET, SET_DATA_PACKAGE, SET_DATA_PACKAGE_BESIDE_COPY, SET_SETTLES_AFTER_COPY, TABLE_GROUPS } from './patches';
 
 /** A file name part from a table name: safe on any file system and in any object key. */
 function safePart(name: string): string {
@@ -50,25 +51,6 @@ function baseName(name: string): string {
 
 /** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
 export const BATCH_ITEMS = 500;
-
-export const TABLE_GROUPS = 'table-groups';
-/** File names told apart in any case; runs started before tell them apart as written, and replay so. */
-export const FILE_NAMES_ANY_CASE = 'file-names-any-case';
-/** A set's data package, written while the snapshot is held; runs started before it replay without. */
-export const SET_DATA_PACKAGE = 'set-data-package';
-/**
- * The package is written while the copy runs, not after it: it needs the plan's file names and the
- * snapshot's column types, never the copy's receipts, so the receipt completes one activity sooner.
- * Runs started before write it after the copy, and replay so.
- */
-export const SET_DATA_PACKAGE_BESIDE_COPY = 'set-data-package-beside-copy';
-
-/**
- * A failed attempt discards its outputs only once its copy has stopped (the batch's copies acknowledged
- * their cancellation), as one table's partitions do; runs started before discarded them once the
- * package was settled, and replay so.
- */
-export const SET_SETTLES_AFTER_COPY = 'set-settles-after-copy';
 
 /** Consecutive units of at most BATCH_ITEMS ranges each (a group counts its ranges; a group is never split). */
 function batchesOf(units: readonly (BatchItem | BatchGroup)[]): (BatchItem | BatchGroup)[][] {

@@ -13,6 +13,7 @@ import { outcomeForCommit } from '../lifecycle/outcome-mapping';
 import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
 import { type Progress, cleanup, streamOperationId } from './extract-or-load';
 import { describeFailure } from './failure-kind';
+import { RETAIN_SWEEP_CAUGHT } from './patches';
 
 export interface TerminalDecision {
   outcome: TerminalOutcome;
@@ -22,9 +23,6 @@ export interface TerminalDecision {
   /** The cancellation that ended the wait, rethrown once the run has recorded its outcome. */
   cancelled: unknown;
 }
-
-/** Marks runs whose retained files' sweep may fail without failing the run (its outcome is decided by then). */
-export const RETAIN_SWEEP_CAUGHT = 'retain-sweep-caught';
 
 /**
  * @param commit the first commit report so far (the handlers record it)
@@ -97,9 +95,6 @@ async function releaseStreamStaging(input: ExtractionInput, operationId: string)
     log.warn('stream staging tables could not be released', { reason: describeFailure(err) });
   }
 }
-
-/** Marks runs whose cancellation while extracting records an abort ({@link abortedWhileExtracting}); earlier ones recorded no outcome. */
-export const CANCELLED_EXTRACTION_ABORTS = 'cancelled-extraction-aborts';
 
 /**
  * The receipt of a run cancelled while it extracted: abort, with no file left to release (the
