@@ -16,7 +16,7 @@ export function heartbeatEvery<D>(details: () => D): () => void {
  * How often to heartbeat: at most a second, so a cancellation (delivered only in a heartbeat's
  * response) arrives quickly; the SDK throttles what it actually sends to the server.
  */
-export function heartbeatInterval(): number {
+function heartbeatInterval(): number {
   const timeout = Context.current().info.heartbeatTimeoutMs;
   return Math.max(100, Math.min(1000, Math.floor((timeout ?? 30_000) / 3)));
 }

@@ -43,7 +43,7 @@ export function manifestJson(m: Manifest, runId: string) {
  * the biggest first). A load that writes no files (`--via stream`, `--via internal`) lists its one
  * table with the rows it moved.
  */
-export function tableTotals(m: Manifest): { table: string; rows: number; bytes: number; files: number }[] {
+function tableTotals(m: Manifest): { table: string; rows: number; bytes: number; files: number }[] {
   if (loadedWithoutFiles(m)) return [{ table: tableOf({}, m), ...m.totals, files: 0 }];
   const byTable = new Map<string, { table: string; rows: number; bytes: number; files: number }>();
   for (const f of m.files) {

@@ -26,7 +26,7 @@ function formatSeconds(s: number): string {
   return s >= 90 ? `${Math.round(s / 60)}m` : `${Math.max(0, Math.round(s))}s`;
 }
 
-export function progressLine(s: ExtractionStatus, liveBytes: number, elapsedSeconds: number, width = 20): string {
+function progressLine(s: ExtractionStatus, liveBytes: number, elapsedSeconds: number, width = 20): string {
   const total = Math.max(1, s.partitionsTotal);
   const filled = Math.round((s.partitionsDone / total) * width);
   const bytes = s.bytes + liveBytes;

@@ -15,7 +15,7 @@ import type { ExtractionResult, Manifest } from '../contract/extraction-types';
 import type { OutputStores } from '../storage/output-stores';
 import { isS3Url } from '../contract/s3-url';
 
-export const READER_ENGINES = ['duckdb'] as const;
+const READER_ENGINES = ['duckdb'] as const;
 
 export function parseEngine(engine: string): (typeof READER_ENGINES)[number] {
   const known = READER_ENGINES.find((e) => e === engine);

@@ -18,7 +18,7 @@ export interface OwnedStagingOptions<H, R> {
 }
 
 /** The note attached when the drop fails: the error's class or code only, never its message. */
-export function stagingCleanupNote(err: unknown): string {
+function stagingCleanupNote(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
   const kind = typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? code : ((err as Error | null)?.name ?? 'Error');
   return `staging handle cleanup failed: ${kind}`;

@@ -32,7 +32,7 @@ export interface MysqlField {
   characterSet: number;
 }
 
-export function isBinaryField(field: MysqlField): boolean {
+function isBinaryField(field: MysqlField): boolean {
   return field.characterSet === BINARY_CHARSET && BYTE_TYPES.has(field.columnType);
 }
 
@@ -40,7 +40,7 @@ export function isBinaryField(field: MysqlField): boolean {
  * Whether a date's text names no calendar day: a zero year, month or day (`0000-00-00`, `2026-00-10`, MySQL's zero
  * dates), or a day its month does not have (`2024-02-30`, which MySQL keeps under ALLOW_INVALID_DATES).
  */
-export function isUnrepresentableDate(value: Buffer): boolean {
+function isUnrepresentableDate(value: Buffer): boolean {
   if (value.length < 10) return false;
   const number = (from: number, to: number): number => Number(value.subarray(from, to).toString('latin1'));
   const [year, month, day] = [number(0, 4), number(5, 7), number(8, 10)];
@@ -57,7 +57,7 @@ function needsQuotes(value: Buffer, singleColumn: boolean): boolean {
 }
 
 /** One CSV field, as COPY … (FORMAT csv) writes it. */
-export function csvField(value: Buffer, singleColumn: boolean): Buffer[] {
+function csvField(value: Buffer, singleColumn: boolean): Buffer[] {
   if (!needsQuotes(value, singleColumn)) return [value];
   const parts: Buffer[] = [QUOTE_BYTE];
   let from = 0;

@@ -41,7 +41,7 @@ async function floatColumns(conn: Connection, handle: ReadHandle): Promise<Set<s
 }
 
 /** `SELECT … WHERE …` for `range`, with its bound values as parameters; `floats` are read as DOUBLE. */
-export function rangeSelect(handle: ReadHandle, range: PartitionRange, floats: ReadonlySet<string> = new Set()): { sql: string; values: string[] } {
+function rangeSelect(handle: ReadHandle, range: PartitionRange, floats: ReadonlySet<string> = new Set()): { sql: string; values: string[] } {
   const list = plannedColumns(handle).map((c) => (floats.has(c) ? `(${quoteIdent(c)} * 1E0) AS ${quoteIdent(c)}` : quoteIdent(c)));
   const select = `SELECT ${list.join(', ')} FROM ${quoteQualified(handle.table.schema, handle.table.table)}`;
   if (range.kind === 'all') return { sql: select, values: [] };

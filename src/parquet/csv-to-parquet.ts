@@ -14,7 +14,7 @@ import { DEFAULT_PARQUET_COMPRESSION, DEFAULT_ROW_GROUP_ROWS } from '../contract
 import { UNREPRESENTABLE, parquetColumn } from './column-mapping';
 
 /** Key of the file's key-value metadata that lists `[{ name, pgType }]` in column order. */
-export const PG_COLUMNS_KEY = 'pg_extract.columns';
+const PG_COLUMNS_KEY = 'pg_extract.columns';
 
 const DUCKDB_MEMORY_LIMIT = '128MB';
 

@@ -11,7 +11,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode, PgExtractError } from '../errors';
 
-export const SCRATCH_PREFIX = 'pg-extract-parquet-';
+const SCRATCH_PREFIX = 'pg-extract-parquet-';
 
 /** The host part of a name: letters, digits, `.` and `-` only. */
 const safeHost = (host: string): string => host.replace(/[^A-Za-z0-9.-]/g, '_');

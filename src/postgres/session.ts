@@ -216,7 +216,7 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
 }
 
 /** The oldest source server: its catalog's partition queries read `pg_inherits.inhdetachpending` (PostgreSQL 14). */
-export const MIN_SOURCE_VERSION_NUM = 140_000;
+const MIN_SOURCE_VERSION_NUM = 140_000;
 
 /** Refuses a source server older than {@link MIN_SOURCE_VERSION_NUM} (`server_version_num`), before anything is read. */
 export function requireSourceVersion(versionNum: number): void {

@@ -69,7 +69,7 @@ export interface ResourceSource {
 const INTEGERS = new Set(['smallint', 'integer', 'bigint']);
 
 /** The Table Schema field that holds every value of the column as PostgreSQL writes it in CSV. */
-export function tableSchemaField(column: SourceColumn): TableSchemaField {
+function tableSchemaField(column: SourceColumn): TableSchemaField {
   const { base, args, array } = parsePgType(column.pgType);
   const constraints = { ...(column.notNull ? { required: true as const } : {}), ...(column.enumLabels ? { enum: column.enumLabels } : {}) };
   const field = {

@@ -110,7 +110,7 @@ export function duckdbValue(field: TableSchemaField): string {
 }
 
 /** The select-list entry: the field's value under its own name. */
-export function duckdbExpression(field: TableSchemaField): string {
+function duckdbExpression(field: TableSchemaField): string {
   return `${duckdbValue(field)} AS ${quoteIdent(field.name)}`;
 }
 

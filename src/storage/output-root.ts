@@ -14,7 +14,7 @@ import { claimFolder } from './output-owner';
 export const DEFAULT_FILE_MODE = 0o600;
 
 /** The folder mode that goes with a file mode: each class that may read files may also enter folders. */
-export function folderModeOf(fileMode: number): number {
+function folderModeOf(fileMode: number): number {
   return fileMode | ((fileMode & 0o444) >> 2);
 }
 

@@ -12,7 +12,7 @@ import { S3Client } from '@aws-sdk/client-s3';
  * the SDK's would also count the wait for a free socket of its pool, which many requests at once can
  * exceed; the system's connect timeout applies.
  */
-export const S3_IDLE_TIMEOUT_MS = 60_000;
+const S3_IDLE_TIMEOUT_MS = 60_000;
 
 /** A request's time limits. */
 export interface S3Timeouts {

@@ -10,7 +10,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { compress, decompress } from '@mongodb-js/zstd';
 
 /** 1 MiB of input per frame: larger frames compressed no better and cost no less (docs/performance.md "Compression"). */
-export const ZSTD_CHUNK_BYTES = 1 << 20;
+const ZSTD_CHUNK_BYTES = 1 << 20;
 
 /**
  * zstd's level 1: on the bench table's CSV it compresses 1.9× faster than the default level 3 for the

@@ -19,8 +19,8 @@ import { fillTable } from './table-fill';
 import { useServerSearchPath, withServerSearchPath } from '../postgres/session';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
-export const FENCE_SCHEMA = 'pgextract';
-export const FENCE_TABLE = 'commit_fence';
+const FENCE_SCHEMA = 'pgextract';
+const FENCE_TABLE = 'commit_fence';
 const FENCE = quoteQualified(FENCE_SCHEMA, FENCE_TABLE);
 
 export interface LoadFile {
@@ -214,7 +214,7 @@ export async function loadIntoTarget(client: Client, request: LoadRequest, { sig
 export type Reconciliation = 'committed' | 'not_committed' | 'unknown';
 
 /** How long {@link reconcileCommit} waits for a COMMIT still running (deferred triggers, a synchronous standby). */
-export const COMMIT_WAIT_MS = 60_000;
+const COMMIT_WAIT_MS = 60_000;
 const COMMIT_POLL_MS = 200;
 
 /**

@@ -38,7 +38,7 @@ export interface SetLoadRequest {
  * The order to fill the tables in: a table after every table of the set it references (the
  * target's foreign keys). Tables in a cycle keep the request's order; only deferrable keys let such a cycle load.
  */
-export async function parentsFirst(client: Client, tables: { schema: string; table: string }[]): Promise<number[]> {
+async function parentsFirst(client: Client, tables: { schema: string; table: string }[]): Promise<number[]> {
   const edges = await client.query<{ child: number; parent: number }>(
     `WITH t AS (
        SELECT u.i::int - 1 AS i, c.oid FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(s, n, i)

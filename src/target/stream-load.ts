@@ -29,7 +29,7 @@ import { sequencesPastRows } from './sequences';
 import { withServerSearchPath } from '../postgres/session';
 
 /** Ranges streamed at once: each holds one source and one target session. */
-export const STREAMS_AT_ONCE = 8;
+const STREAMS_AT_ONCE = 8;
 
 export interface StreamRequest {
   /** The coordinator's plan: snapshot, table and ranges. Its transaction stays open while this runs. */

@@ -76,7 +76,7 @@ export interface ExtractionWorker {
 }
 
 /** How long a stopping worker waits for its cancelled activities to end (under Docker's and Kubernetes' 30 s stop grace). */
-export const SHUTDOWN_FORCE_TIME: Duration = '25 seconds';
+const SHUTDOWN_FORCE_TIME: Duration = '25 seconds';
 
 export async function createExtractionWorker(options: ExtractionWorkerOptions): Promise<ExtractionWorker> {
   const holderTaskQueue = `${options.taskQueue}/holder/${randomUUID()}`;

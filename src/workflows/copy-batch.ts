@@ -51,7 +51,7 @@ export interface CopyBatchInput {
  * (cancel their scope) and return true: the batch then rejects with that failure, not with the
  * cancellations it caused.
  */
-export async function inFlight<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>, onFirstFailure?: () => boolean): Promise<R[]> {
+async function inFlight<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>, onFirstFailure?: () => boolean): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   let first: { error: unknown; stopped: boolean } | undefined;

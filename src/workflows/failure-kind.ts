@@ -6,7 +6,7 @@ import { ActivityFailure, ApplicationFailure, TimeoutFailure, isCancellation } f
 import { ErrorCode, causes } from '../errors';
 
 /** The ApplicationFailure type in the cause chain, if any. */
-export function failureType(err: unknown): string | undefined {
+function failureType(err: unknown): string | undefined {
   for (const e of causes(err)) if (e instanceof ApplicationFailure && e.type) return e.type;
   return undefined;
 }
@@ -32,7 +32,7 @@ export function activityTimeout(err: unknown): TimeoutFailure | undefined {
  * an unknown table or an unreachable source is the run's own failure, and a fresh snapshot would
  * not help.
  */
-export function holderLostSnapshot(err: unknown, planReceived: boolean, recoveryConflictLoses = false): boolean {
+function holderLostSnapshot(err: unknown, planReceived: boolean, recoveryConflictLoses = false): boolean {
   // Outputs the holder cannot see stay unseen under a fresh snapshot: the run's own failure.
   if (failureType(err) === ErrorCode.OUTPUT_NOT_VISIBLE) return false;
   if (planReceived || failureType(err) === ErrorCode.SNAPSHOT_LOST) return true;

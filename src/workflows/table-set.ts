@@ -50,7 +50,7 @@ function baseName(name: string): string {
 }
 
 /** Ranges per child workflow: a batch's input and result (a few hundred bytes per range) stay well under Temporal's payload limits. */
-export const BATCH_ITEMS = 500;
+const BATCH_ITEMS = 500;
 
 /** Consecutive units of at most BATCH_ITEMS ranges each (a group counts its ranges; a group is never split). */
 function batchesOf(units: readonly (BatchItem | BatchGroup)[]): (BatchItem | BatchGroup)[][] {
