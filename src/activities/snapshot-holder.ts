@@ -145,10 +145,13 @@ async function openAndPlan(
 function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promise<SnapshotPlanView | SnapshotSetPlanView> {
   return withFailures(async () => {
     const stopBeats = heartbeatEvery(() => ({ attemptKey }));
+    const held = registry.entry(attemptKey);
     try {
-      return await Promise.race([registry.entry(attemptKey).plan.promise, Context.current().cancelled]);
+      return await Promise.race([held.plan.promise, Context.current().cancelled]);
     } finally {
       stopBeats();
+      // An entry no hold took (the hold had ended, or never started here) is this wait's to drop.
+      if (!held.holding && registry.get(attemptKey) === held) registry.delete(attemptKey);
     }
   });
 }
