@@ -66,6 +66,14 @@ export interface ExtractionWorkerOptions {
 
 const DEFAULT_CONCURRENT_ACTIVITIES = 8;
 
+/**
+ * Activities at once on a worker's holder queue. A snapshot's hold takes one for its whole attempt,
+ * and the attempt's plan wait, completion and release each need one beside it: once holds filled
+ * them all (64, the old size, at 64 runs' attempts on one worker), those calls timed out and every
+ * attempt lost its snapshot. A hold is one idle session, so this leaves room for 512 at once.
+ */
+const HOLDER_ACTIVITIES = 1024;
+
 export interface ExtractionWorker {
   readonly holderTaskQueue: string;
   readonly main: Worker;
@@ -115,7 +123,7 @@ export async function createExtractionWorker(options: ExtractionWorkerOptions): 
     ...common,
     taskQueue: holderTaskQueue,
     activities: createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: options.sourceUrl, stores }),
-    maxConcurrentActivityTaskExecutions: 64,
+    maxConcurrentActivityTaskExecutions: HOLDER_ACTIVITIES,
   });
   const stopBoth = (): void => {
     for (const w of [main, holder]) if (w.getState() === 'RUNNING') w.shutdown();
