@@ -10,22 +10,35 @@ import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { heartbeating } from './heartbeats';
 import { type ReleaseOutputsRequest, parseActivityRequest, releaseOutputsRequestSchema } from '../contract/activity-requests';
+import { RUN_ID_PATTERN } from '../contract/identifiers';
 
-/** The run this activity works for, as its folders' markers name it. */
-function runOwner(): string {
+/**
+ * The run this activity works for, as its folders' markers name it: its workflow's, under `runId`
+ * when the workflow gives one (a reset run names its folders by its first run), else its own.
+ */
+function runOwner(runId?: string): string {
   const execution = Context.current().info.workflowExecution;
   if (!execution) throw new PgExtractError(ErrorCode.INPUT_INVALID, 'output folders belong to workflow runs; this activity has none');
-  return JSON.stringify({ workflowId: execution.workflowId, runId: execution.runId });
+  if (runId !== undefined && !new RegExp(`^${RUN_ID_PATTERN}$`).test(runId)) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a folder owner must be a run id', { field: 'runId' });
+  }
+  return JSON.stringify({ workflowId: execution.workflowId, runId: runId ?? execution.runId });
 }
 
 export function createCleanupActivities({ stores }: { stores: OutputStores }) {
   return {
-    async prepareOutputFolder(name: string): Promise<void> {
-      return withFailures(() => heartbeating(() => stores.of(name).prepareFolder(name, runOwner())));
+    /** `runId`: the run the folder is for, when not this activity's own (see {@link runOwner}). */
+    async prepareOutputFolder(name: string, runId?: string): Promise<void> {
+      return withFailures(() => heartbeating(() => stores.of(name).prepareFolder(name, runOwner(runId))));
     },
 
     async releaseOutputs(raw: ReleaseOutputsRequest): Promise<ReleaseReport> {
-      return withFailures(() => heartbeating(() => stores.release(parseActivityRequest(releaseOutputsRequestSchema, raw), runOwner())));
+      return withFailures(() =>
+        heartbeating(async () => {
+          const { runId, ...request } = parseActivityRequest(releaseOutputsRequestSchema, raw);
+          return stores.release(request, runOwner(runId));
+        }),
+      );
     },
   };
 }

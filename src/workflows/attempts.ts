@@ -15,6 +15,7 @@ import { runLabel } from '../contract/table-selection';
 import { extractActivities, packageActivities, quickActivities } from './activity-stubs';
 import { onHeldSnapshot, totals } from './held-snapshot';
 import { DATA_PACKAGE, PACKAGE_WAITS_WHEN_CANCELLED, PACKAGE_WHILE_COMPLETING, WHOLE_COPY_FOLDER_BEFORE_DISCARD } from './patches';
+import { folderOwner } from './run-key';
 
 /** Which attempt, and the folder its files go to. */
 export interface AttemptScope {
@@ -67,7 +68,7 @@ export async function wholeCopyAttempt(input: ExtractionInput, scope: AttemptSco
   const name = batched ? partitionPrefix(scope, 0) : fileName(scope, 0, input);
   // A cancelled prepare (TRY_CANCEL) let the discard run while the folder was still being made: its marker then
   // landed in a folder nothing removes. Once it is made, the copy is not started in a cancelled run.
-  const prepareFolder = () => quickActivities(input).prepareOutputFolder(scope.folder);
+  const prepareFolder = () => quickActivities(input).prepareOutputFolder(scope.folder, folderOwner().runId);
   await (patched(WHOLE_COPY_FOLDER_BEFORE_DISCARD) ? CancellationScope.nonCancellable(prepareFolder) : prepareFolder());
   events.planned(batched ? { partitions: 1, names: [], prefixes: [batchPrefix(name)] } : { partitions: 1, names: [name] });
   const extract = extractActivities(input);

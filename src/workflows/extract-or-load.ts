@@ -4,7 +4,7 @@
  * bounded) followed, when a target is set, by the built-in load of its files. Returns the
  * manifest, the attempts and the loader's report; the run's live status is updated as it goes.
  */
-import { ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { fileCompression } from '../contract/formats';
@@ -18,6 +18,7 @@ import { type Loader, runLoad } from './loader';
 import { tableSetAttempt } from './table-set';
 import { requireManifestFits } from './payload-budget';
 import { DISCARD_FAILURE_RECORDED, PAYLOAD_BUDGET, RUN_FOLDERS, TABLE_SET, TABLE_SET_LOAD } from './patches';
+import { folderOwner, runKey } from './run-key';
 
 /**
  * Output folders and files: an attempt's folder, its discard, the terminal release. They heartbeat, so
@@ -46,7 +47,7 @@ export interface Progress {
  * so no other run (same --out, a reused or look-alike workflow id) can share one.
  */
 export function attemptFolders(input: ExtractionInput): (attempt: number) => string {
-  const { workflowId, runId } = workflowInfo();
+  const { workflowId, runId } = runKey();
   const parent = input.outDir ?? workflowId.replace(/[^A-Za-z0-9._-]/g, '_');
   // Runs started before run folders existed keep their folders when they replay.
   const run = patched(RUN_FOLDERS) ? `/${runId}` : '';
@@ -55,12 +56,12 @@ export function attemptFolders(input: ExtractionInput): (attempt: number) => str
 
 /** A stream's operation id: it names the stream's staging tables on the target, released at the end whatever happened. */
 export function streamOperationId(): string {
-  const { workflowId, runId } = workflowInfo();
+  const { workflowId, runId } = runKey();
   return `${workflowId}:${runId}:stream`;
 }
 
 export async function extractOrLoad(input: ExtractionInput, attemptFolder: (attempt: number) => string, progress: Progress): Promise<WorkDone> {
-  const { workflowId, runId } = workflowInfo();
+  const { workflowId, runId } = runKey();
   const { status } = progress;
   const via = input.target?.via;
   if (via === 'internal' || via === 'stream') {
@@ -215,6 +216,7 @@ async function discardAttempt(scope: AttemptScope, planned: string[], prefixes: 
   try {
     const report = await CancellationScope.nonCancellable(() =>
       cleanup.releaseOutputs({
+        ...folderOwner(),
         // A batch file goes with its prefix: naming it too would count it twice, and a run of many batches would outgrow the request.
         paths: planned.filter((name) => !prefixes.some((prefix) => name.startsWith(prefix))),
         sweepFolders: [],

@@ -5,7 +5,7 @@
  * hold ends before completion the attempt fails as the holder's failure (SNAPSHOT_LOST), and every
  * reader of the snapshot is stopped before the caller discards the attempt's files.
  */
-import { CancellationScope, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { DataPackageFile, Manifest, ManifestFile } from '../contract/extraction-types';
 import type { SourceColumn } from '../contract/source-column';
@@ -24,6 +24,7 @@ import {
   RECOVERY_CONFLICT_WHILE_PLANNING,
   RELEASE_HOLD_ON_FAILURE,
 } from './patches';
+import { folderOwner, runKey } from './run-key';
 
 export type HolderControl = ReturnType<typeof holderActivities>['control'];
 
@@ -76,12 +77,12 @@ export async function onHeldSnapshot<P extends HeldPlan>(
   awaitPlan: (control: HolderControl, attemptKey: string) => Promise<P>,
   copy: (plan: P, copyScope: CancellationScope, attemptKey: string) => Promise<Copying>,
 ): Promise<Manifest> {
-  const { workflowId, runId } = workflowInfo();
+  const { workflowId, runId } = runKey();
   const attemptKey = `${workflowId}/${runId}/attempt-${scope.attempt}`;
   // The attempt's folder is prepared while the holder exports and plans: two round trips fewer
   // before the first copy. Runs started before prepare it after the plan, and replay so.
   const quick = quickActivities(input);
-  const prepareFolder = () => quick.prepareOutputFolder(scope.folder);
+  const prepareFolder = () => quick.prepareOutputFolder(scope.folder, folderOwner().runId);
   // A plan that fails (or a run cancelled while planning) may beat the prepare: the caller's discard
   // must find the folder made, or a marker lands after the discard in a folder nothing removes. So
   // the prepare is not cancelled, and a failure waits for it. Runs started before replay without.
@@ -127,7 +128,7 @@ export async function onHeldSnapshot<P extends HeldPlan>(
       holdEnded,
     ]);
     planReceived = true;
-    await (folderReady ?? quick.prepareOutputFolder(scope.folder));
+    await (folderReady ?? quick.prepareOutputFolder(scope.folder, folderOwner().runId));
     const copying = await copy(plan, copyScope, attemptKey);
     settled = copying.settled;
     const files = await Promise.race([copying.files, holdEnded]);

@@ -14,6 +14,7 @@ import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome }
 import { type Progress, cleanup, streamOperationId } from './extract-or-load';
 import { describeFailure } from './failure-kind';
 import { RETAIN_SWEEP_CAUGHT } from './patches';
+import { folderOwner } from './run-key';
 
 export interface TerminalDecision {
   outcome: TerminalOutcome;
@@ -45,7 +46,7 @@ export async function decideTerminal(
   const folders = loadedWithoutFiles(manifest) ? [] : [attemptFolder];
   const terminal = new TerminalAuthority({
     files: runOutputs(manifest),
-    releaseFiles: (paths) => cleanup.releaseOutputs({ paths: [...paths], sweepFolders: [], discardFolders: [...folders, ...leftFolders] }),
+    releaseFiles: (paths) => cleanup.releaseOutputs({ ...folderOwner(), paths: [...paths], sweepFolders: [], discardFolders: [...folders, ...leftFolders] }),
   });
   let cancelled: unknown = null;
   let outcome: TerminalOutcome;
@@ -68,7 +69,7 @@ export async function decideTerminal(
     const decided = await terminal.decide(outcome);
     // Retained files are evidence; partial temp files of retried partitions, and earlier attempts' folders, are not.
     if (outcome === 'retain_commit_unknown') {
-      const sweep = cleanup.releaseOutputs({ paths: [], sweepFolders: folders, discardFolders: [...leftFolders] });
+      const sweep = cleanup.releaseOutputs({ ...folderOwner(), paths: [], sweepFolders: folders, discardFolders: [...leftFolders] });
       if (!patched(RETAIN_SWEEP_CAUGHT)) await sweep;
       else {
         await sweep.then(

@@ -4,6 +4,7 @@
  * table, the CLI's JSON, and bad sets refused with a code before any file exists.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { readFile, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { execFile } from 'node:child_process';
@@ -12,6 +13,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { Client } from 'pg';
 import { extractionStatus, startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, statusQuery } from '../../src/contract/definitions';
+import { runOutputs } from '../../src/contract/run-outputs';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
 import { type PgExtractError, causes } from '../../src/errors';
@@ -508,6 +510,36 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     } finally {
       await admin().query('DROP SCHEMA tnosend CASCADE');
     }
+  });
+
+  it("a run reset to its last workflow task (as Temporal's Web UI resets) replays, keeps its files, and a commit releases them", async () => {
+    // Before, its child batch's id, folders and load operation were named by the run id a reset changes:
+    // the new run's replay failed every workflow task (nondeterminism), and it never decided.
+    await withWorker(async ({ taskQueue }) => {
+      const client = live().temporal.client;
+      const outDir = `reset-${Math.random().toString(36).slice(2)}`;
+      const handle = await startExtraction(client, { tables: ['tset.customers', 'tset.orders'], outDir }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      const { runId } = await handle.describe();
+      const lastTask = ((await handle.fetchHistory()).events ?? []).filter((e) => e.workflowTaskCompletedEventAttributes).at(-1)!;
+      const { runId: resetRunId } = await client.workflowService.resetWorkflowExecution({
+        namespace: 'default',
+        workflowExecution: { workflowId: handle.workflowId, runId },
+        reason: 'test: reset to the last workflow task',
+        workflowTaskFinishEventId: lastTask.eventId,
+        requestId: randomUUID(),
+      });
+      assert.ok(resetRunId && resetRunId !== runId, 'a new run');
+      const reset = client.workflow.getHandle(handle.workflowId, resetRunId!);
+      const receipt = await reset.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      assert.deepEqual([receipt.outcome, receipt.cleanupSucceeded], ['success', true]);
+      assert.deepEqual([...receipt.filesDeleted].sort(), runOutputs(manifest).sort(), "every file of the run's first run released");
+      const events = (await reset.fetchHistory()).events ?? [];
+      // The reset itself is recorded as a failed workflow task (its failure says reset); nothing else failed.
+      const failed = events.filter((e) => e.workflowTaskFailedEventAttributes && !e.workflowTaskFailedEventAttributes.failure?.resetWorkflowFailureInfo);
+      assert.deepEqual(failed, [], 'no workflow task failed');
+      assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'nothing left');
+    });
   });
 
   it('the CLI refuses a table named twice (or two that read alike unquoted), and table with schema, before connecting anywhere', async () => {
