@@ -209,6 +209,21 @@ async function extractWithFreshSnapshots(
 }
 
 /**
+ * Discards again the folders failed discards left, for a run that ends without a terminal step
+ * (which would): the first failure's code, or null once they are gone.
+ */
+export async function discardLeftFolders(folders: string[]): Promise<string | null> {
+  try {
+    const report = await CancellationScope.nonCancellable(() =>
+      cleanup.releaseOutputs({ ...folderOwner(), paths: [], sweepFolders: [], discardFolders: folders }),
+    );
+    return report.failures[0]?.code ?? null;
+  } catch (err) {
+    return describeFailure(err);
+  }
+}
+
+/**
  * Nothing of a failed attempt survives: its files would mix two snapshots. A cleanup failure is
  * recorded on the attempt, never thrown over the attempt's own failure or its fresh retry.
  */

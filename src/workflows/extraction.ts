@@ -8,13 +8,13 @@ import { CancellationScope, allHandlersFinished, condition, isCancellation, patc
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
 import { runLabel } from '../contract/table-selection';
-import { attemptFolders, extractOrLoad, type Progress } from './extract-or-load';
+import { attemptFolders, discardLeftFolders, extractOrLoad, type Progress } from './extract-or-load';
 import { type RunState, setRunHandlers } from './handlers';
 import { requireParsedInput } from './input-shape';
 import { manifestInResult } from './payload-budget';
 import { abortedWhileExtracting, decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
-import { CANCELLED_EXTRACTION_ABORTS, DECIDED_BEFORE_CANCEL } from './patches';
+import { CANCELLED_EXTRACTION_ABORTS, DECIDED_BEFORE_CANCEL, FAILED_RUN_DISCARDS_LEFT } from './patches';
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
   requireParsedInput(input);
@@ -31,18 +31,22 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
   const state: RunState = { status, manifest: null, commit: null, terminalReceipt: null };
   setRunHandlers(state);
   const attemptFolder = attemptFolders(input);
-  let lastDiscard: AttemptRecord | null = null;
+  const discards: AttemptRecord[] = [];
   const progress: Progress = {
     status,
     show: () => publishStatus(status),
     published: (manifest) => (state.manifest = manifest),
-    discarded: (attempt) => (lastDiscard = attempt),
+    discarded: (attempt) => discards.push(attempt),
   };
 
-  const { manifest, attempts, report } = await extractOrLoad(input, attemptFolder, progress).catch((err: unknown) => {
+  const { manifest, attempts, report } = await extractOrLoad(input, attemptFolder, progress).catch(async (err: unknown) => {
+    // A run that ends here has no terminal step to discard what failed discards left (its attempts' files): it does.
+    const left = discards.filter((a) => a.cleanupErrorCode !== null).map((a) => attemptFolder(a.attempt));
+    const cleanupErrorCode =
+      left.length > 0 && patched(FAILED_RUN_DISCARDS_LEFT) ? await discardLeftFolders(left) : (discards.at(-1)?.cleanupErrorCode ?? null);
     // Cancelled while extracting: the attempt discarded its files, and the run records that it aborted.
     if (isCancellation(err) && patched(CANCELLED_EXTRACTION_ABORTS)) {
-      state.terminalReceipt = abortedWhileExtracting(lastDiscard);
+      state.terminalReceipt = abortedWhileExtracting(cleanupErrorCode);
       Object.assign(status, { phase: 'done', outcome: 'abort' });
       countOutcome('abort');
       progress.show();

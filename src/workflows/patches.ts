@@ -69,3 +69,5 @@ export const RETAIN_SWEEP_CAUGHT = 'retain-sweep-caught';
 export const INPUT_LIMITS_CHECKED = 'input-limits';
 /** A run cancelled while it extracts records abort; before, no outcome. */
 export const CANCELLED_EXTRACTION_ABORTS = 'cancelled-extraction-aborts';
+/** A run that fails or is cancelled while extracting discards again what its attempts' failed discards left. */
+export const FAILED_RUN_DISCARDS_LEFT = 'failed-run-discards-left';

@@ -6,7 +6,7 @@
 import { CancellationScope, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { TargetCommit } from '../contract/commit-report';
 import type { ExtractionInput } from '../contract/extraction-input';
-import type { AttemptRecord, Manifest } from '../contract/extraction-types';
+import type { Manifest } from '../contract/extraction-types';
 import type { LoadReport } from '../contract/load-report';
 import { loadedWithoutFiles, runOutputs } from '../contract/run-outputs';
 import { outcomeForCommit } from '../lifecycle/outcome-mapping';
@@ -98,11 +98,10 @@ async function releaseStreamStaging(input: ExtractionInput, operationId: string)
 }
 
 /**
- * The receipt of a run cancelled while it extracted: abort, with no file left to release (the
- * attempt's discard removed what it wrote; its cleanup code, if that failed, is the receipt's).
+ * The receipt of a run cancelled while it extracted: abort, with no file left to release (its
+ * attempts' discards removed what they wrote; `cleanupErrorCode` says what one could not).
  */
-export function abortedWhileExtracting(discard: Pick<AttemptRecord, 'cleanupErrorCode'> | null): ArtifactTerminalReceipt {
-  const cleanupErrorCode = discard?.cleanupErrorCode ?? null;
+export function abortedWhileExtracting(cleanupErrorCode: string | null): ArtifactTerminalReceipt {
   return Object.freeze({
     outcome: 'abort',
     decidedAt: new Date().toISOString(),

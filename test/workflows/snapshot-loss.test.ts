@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate, statusQuery } from '../../src/contract/definitions';
+import { commitUpdate, statusQuery, terminalReceiptQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, manifestDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
 import { live } from '../support/services';
@@ -111,31 +111,40 @@ describe('snapshot holder loss (live)', function () {
     );
   });
 
-  it("a discard that fails (its parent folder immutable) → the fresh-snapshot retry goes on; the attempt record carries the cleanup code, and the run's end discards the folder", async function () {
+  /** Skips the test where this file system has no immutable flag (chattr). */
+  async function requireChattr(test: Mocha.Context): Promise<void> {
     const probe = join(live().scratch, `chattr-${process.pid}`);
     await mkdir(probe, { recursive: true });
-    if (
-      !(await chattr('+i', probe)
-        .then(() => chattr('-i', probe))
-        .then(
-          () => true,
-          () => false,
-        ))
-    )
-      this.skip();
+    const works = await chattr('+i', probe)
+      .then(() => chattr('-i', probe))
+      .then(
+        () => true,
+        () => false,
+      );
+    if (!works) test.skip();
+  }
+
+  /** Starts a run into `outDir` whose first attempt loses its snapshot and fails to discard its folder (its parent immutable meanwhile). */
+  async function firstDiscardFails(taskQueue: string, outDir: string): Promise<WorkflowHandle> {
+    const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir }, { taskQueue });
+    await untilPartitionDone(handle);
+    // Neither rename nor rmdir can touch the attempt folder inside an immutable folder, root or not.
+    const frozen = dirname(await findFolder(join(live().outRoot, outDir), 'attempt-1'));
+    await chattr('+i', frozen);
+    try {
+      await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
+      await untilAttempt(handle, 2, 30_000);
+    } finally {
+      await chattr('-i', frozen);
+    }
+    return handle;
+  }
+
+  it("a discard that fails (its parent folder immutable) → the fresh-snapshot retry goes on; the attempt record carries the cleanup code, and the run's end discards the folder", async function () {
+    await requireChattr(this);
     await withWorker(
       async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir: 'loss-immutable' }, { taskQueue });
-        await untilPartitionDone(handle);
-        // Neither rename nor rmdir can touch the attempt folder inside an immutable folder, root or not.
-        const frozen = dirname(await findFolder(join(live().outRoot, 'loss-immutable'), 'attempt-1'));
-        await chattr('+i', frozen);
-        try {
-          await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
-          await untilAttempt(handle, 2, 30_000);
-        } finally {
-          await chattr('-i', frozen);
-        }
+        const handle = await firstDiscardFails(taskQueue, 'loss-immutable');
         const result = await finish(handle);
         assertOneFreshSnapshot(result, 'loss-immutable');
         assert.equal(result.attempts[0]!.cleanupErrorCode, 'EPERM', JSON.stringify(result.attempts));
@@ -144,6 +153,22 @@ describe('snapshot holder loss (live)', function () {
         await assert.rejects(findFolder(join(live().outRoot, 'loss-immutable'), 'attempt-1'), /no attempt-1/);
         assert.ok(await findFolder(join(live().outRoot, 'loss-immutable'), 'attempt-2'), 'the retained attempt stays');
         assert.deepEqual(await manifestDigest(table, result.manifest), expected);
+      },
+      { maxConcurrentActivities: 1 },
+    );
+  });
+
+  it('a failed discard, then the run cancelled while it extracts → the cancellation discards that folder too, and the receipt is abort', async function () {
+    await requireChattr(this);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await firstDiscardFails(taskQueue, 'loss-immutable-cancelled');
+        await handle.cancel();
+        await assert.rejects(handle.result());
+        // Before, the first attempt's files stayed for good, and the receipt said every cleanup succeeded.
+        assert.deepEqual(await readdir(join(live().outRoot, 'loss-immutable-cancelled'), { recursive: true }).catch(() => []), [], 'nothing left');
+        const receipt = await handle.query(terminalReceiptQuery);
+        assert.deepEqual([receipt?.outcome, receipt?.cleanupSucceeded, receipt?.cleanupErrorCode], ['abort', true, null]);
       },
       { maxConcurrentActivities: 1 },
     );
