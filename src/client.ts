@@ -19,7 +19,7 @@ import {
 } from './contract/definitions';
 import { type ExtractionRequest, parseNewRunInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
-import { RUN_ID_PATTERN } from './contract/identifiers';
+import { isRunId } from './contract/identifiers';
 import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
 import type { extractionWorkflow } from './workflows';
 
@@ -96,12 +96,9 @@ export async function waitForManifest(handle: WorkflowHandle, pollMs = 250, onPo
   }
 }
 
-/** A run id as `start --json` prints it. */
-const RUN_ID = new RegExp(`^${RUN_ID_PATTERN}$`, 'i');
-
 /** Refuses a run id that names no run (Temporal would answer a malformed one with its own error), before any call. */
 export function checkRunId(runId: string | undefined): void {
-  if (runId !== undefined && !RUN_ID.test(runId)) {
+  if (runId !== undefined && !isRunId(runId)) {
     throw new PgExtractError(ErrorCode.INPUT_INVALID, `a run id is a UUID (start --json prints it); not ${JSON.stringify(runId.slice(0, 60))}`, {
       field: 'runId',
     });

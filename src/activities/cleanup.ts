@@ -10,7 +10,7 @@ import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { heartbeating } from './heartbeats';
 import { type ReleaseOutputsRequest, parseActivityRequest, releaseOutputsRequestSchema } from '../contract/activity-requests';
-import { RUN_ID_PATTERN } from '../contract/identifiers';
+import { isRunId } from '../contract/identifiers';
 
 /**
  * The run this activity works for, as its folders' markers name it: its workflow's, under `runId`
@@ -19,7 +19,7 @@ import { RUN_ID_PATTERN } from '../contract/identifiers';
 function runOwner(runId?: string): string {
   const execution = Context.current().info.workflowExecution;
   if (!execution) throw new PgExtractError(ErrorCode.INPUT_INVALID, 'output folders belong to workflow runs; this activity has none');
-  if (runId !== undefined && !new RegExp(`^${RUN_ID_PATTERN}$`).test(runId)) {
+  if (runId !== undefined && !isRunId(runId)) {
     throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a folder owner must be a run id', { field: 'runId' });
   }
   return JSON.stringify({ workflowId: execution.workflowId, runId: runId ?? execution.runId });
@@ -29,7 +29,7 @@ export function createCleanupActivities({ stores }: { stores: OutputStores }) {
   return {
     /** `runId`: the run the folder is for, when not this activity's own (see {@link runOwner}). */
     async prepareOutputFolder(name: string, runId?: string): Promise<void> {
-      return withFailures(() => heartbeating(() => stores.of(name).prepareFolder(name, runOwner(runId))));
+      return withFailures(() => stores.of(name).prepareFolder(name, runOwner(runId)));
     },
 
     async releaseOutputs(raw: ReleaseOutputsRequest): Promise<ReleaseReport> {

@@ -87,6 +87,19 @@ export class SnapshotHolderRegistry {
   delete(key: string): void {
     this.#held.delete(key);
   }
+
+  /** Entries held or awaited now. */
+  get size(): number {
+    return this.#held.size;
+  }
+}
+
+/**
+ * The registry's key of an attempt: its key with the run asking. A reset run keeps its attempt keys
+ * (./workflows/run-key.ts), and the run it replaced may still hold that attempt here for a while.
+ */
+function heldKey(attemptKey: string): string {
+  return `${attemptKey}#${Context.current().info.workflowExecution?.runId ?? ''}`;
 }
 
 export interface HolderDeps {
@@ -145,13 +158,14 @@ async function openAndPlan(
 function awaitPlan(registry: SnapshotHolderRegistry, attemptKey: string): Promise<SnapshotPlanView | SnapshotSetPlanView> {
   return withFailures(async () => {
     const stopBeats = heartbeatEvery(() => ({ attemptKey }));
-    const held = registry.entry(attemptKey);
+    const key = heldKey(attemptKey);
+    const held = registry.entry(key);
     try {
       return await Promise.race([held.plan.promise, Context.current().cancelled]);
     } finally {
       stopBeats();
       // An entry no hold took (the hold had ended, or never started here) is this wait's to drop.
-      if (!held.holding && registry.get(attemptKey) === held) registry.delete(attemptKey);
+      if (!held.holding && registry.get(key) === held) registry.delete(key);
     }
   });
 }
@@ -183,7 +197,8 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         const { attemptKey, input } = parseActivityRequest(holdSnapshotRequestSchema, raw);
         const url = sourceUrl(input.source);
         const ctx = Context.current();
-        const held = registry.entry(attemptKey);
+        const key = heldKey(attemptKey);
+        const held = registry.entry(key);
         held.holding = true;
         const stopBeats = heartbeatEvery(() => ({ attemptKey }));
         try {
@@ -205,7 +220,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
           throw err;
         } finally {
           stopBeats();
-          registry.delete(attemptKey);
+          registry.delete(key);
           // Ends what is still open (a completed read has nothing left): rollback and close.
           try {
             await held.read?.close('abort');
@@ -234,7 +249,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
      * nothing to release.
      */
     async releaseSnapshot(attemptKey: string): Promise<void> {
-      const held = registry.get(attemptKey);
+      const held = registry.get(heldKey(attemptKey));
       if (!held?.holding) return;
       held.finished.resolve();
       let timer: NodeJS.Timeout | undefined;
@@ -247,7 +262,7 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
       const stopHeartbeat = heartbeatEvery(() => ({ completing: true }));
       return withFailures(async () => {
         const req = parseActivityRequest(completeSnapshotRequestSchema, raw);
-        const held = registry.get(req.attemptKey);
+        const held = registry.get(heldKey(req.attemptKey));
         if (!held?.read) throw lost();
         try {
           // The manifest lists only what one reader can open: every output must be visible here.

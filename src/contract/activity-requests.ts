@@ -5,7 +5,7 @@
  * trusted with names, not with SQL. Pure.
  */
 import { z } from 'zod';
-import { RUN_ID_PATTERN } from './identifiers';
+import { isRunId } from './identifiers';
 import { ErrorCode } from '../errors';
 import { MAX_TABLES, parseExtractionInput } from './extraction-input';
 import { fileReceiptSchema } from './file-receipt';
@@ -170,10 +170,7 @@ export const releaseOutputsRequestSchema = z.strictObject({
   /** Name prefixes whose every file goes first: batched files, some never named to the workflow (a killed writer's). */
   prefixes: z.array(path).max(256).optional(),
   /** The run whose folders these are, when not the activity's own: a reset run's are its first run's. */
-  runId: z
-    .string()
-    .regex(new RegExp(`^${RUN_ID_PATTERN}$`))
-    .optional(),
+  runId: z.string().refine(isRunId, 'a run id').optional(),
 });
 export type ReleaseOutputsRequest = z.output<typeof releaseOutputsRequestSchema>;
 

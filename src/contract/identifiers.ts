@@ -8,6 +8,13 @@ import { ErrorCode, PgExtractError } from '../errors';
 /** A Temporal run id, a UUID, as a pattern to build on (match it case-insensitively). */
 export const RUN_ID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
+const RUN_ID = new RegExp(`^${RUN_ID_PATTERN}$`, 'i');
+
+/** Whether `value` is a run id ({@link RUN_ID_PATTERN}). */
+export function isRunId(value: string): boolean {
+  return RUN_ID.test(value);
+}
+
 /** PostgreSQL's name buffer: a name holds at most NAMEDATALEN - 1 bytes. */
 export const NAMEDATALEN = 64;
 

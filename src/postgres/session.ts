@@ -49,16 +49,10 @@ const SESSION_SETTINGS: Record<string, string> = {
   // setting skips it (below).
   statement_timeout: '0',
   transaction_timeout: '0',
-  // A stopped worker (SIGSTOP, a frozen VM) keeps its sessions, its kernel still answering keepalives: one left idle
-  // inside a transaction would hold its snapshot's xmin (a source's) or its locks and fence claim (a target's, which a
-  // load's retry waits behind) for as long as it stays stopped. The server ends it after 10 minutes idle, longer than
-  // any of our waits between the statements of a transaction (an object store may take minutes to complete a large
-  // upload). The coordinator sets 30 s for its own transaction, which its probes keep alive.
-  idle_in_transaction_session_timeout: '10min',
   // The server ends the session of a vanished client host after about 25 s of silence, and of a
   // closed client socket within 5 s even while a query runs (PostgreSQL 14+; older servers skip it).
   // Neither ends the session of a stopped (SIGSTOP) worker, whose kernel still answers: the
-  // coordinator's idle timeout does that.
+  // coordinator's and a target's idle timeouts do, between statements.
   tcp_keepalives_idle: '10',
   tcp_keepalives_interval: '5',
   tcp_keepalives_count: '3',
@@ -82,6 +76,16 @@ const SESSION_SETTINGS: Record<string, string> = {
  */
 const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
 const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
+
+/**
+ * Set on target sessions. A stopped worker (SIGSTOP, a frozen VM) keeps its sessions, its kernel
+ * still answering keepalives: a load's left idle inside its transaction would keep its locks and
+ * fence claim, which the load's retry waits behind, for as long as it stays stopped. The server
+ * ends it after 10 minutes idle; a load pauses between its statements only to open its next file.
+ * (Source sessions may sit idle in theirs far longer: a Parquet file is uploaded after its COPY,
+ * inside the read's transaction. The coordinator sets 30 s for its own, kept alive by probes.)
+ */
+const TARGET_SETTINGS: Record<string, string> = { idle_in_transaction_session_timeout: '10min' };
 
 /**
  * Set on every session: an empty search_path, as pg_dump and pg_restore set on their own. Every user
@@ -193,6 +197,7 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
   const settings = {
     ...SESSION_SETTINGS,
     ...(READS_SOURCE_ROWS.has(role) ? SOURCE_READ_SETTINGS : {}),
+    ...(role === 'target' ? TARGET_SETTINGS : {}),
     ...SECURE_SEARCH_PATH,
   };
   try {

@@ -21,8 +21,8 @@ import { DISCARD_FAILURE_RECORDED, PAYLOAD_BUDGET, RUN_FOLDERS, TABLE_SET, TABLE
 import { folderOwner, runKey } from './run-key';
 
 /**
- * Output folders and files: an attempt's folder, its discard, the terminal release. They heartbeat, so
- * a worker that dies in one is noticed within the heartbeat timeout, not the start-to-close.
+ * Output files: an attempt's discard, the terminal release, a stream's staging release. They
+ * heartbeat, so a worker that dies in one is noticed within the heartbeat timeout, not the start-to-close.
  */
 export const cleanup = proxyActivities<MainActivities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '15 seconds', retry: { maximumAttempts: 10 } });
 

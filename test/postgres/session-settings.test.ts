@@ -84,13 +84,13 @@ describe('session settings are pinned, whatever the databases default to (live)'
   });
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), ends its transaction after 10 minutes idle, keeps TCP keepalives and the client connection check on, JIT and synchronized scans off", async () => {
+  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), keeps TCP keepalives and the client connection check on, JIT and synchronized scans off", async () => {
     const session = await openSession(urlOf(SOURCE_DB), 'probe');
     try {
       const r = await session.query<{ name: string; setting: string }>(
         `SELECT name, setting FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'extra_float_digits', 'bytea_output', 'TimeZone', 'client_encoding',
            'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval', 'jit', 'synchronize_seqscans',
-           'lc_monetary', 'xmloption', 'array_nulls', 'idle_in_transaction_session_timeout') ORDER BY name`,
+           'lc_monetary', 'xmloption', 'array_nulls') ORDER BY name`,
       );
       const checksClient = Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000;
       assert.deepEqual(Object.fromEntries(r.rows.map((x) => [x.name, x.setting])), {
@@ -109,11 +109,22 @@ describe('session settings are pinned, whatever the databases default to (live)'
         lc_monetary: 'C',
         xmloption: 'content',
         array_nulls: 'on',
-        idle_in_transaction_session_timeout: '600000',
       });
     } finally {
       await closeSession(session);
     }
+  });
+
+  it("a target session ends its transaction after 10 minutes idle (a stopped loader's locks and fence claim go); a source's keeps the database's (a Parquet file is uploaded inside the read's transaction)", async () => {
+    const idleTimeout = async (role: 'target' | 'partition') => {
+      const session = await openSession(urlOf(SOURCE_DB), role);
+      try {
+        return (await session.query<{ t: string }>(`SELECT setting AS t FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'`)).rows[0]!.t;
+      } finally {
+        await closeSession(session);
+      }
+    };
+    assert.deepEqual([await idleTimeout('target'), await idleTimeout('partition')], ['600000', '0']);
   });
 
   it('a source server older than PostgreSQL 14 is refused with SOURCE_VERSION_UNSUPPORTED (its partition catalog lacks inhdetachpending); this one opens', async () => {
