@@ -531,6 +531,8 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       });
       assert.ok(resetRunId && resetRunId !== runId, 'a new run');
       const reset = client.workflow.getHandle(handle.workflowId, resetRunId!);
+      // The new run runs its last workflow task again; a report that reaches it before then finds it still extracting.
+      await eventually(async () => (await reset.query(statusQuery)).phase === 'awaiting_commit', 'the reset run awaits the commit again');
       const receipt = await reset.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
       assert.deepEqual([receipt.outcome, receipt.cleanupSucceeded], ['success', true]);
       assert.deepEqual([...receipt.filesDeleted].sort(), runOutputs(manifest).sort(), "every file of the run's first run released");
