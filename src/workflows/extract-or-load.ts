@@ -6,6 +6,7 @@
  */
 import { ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities } from '@temporalio/workflow';
 import type { MainActivities } from '../activities';
+import type { ReleaseReport } from '../lifecycle/terminal';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { fileCompression } from '../contract/formats';
 import type { AttemptRecord, ExtractionStatus, Manifest } from '../contract/extraction-types';
@@ -210,16 +211,13 @@ async function extractWithFreshSnapshots(
 
 /**
  * Discards again the folders failed discards left, for a run that ends without a terminal step
- * (which would): the first failure's code, or null once they are gone.
+ * (which would). Never throws: a release that failed is every folder failing with its code.
  */
-export async function discardLeftFolders(folders: string[]): Promise<string | null> {
+export async function discardLeftFolders(folders: string[]): Promise<ReleaseReport> {
   try {
-    const report = await CancellationScope.nonCancellable(() =>
-      cleanup.releaseOutputs({ ...folderOwner(), paths: [], sweepFolders: [], discardFolders: folders }),
-    );
-    return report.failures[0]?.code ?? null;
+    return await CancellationScope.nonCancellable(() => cleanup.releaseOutputs({ ...folderOwner(), paths: [], sweepFolders: [], discardFolders: folders }));
   } catch (err) {
-    return describeFailure(err);
+    return { deleted: [], failures: folders.map((path) => ({ path, code: describeFailure(err) })) };
   }
 }
 

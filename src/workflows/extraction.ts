@@ -7,12 +7,13 @@
 import { CancellationScope, allHandlersFinished, condition, isCancellation, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
+import type { ReleaseReport } from '../lifecycle/terminal';
 import { runLabel } from '../contract/table-selection';
 import { attemptFolders, discardLeftFolders, extractOrLoad, type Progress } from './extract-or-load';
 import { type RunState, setRunHandlers } from './handlers';
 import { requireParsedInput } from './input-shape';
 import { manifestInResult } from './payload-budget';
-import { abortedWhileExtracting, decideTerminal } from './terminal-step';
+import { abortWhileExtracting, decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
 import { CANCELLED_EXTRACTION_ABORTS, DECIDED_BEFORE_CANCEL, FAILED_RUN_DISCARDS_LEFT } from './patches';
 
@@ -41,12 +42,12 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
 
   const { manifest, attempts, report } = await extractOrLoad(input, attemptFolder, progress).catch(async (err: unknown) => {
     // A run that ends here has no terminal step to discard what failed discards left (its attempts' files): it does.
-    const left = discards.filter((a) => a.cleanupErrorCode !== null).map((a) => attemptFolder(a.attempt));
-    const cleanupErrorCode =
-      left.length > 0 && patched(FAILED_RUN_DISCARDS_LEFT) ? await discardLeftFolders(left) : (discards.at(-1)?.cleanupErrorCode ?? null);
+    const failed = discards.filter((a) => a.cleanupErrorCode !== null).map((a) => ({ path: attemptFolder(a.attempt), code: a.cleanupErrorCode! }));
+    const left: ReleaseReport =
+      failed.length > 0 && patched(FAILED_RUN_DISCARDS_LEFT) ? await discardLeftFolders(failed.map((f) => f.path)) : { deleted: [], failures: failed };
     // Cancelled while extracting: the attempt discarded its files, and the run records that it aborted.
     if (isCancellation(err) && patched(CANCELLED_EXTRACTION_ABORTS)) {
-      state.terminalReceipt = abortedWhileExtracting(cleanupErrorCode);
+      state.terminalReceipt = await abortWhileExtracting(left);
       Object.assign(status, { phase: 'done', outcome: 'abort' });
       countOutcome('abort');
       progress.show();

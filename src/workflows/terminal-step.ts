@@ -10,7 +10,7 @@ import type { Manifest } from '../contract/extraction-types';
 import type { LoadReport } from '../contract/load-report';
 import { loadedWithoutFiles, runOutputs } from '../contract/run-outputs';
 import { outcomeForCommit } from '../lifecycle/outcome-mapping';
-import { type ArtifactTerminalReceipt, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
+import { type ArtifactTerminalReceipt, type ReleaseReport, TerminalAuthority, type TerminalOutcome } from '../lifecycle/terminal';
 import { type Progress, cleanup, streamOperationId } from './extract-or-load';
 import { describeFailure } from './failure-kind';
 import { RETAIN_SWEEP_CAUGHT } from './patches';
@@ -98,17 +98,10 @@ async function releaseStreamStaging(input: ExtractionInput, operationId: string)
 }
 
 /**
- * The receipt of a run cancelled while it extracted: abort, with no file left to release (its
- * attempts' discards removed what they wrote; `cleanupErrorCode` says what one could not).
+ * Decides abort for a run cancelled while it extracted, through the terminal authority as every
+ * outcome is: the run has no file left to release (its attempts' discards removed what they
+ * wrote), and `left` is what became of what those discards left.
  */
-export function abortedWhileExtracting(cleanupErrorCode: string | null): ArtifactTerminalReceipt {
-  return Object.freeze({
-    outcome: 'abort',
-    decidedAt: new Date().toISOString(),
-    cleanupAttempted: true,
-    cleanupSucceeded: cleanupErrorCode === null,
-    cleanupErrorCode,
-    filesDeleted: Object.freeze([]),
-    filesRetained: Object.freeze([]),
-  });
+export function abortWhileExtracting(left: ReleaseReport): Promise<ArtifactTerminalReceipt> {
+  return new TerminalAuthority({ files: [], releaseFiles: async () => left }).decide('abort');
 }
