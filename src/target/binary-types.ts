@@ -64,16 +64,19 @@ export async function requireBinaryTypes(client: ClientBase, format: ExportForma
     [loaded.map((c) => c.relation), loaded.map((c) => c.name), loaded.map((c) => c.type), TEXT_TYPES],
   );
   const mismatched = new Map(r.rows.map(({ n, sourceType, targetType, known }) => [Number(n) - 1, { sourceType, targetType, known }]));
-  const byTable = new Map<string, string[]>();
-  for (const [i, { label, name, type }] of loaded.entries()) {
+  /** Why the i-th loaded column cannot load from binary files, or null. */
+  const refusal = (i: number): string | null => {
+    const { name, type } = loaded[i]!;
+    if (OID_ALIAS.test(type)) return `${name} is ${type}, whose binary values are the source database's object ids`;
     const found = mismatched.get(i);
-    const why = OID_ALIAS.test(type)
-      ? `${name} is ${type}, whose binary values are the source database's object ids`
-      : !found
-        ? null
-        : found.known
-          ? `${name} is ${found.sourceType} in the files and ${found.targetType} there`
-          : `${name} is ${found.sourceType} in the files, a type the target lacks`;
+    if (!found) return null;
+    return found.known
+      ? `${name} is ${found.sourceType} in the files and ${found.targetType} there`
+      : `${name} is ${found.sourceType} in the files, a type the target lacks`;
+  };
+  const byTable = new Map<string, string[]>();
+  for (const [i, { label }] of loaded.entries()) {
+    const why = refusal(i);
     if (why) byTable.set(label, [...(byTable.get(label) ?? []), why]);
   }
   if (byTable.size === 0) return;
