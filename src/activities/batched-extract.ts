@@ -127,7 +127,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
           return await replacingBatches(store, name, async () => {
             const client = await openSession(url, 'whole-copy');
             try {
-              const table = await resolveTable(client, tableRequestOf(input), { readRows: true, binary: input.format === 'binary' });
+              const table = await resolveTable(client, tableRequestOf(input), { readRows: true, format: input.format });
               const copy = new BatchedCopy(client, table, {
                 format: input,
                 bounds,

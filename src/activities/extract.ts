@@ -95,7 +95,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
         }
         const client = await openSession(url, 'whole-copy');
         try {
-          const table = await resolveTable(client, tableRequestOf(input), { readRows: true, binary: input.format === 'binary' });
+          const table = await resolveTable(client, tableRequestOf(input), { readRows: true, format: input.format });
           const output = await store.sink(name, sinkOptionsOf(input));
           const result = await wholeCopyTable(client, table, output, {
             format: input,

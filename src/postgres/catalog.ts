@@ -5,6 +5,7 @@
  */
 import type { ClientBase } from 'pg';
 import { ErrorCode, PgExtractError } from '../errors';
+import type { ExportFormat } from '../contract/formats';
 import type { SourceColumn } from '../contract/source-column';
 import { formatName, formatTableName } from '../contract/identifiers';
 import type { KeyCollation, SplitKey } from '../contract/partition-range';
@@ -63,12 +64,12 @@ export interface ResolveOptions {
    */
   readRows?: boolean;
   /**
-   * Their rows are copied in binary: a chosen column whose type has no binary output function
-   * (`aclitem`, or an array or a domain of one) is refused with FORMAT_OPTIONS_INVALID, where its
-   * COPY would fail once its file was begun, and again on every retry.
-   * @default false
+   * The format their rows are copied in. In binary, a chosen column whose type has no binary output
+   * function (`aclitem`, or an array or a domain of one) is refused with FORMAT_OPTIONS_INVALID,
+   * where its COPY would fail once its file was begun, and again on every retry.
+   * @default none: not checked
    */
-  binary?: boolean;
+  format?: ExportFormat['format'];
 }
 
 export async function resolveTable(client: ClientBase, request: TableRequest, options: ResolveOptions = {}): Promise<ResolvedTable> {
@@ -162,11 +163,12 @@ interface CatalogRow {
  * small tables pays per table a COPY, not a catalog conversation), in the order given.
  */
 export async function resolveTables(client: ClientBase, requests: readonly TableRequest[], options: ResolveOptions = {}): Promise<ResolvedTable[]> {
+  const binary = options.format === 'binary';
   const r = await client.query<CatalogRow>(
     `SELECT c.oid::text AS oid, c.relkind::text AS relkind, pg_catalog.row_security_active(c.oid) AS "rowSecurity",
             ${options.readRows ? READS_FOREIGN_TABLE : 'false'} AS "readsForeign",
             ${options.readRows ? READS_UNLOGGED_ON_STANDBY : 'false'} AS "readsUnlogged",
-            ${options.binary ? COLUMNS_WITHOUT_BINARY : 'NULL'} AS "withoutBinary",
+            ${binary ? COLUMNS_WITHOUT_BINARY : 'NULL'} AS "withoutBinary",
             (SELECT json_agg(json_build_object(
                       'name', a.attname, 'type', base.oid::regtype::text, 'pgType', pg_catalog.format_type(base.oid, base.typmod),
                       'notNull', a.attnotnull,
@@ -222,7 +224,7 @@ export async function resolveTables(client: ClientBase, requests: readonly Table
       refuse(ErrorCode.SOURCE_UNLOGGED_ON_STANDBY, `${reads(unlogged)} an unlogged table, and the source is a standby, which keeps no rows of unlogged tables`);
     }
   }
-  if (options.binary) {
+  if (binary) {
     const unsendable = tables.flatMap((table, i) =>
       table.columns.filter((c) => r.rows[i]!.withoutBinary?.includes(c.name)).map((c) => `${formatTableName(table)}.${formatName(c.name)} (${c.pgType})`),
     );

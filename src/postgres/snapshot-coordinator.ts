@@ -11,6 +11,7 @@ import { ClockAuthority, ExtractionLifecycleAuthority, type Evidence, type Extra
 import { digestSourceToken } from './source-token';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
+import type { ExportFormat } from '../contract/formats';
 import type { PartitionRange, SourceIdentity } from '../contract/partition-range';
 import { AUTO_MAX_PARTITIONS } from '../planning/range-planner';
 import { type PlanningOptions, planRanges } from './range-sizing';
@@ -23,8 +24,8 @@ import { lockAccessShare, setLockTimeout } from './table-lock';
 
 /** How the coordinator plans: the ranges (sized by ./range-sizing.ts), and the format they are copied in. */
 export interface ExportOptions extends PlanningOptions {
-  /** The ranges are copied in binary: a column with no binary form is refused (ResolveOptions.binary). @default false */
-  binary?: boolean;
+  /** The format the ranges are copied in: binary refuses a column with no binary form (ResolveOptions.format). */
+  format?: ExportFormat['format'];
 }
 
 /** How long the coordinator waits for its table lock. */
@@ -75,7 +76,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator> {
     return SnapshotCoordinator.exporting(client, locking, [request], async (snapshot) => {
-      const table = await resolveTable(client, request, { readRows: true, binary: planning.binary });
+      const table = await resolveTable(client, request, { readRows: true, format: planning.format });
       await lockAccessShare(client, [table]);
       const { ranges, rowCount } = await planRanges(client, table, planning);
       return { ...snapshot, table, ranges, rowCount };
@@ -90,7 +91,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
   static async exportSet(
     client: ClientBase,
     selection: TableSelection,
-    planning: Pick<ExportOptions, 'partitions' | 'binary'>,
+    planning: Pick<ExportOptions, 'partitions' | 'format'>,
     locking: LockingOptions = { lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS },
   ): Promise<SnapshotCoordinator<SnapshotSetPlan>> {
     let lockedSet: readonly { schema: string; table: string }[] = [];
@@ -99,7 +100,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
       locking,
       () => lockedSet,
       async (snapshot) => {
-        const tables = await resolveTableSet(client, selection, { readRows: true, binary: planning.binary });
+        const tables = await resolveTableSet(client, selection, { readRows: true, format: planning.format });
         lockedSet = tables;
         await lockAccessShare(client, tables);
         const sizes = await tableSizes(client, tables);

@@ -10,7 +10,7 @@ import { digestSourceToken } from '../postgres/source-token';
 import { sourceColumns } from '../postgres/catalog';
 import { copyPartition } from '../postgres/partition-copy';
 import { closeSession, openSession } from '../postgres/session';
-import { type ExportOptions, type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
+import { type SnapshotPlan, type SnapshotSetPlan, SnapshotCoordinator } from '../postgres/snapshot-coordinator';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
 import { checkExhausted } from './exhaustion';
 import type { Client } from 'pg';
@@ -26,7 +26,7 @@ export function postgresAdapter(url: string): SourceAdapter {
 
     async open(request, options): Promise<SourceRead> {
       const client = await openSession(url, 'coordinator');
-      const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, planningOf(options), lockingOf(options)));
+      const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, options, lockingOf(options)));
       const { plan } = coordinator;
       const read = {
         ...coordinatorRead(client, coordinator, (evidence, rangesRead) => checkExhausted(read.plan.ranges.length, evidence, rangesRead)),
@@ -97,7 +97,7 @@ export function postgresAdapter(url: string): SourceAdapter {
  */
 export async function openPostgresTableSet(url: string, selection: TableSelection, options: OpenOptions): Promise<HeldRead & { plan: SnapshotSetPlan }> {
   const client = await openSession(url, 'coordinator');
-  const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, planningOf(options), lockingOf(options)));
+  const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, options, lockingOf(options)));
   const ranges = coordinator.plan.tables.reduce((n, t) => n + t.ranges.length, 0);
   return {
     ...coordinatorRead(client, coordinator, (evidence, rangesRead) => checkExhausted(ranges, evidence, rangesRead)),
@@ -107,10 +107,6 @@ export async function openPostgresTableSet(url: string, selection: TableSelectio
 
 /** What the snapshot holder keeps of a read: the probe and the close. */
 export type HeldRead = Pick<SourceRead, 'probe' | 'close'>;
-
-function planningOf(options: OpenOptions): Pick<ExportOptions, 'partitions' | 'binary'> {
-  return { partitions: options.partitions, binary: options.format === 'binary' };
-}
 
 function lockingOf(options: OpenOptions): { lockTimeoutMs: number } {
   return { lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS };

@@ -175,7 +175,7 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
     try {
       const { lockTimeoutMs, operationId } = load;
       const coordinator = await unchangedSnapshot(
-        () => SnapshotCoordinator.export(session, load.source, { partitions: load.partitions, binary: load.format === 'binary' }, { lockTimeoutMs }),
+        () => SnapshotCoordinator.export(session, load.source, { partitions: load.partitions, format: load.format }, { lockTimeoutMs }),
         load.snapshotAttempts,
       );
       probing = setInterval(() => void coordinator.probe().catch(() => undefined), COORDINATOR_PROBE_MS);

@@ -459,7 +459,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
     const client = await admin().connect();
     try {
       // The one query names every such column, a domain's array too, and only those chosen.
-      await assert.rejects(resolveTables(client, [{ schema: 'tnosend', table: 'grants' }], { readRows: true, binary: true }), (err: unknown) => {
+      await assert.rejects(resolveTables(client, [{ schema: 'tnosend', table: 'grants' }], { readRows: true, format: 'binary' }), (err: unknown) => {
         const { code, message } = err as PgExtractError;
         return (
           code === 'FORMAT_OPTIONS_INVALID' &&
@@ -468,7 +468,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
           )
         );
       });
-      const chosen = await resolveTables(client, [{ schema: 'tnosend', table: 'grants', columns: ['id', 'note'] }], { readRows: true, binary: true });
+      const chosen = await resolveTables(client, [{ schema: 'tnosend', table: 'grants', columns: ['id', 'note'] }], { readRows: true, format: 'binary' });
       assert.deepEqual(
         chosen[0]!.columns.map((c) => c.name),
         ['id', 'note'],
