@@ -9,19 +9,17 @@ import type { ReleaseReport } from '../lifecycle/terminal';
 import type { OutputStores } from '../storage/output-stores';
 import { withFailures } from './failures';
 import { heartbeating } from './heartbeats';
-import { type ReleaseOutputsRequest, parseActivityRequest, releaseOutputsRequestSchema } from '../contract/activity-requests';
-import { isRunId } from '../contract/identifiers';
+import { type ReleaseOutputsRequest, folderRunIdSchema, parseActivityRequest, releaseOutputsRequestSchema } from '../contract/activity-requests';
+import { parseOrThrow } from '../contract/parse';
 
 /**
  * The run this activity works for, as its folders' markers name it: its workflow's, under `runId`
- * when the workflow gives one (a reset run names its folders by its first run), else its own.
+ * (parsed by the caller) when the workflow gives one (a reset run names its folders by its first
+ * run), else its own.
  */
 function runOwner(runId?: string): string {
   const execution = Context.current().info.workflowExecution;
   if (!execution) throw new PgExtractError(ErrorCode.INPUT_INVALID, 'output folders belong to workflow runs; this activity has none');
-  if (runId !== undefined && !isRunId(runId)) {
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'a folder owner must be a run id', { field: 'runId' });
-  }
   return JSON.stringify({ workflowId: execution.workflowId, runId: runId ?? execution.runId });
 }
 
@@ -29,7 +27,7 @@ export function createCleanupActivities({ stores }: { stores: OutputStores }) {
   return {
     /** `runId`: the run the folder is for, when not this activity's own (see {@link runOwner}). */
     async prepareOutputFolder(name: string, runId?: string): Promise<void> {
-      return withFailures(() => stores.of(name).prepareFolder(name, runOwner(runId)));
+      return withFailures(() => stores.of(name).prepareFolder(name, runOwner(parseOrThrow(folderRunIdSchema, runId, 'runId'))));
     },
 
     async releaseOutputs(raw: ReleaseOutputsRequest): Promise<ReleaseReport> {

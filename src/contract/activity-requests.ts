@@ -159,6 +159,9 @@ export const setDataPackageRequestSchema = z.strictObject({
 });
 export type SetDataPackageRequest = z.output<typeof setDataPackageRequestSchema>;
 
+/** The run an output folder belongs to, when not the run of the activity handling it (see src/workflows/run-key.ts). */
+export const folderRunIdSchema = z.string().refine(isRunId, 'a run id').optional();
+
 /** Release outputs: delete files, sweep partial temp files, discard folders and name prefixes. */
 export const releaseOutputsRequestSchema = z.strictObject({
   /** Files to delete: absolute, or relative to the output root; either way confined to it. */
@@ -170,7 +173,7 @@ export const releaseOutputsRequestSchema = z.strictObject({
   /** Name prefixes whose every file goes first: batched files, some never named to the workflow (a killed writer's). */
   prefixes: z.array(path).max(256).optional(),
   /** The run whose folders these are, when not the activity's own: a reset run's are its first run's. */
-  runId: z.string().refine(isRunId, 'a run id').optional(),
+  runId: folderRunIdSchema,
 });
 export type ReleaseOutputsRequest = z.output<typeof releaseOutputsRequestSchema>;
 

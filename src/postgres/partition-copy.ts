@@ -6,8 +6,9 @@
  * evidence of the import. A group of small tables shares one such import (table-group-copy.ts).
  */
 import type { Client } from 'pg';
-import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { ErrorCode, PgExtractError } from '../errors';
 import { type ResolvedTable, type TableRequest, resolveTables, sameSplitKey, selectSql, sourceColumns } from './catalog';
+import { rollbackAfter } from './session';
 import type { SplitKey } from '../contract/partition-range';
 import type { CopiedOutput, OutputSink } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
@@ -153,7 +154,7 @@ export async function readInSnapshot<T>(
     const row = first.rows[0]!;
     return { result, backendPid: row.pid, snapshotText: row.snapshot, startedAt: row.started, completedAt };
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => addNote(err, 'partition rollback failed'));
+    await rollbackAfter(client, err, 'partition');
     throw reading ? await lockTimeoutError(client, err, [reading], lockTimeoutMs) : err;
   }
 }

@@ -7,8 +7,8 @@
 import type { ClientBase } from 'pg';
 import { type ExtractionLifecycleAuthority, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
+import { rollbackAfter } from './session';
 import { DEFAULT_LOCK_TIMEOUT_MS } from '../contract/extraction-input';
-import { addNote } from '../errors';
 import { lockTimeoutError } from './lock-blockers';
 import { type LockableTable, lockBeforeSnapshot, setLockTimeout } from './table-lock';
 
@@ -42,7 +42,7 @@ export async function beginRepeatableRead(
   try {
     await lockBeforeSnapshot(client, tables);
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => addNote(err, 'rollback failed'));
+    await rollbackAfter(client, err, 'read');
     throw await lockTimeoutError(client, err, tables, lockTimeoutMs);
   }
   const first = await client.query<{ snapshot: string; started: string; snapshot_at: string; pid: number }>(

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import { Client, type ClientBase, type ClientConfig, DatabaseError, type QueryResult } from 'pg';
 import { connectTimedOut, connectTimeoutMs } from './connect-timeout';
 import { reusedReadSocket } from './reused-read-socket';
-import { ErrorCode, PgExtractError } from '../errors';
+import { ErrorCode, PgExtractError, addNote } from '../errors';
 
 /** The application_name prefix of every session this product opens. */
 export const APPLICATION_NAME = 'pg-extract';
@@ -234,4 +234,15 @@ export function requireSourceVersion(versionNum: number): void {
 /** Ends the session; never throws (a dead connection is already closed). */
 export async function closeSession(client: Client): Promise<void> {
   await client.end().catch(() => undefined);
+}
+
+/**
+ * Rolls back the transaction `err` ended, and keeps `err` the error that is thrown: a failed
+ * ROLLBACK (most often a session the failure already closed) becomes a note on it, `<what> rollback
+ * failed: <code>`, rather than hiding it.
+ */
+export async function rollbackAfter(client: ClientBase, err: unknown, what: string): Promise<void> {
+  await client
+    .query('ROLLBACK')
+    .catch((rollbackErr: unknown) => addNote(err, `${what} rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
 }

@@ -6,9 +6,9 @@
  * ends it) until every partition has finished; then complete() commits.
  */
 import type { ClientBase } from 'pg';
-import { addNote } from '../errors';
 import { ClockAuthority, ExtractionLifecycleAuthority, type Evidence, type ExtractionLifecycleReceipt, SnapshotAuthority } from '../lifecycle';
 import { digestSourceToken } from './source-token';
+import { rollbackAfter } from './session';
 import { type ResolvedTable, type TableRequest, resolveTable } from './catalog';
 import { type TablePlan, type TableSelection, biggestFirst, partitionsBySize, resolveTableSet, tableSizes } from './table-set';
 import type { ExportFormat } from '../contract/formats';
@@ -143,7 +143,7 @@ export class SnapshotCoordinator<P extends ExportedSnapshot = SnapshotPlan> {
       const plan = await prepare({ snapshotId: row.id, snapshotText: row.snapshot, sourceToken, coordinatorPid: row.pid, source: identityOf(row) });
       return new SnapshotCoordinator(client, authority, plan, locked());
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => addNote(err, 'coordinator rollback failed'));
+      await rollbackAfter(client, err, 'coordinator');
       throw await lockTimeoutError(client, err, locked(), locking.lockTimeoutMs);
     }
   }

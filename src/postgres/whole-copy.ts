@@ -4,9 +4,9 @@
  * the window is the server clock from that query to after the COPY, so it brackets the read.
  */
 import type { Client } from 'pg';
-import { addNote } from '../errors';
 import { ClockAuthority, ExtractResult, ExtractionLifecycleAuthority } from '../lifecycle';
 import { type ResolvedTable, selectSql, sourceColumns } from './catalog';
+import { rollbackAfter } from './session';
 import { type CopiedOutput, type OutputSink, discardAfter } from '../storage/output-sink';
 import type { ExportFormat } from '../contract/formats';
 import { exportToOutput } from './export-to-output';
@@ -57,7 +57,7 @@ export async function wholeCopy(client: Client, table: ResolvedTable, output: Ou
     await client.query('COMMIT');
     return new ExtractResult(file, authority);
   } catch (err) {
-    await client.query('ROLLBACK').catch((rollbackErr: unknown) => addNote(err, `rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
+    await rollbackAfter(client, err, 'whole-copy');
     if (committed) await discardAfter(err, output, 'output');
     throw err;
   }

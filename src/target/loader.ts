@@ -8,7 +8,7 @@
  */
 import type { Readable } from 'node:stream';
 import { type Client, DatabaseError } from 'pg';
-import { ErrorCode, PgExtractError, addNote } from '../errors';
+import { ErrorCode, PgExtractError } from '../errors';
 import { FailureDisposition } from '../lifecycle';
 import type { ExportFormat } from '../contract/formats';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
@@ -16,7 +16,7 @@ import { requireBinaryTypes } from './binary-types';
 import { sequencesPastRows } from './sequences';
 import { filesIntentDigest } from './load-identity';
 import { fillTable } from './table-fill';
-import { useServerSearchPath, withServerSearchPath } from '../postgres/session';
+import { rollbackAfter, useServerSearchPath, withServerSearchPath } from '../postgres/session';
 
 /** The fence lives in its own schema on the target (`pg_` names are reserved by PostgreSQL). */
 const FENCE_SCHEMA = 'pgextract';
@@ -113,7 +113,7 @@ export async function fencedTransaction(
     return { status: 'committed', rows, intentDigest: digest };
   } catch (err) {
     if (!(err instanceof CommitUnacknowledged)) {
-      await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
+      await rollbackAfter(client, err, 'target');
     }
     throw err;
   }
@@ -169,7 +169,7 @@ export async function ensureFence(client: Client): Promise<void> {
       await client.query('COMMIT');
       return;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => addNote(err, 'target rollback failed'));
+      await rollbackAfter(client, err, 'target');
       if (attempt > 1 || !CREATED_MEANWHILE.has(String((err as { code?: unknown }).code))) throw err;
     }
   }
