@@ -130,16 +130,26 @@ const READS_FOREIGN_TABLE = readsWhere((rel) => `${rel}.relkind = 'f'`);
 const READS_UNLOGGED_ON_STANDBY = `(pg_catalog.pg_is_in_recovery() AND ${readsWhere((rel) => `${rel}.relpersistence = 'u'`)})`;
 
 /**
- * The names of `c`'s columns whose type (a domain's base type, or an array's element) has no binary
- * output function. A domain keeps its base type's `typsend`, so an array of a domain is caught too.
+ * The names of `c`'s columns whose type has no binary output function (`typsend`), or is made of
+ * one at any depth: a domain's base type, an array's element, a composite's attributes, a range's
+ * subtype, a multirange's range. COPY's binary send functions call their parts' own, so a part
+ * without one fails the COPY mid-file (aclitem, and extension types such as isn's and seg).
  */
 const COLUMNS_WITHOUT_BINARY = `(SELECT json_agg(a.attname)
                FROM pg_catalog.pg_attribute a
-               ${ATTRIBUTE_BASE_TYPE}
               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-                AND EXISTS (SELECT FROM pg_catalog.pg_type t
-                             WHERE t.oid = base.oid
-                               AND (t.typsend = 0 OR EXISTS (SELECT FROM pg_catalog.pg_type e WHERE e.oid = t.typelem AND e.typsend = 0))))`;
+                AND EXISTS (
+                  WITH RECURSIVE parts(oid) AS (
+                    SELECT a.atttypid
+                    UNION
+                    SELECT part.oid FROM parts JOIN pg_catalog.pg_type t ON t.oid = parts.oid CROSS JOIN LATERAL (
+                      SELECT t.typelem WHERE t.typelem <> 0
+                      UNION ALL SELECT t.typbasetype WHERE t.typbasetype <> 0
+                      UNION ALL SELECT f.atttypid FROM pg_catalog.pg_attribute f
+                                 WHERE t.typrelid <> 0 AND f.attrelid = t.typrelid AND f.attnum > 0 AND NOT f.attisdropped
+                      UNION ALL SELECT r.rngsubtype FROM pg_catalog.pg_range r WHERE r.rngtypid = t.oid
+                      UNION ALL SELECT r.rngtypid FROM pg_catalog.pg_range r WHERE r.rngmultitypid = t.oid) part(oid))
+                  SELECT FROM parts JOIN pg_catalog.pg_type t ON t.oid = parts.oid WHERE t.typsend = 0))`;
 
 /** What one catalog query returns per requested table (null oid: no such readable relation). */
 interface CatalogRow {
