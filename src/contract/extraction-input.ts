@@ -12,7 +12,7 @@ import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-o
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
 import { type S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
-import { INPUT_LIMITS } from './input-limits';
+import { DEFAULT_LOAD_START_TO_CLOSE_MS, INPUT_LIMITS } from './input-limits';
 
 /** How long the coordinator and each partition wait for a lock by default. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -192,6 +192,8 @@ export const extractionInputSchema = z
         lockTimeoutMs: millis(INPUT_LIMITS['timeouts.lockTimeoutMs']).default(DEFAULT_LOCK_TIMEOUT_MS),
         /** A built-in load that stops heartbeating this long is retried elsewhere. */
         loadHeartbeatMs: millis(INPUT_LIMITS['timeouts.loadHeartbeatMs']).default(20_000),
+        /** A built-in load's attempt that runs this long times out and is tried again (the commit fence lets at most one commit): raise it for loads of many TB. */
+        loadStartToCloseMs: millis(INPUT_LIMITS['timeouts.loadStartToCloseMs']).default(DEFAULT_LOAD_START_TO_CLOSE_MS),
       })
       .default({
         holderHeartbeatMs: 20_000,
@@ -199,6 +201,7 @@ export const extractionInputSchema = z
         partitionStartToCloseMs: 12 * HOUR,
         lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS,
         loadHeartbeatMs: 20_000,
+        loadStartToCloseMs: DEFAULT_LOAD_START_TO_CLOSE_MS,
       }),
   })
   .superRefine(formatOptionsCheck)

@@ -17,4 +17,8 @@ export const INPUT_LIMITS = {
   'timeouts.partitionStartToCloseMs': 48 * HOUR,
   'timeouts.lockTimeoutMs': HOUR,
   'timeouts.loadHeartbeatMs': HOUR,
+  'timeouts.loadStartToCloseMs': 30 * 24 * HOUR,
 } as const;
+
+/** A built-in load attempt's default start-to-close timeout, also the one of runs whose input has none (started by an older client). */
+export const DEFAULT_LOAD_START_TO_CLOSE_MS = 12 * HOUR;

@@ -51,11 +51,9 @@ function rangeProblem(raw: Record<string, unknown>, limited: boolean): string | 
     ['maxSnapshotAttempts', raw.maxSnapshotAttempts, true],
     ['partitionRetry.maximumAttempts', retry.maximumAttempts, true],
     ['partitionRetry.initialIntervalMs', retry.initialIntervalMs, false],
-    ...(['holderHeartbeatMs', 'partitionHeartbeatMs', 'partitionStartToCloseMs', 'loadHeartbeatMs'] as const).map((key): [LimitedNumber, unknown, boolean] => [
-      `timeouts.${key}`,
-      timeouts[key],
-      key !== 'loadHeartbeatMs',
-    ]),
+    ...(['holderHeartbeatMs', 'partitionHeartbeatMs', 'partitionStartToCloseMs', 'loadHeartbeatMs', 'loadStartToCloseMs'] as const).map(
+      (key): [LimitedNumber, unknown, boolean] => [`timeouts.${key}`, timeouts[key], key !== 'loadHeartbeatMs' && key !== 'loadStartToCloseMs'],
+    ),
   ];
   const max = (name: LimitedNumber) => (limited ? INPUT_LIMITS[name] : Number.MAX_SAFE_INTEGER);
   const bad = numbers.find(

@@ -9,6 +9,7 @@ import type { MainActivities } from '../activities';
 import { LOAD_MESSAGE_LIMIT, type LoadReport } from '../contract/load-report';
 import { ErrorCode, NON_RETRYABLE_CODES } from '../errors';
 import type { ExtractionInput } from '../contract/extraction-input';
+import { DEFAULT_LOAD_START_TO_CLOSE_MS } from '../contract/input-limits';
 import { activityTimeout, describeFailure, failureMessage } from './failure-kind';
 import { LOAD_ALWAYS_DECIDES, LOAD_FENCE_ASKED } from './patches';
 
@@ -21,7 +22,8 @@ const legacyLoader = proxyActivities<MainActivities>({
 
 function reportingLoader(input: ExtractionInput): typeof legacyLoader {
   return proxyActivities<MainActivities>({
-    startToCloseTimeout: '12 hours',
+    // An input from an older client has none (the parsed type says otherwise).
+    startToCloseTimeout: input.timeouts.loadStartToCloseMs ?? DEFAULT_LOAD_START_TO_CLOSE_MS,
     heartbeatTimeout: input.timeouts.loadHeartbeatMs,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: { maximumAttempts: 5, nonRetryableErrorTypes: [...NON_RETRYABLE_CODES] },

@@ -113,7 +113,11 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
     await recreateTarget(SLOW_TARGET);
     await withWorker(
       async ({ taskQueue }) => {
-        const handle = await start(taskQueue, { name: 'warehouse', table: 'dst.t' }, { partitions: 1, timeouts: { loadHeartbeatMs: 2000 } });
+        const handle = await start(
+          taskQueue,
+          { name: 'warehouse', table: 'dst.t' },
+          { partitions: 1, timeouts: { loadHeartbeatMs: 2000, loadStartToCloseMs: 90 * 60_000 } },
+        );
         const manifest = await waitForManifest(handle);
         await targetStatement('COPY');
         await work(handle, manifest);
@@ -134,6 +138,8 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
       const cancelled = events.findIndex((e) => e.activityTaskCanceledEventAttributes);
       const released = events.findIndex((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseOutputs');
       assert.ok(requested >= 0 && requested < cancelled && cancelled < released, 'the load reported its cancellation before the run decided');
+      const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadTarget')!.activityTaskScheduledEventAttributes!;
+      assert.equal(Number(scheduled.startToCloseTimeout!.seconds), 90 * 60, "the input's timeouts.loadStartToCloseMs bounds each load attempt");
       const at = (i: number): number => Number(events[i]!.eventTime!.seconds) * 1000 + (events[i]!.eventTime!.nanos ?? 0) / 1e6;
       // Left alone, the COPY runs ~6 s more; cancelled on the server it ends within a heartbeat.
       assert.ok(at(cancelled) - at(requested) < 4000, `the COPY was cancelled on the server (${at(cancelled) - at(requested)} ms)`);

@@ -403,6 +403,7 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       { ...parsed, partitionRetry: { maximumAttempts: 0, initialIntervalMs: 1000 } },
       { ...parsed, timeouts: { ...parsed.timeouts, partitionStartToCloseMs: -5 } },
       { ...parsed, commitDeadlineMs: 0.5 },
+      { ...parsed, timeouts: { ...parsed.timeouts, loadStartToCloseMs: 31 * 24 * 3_600_000 } },
     ];
     await withWorker(async ({ taskQueue }) => {
       for (const [i, input] of ([null, 's.t', { table }, { tables: [table], schema: 'wf' }, ...unusable] as unknown[]).entries()) {
