@@ -64,7 +64,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
         const stopBeats = heartbeatEvery(() => progress);
         try {
           return await replacingBatches(store, req.name, async () => {
-            const client = await openSession(sourceUrl(req.input.source), 'partition');
+            const client = await openSession(sourceUrl(req.input.source), 'partition', { signal: Context.current().cancellationSignal });
             try {
               const request = {
                 ...req,
@@ -125,7 +125,7 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
         const stopBeats = heartbeatEvery(() => progress);
         try {
           return await replacingBatches(store, name, async () => {
-            const client = await openSession(url, 'whole-copy');
+            const client = await openSession(url, 'whole-copy', { signal: Context.current().cancellationSignal });
             try {
               const table = await resolveTable(client, tableRequestOf(input), { readRows: true, format: input.format });
               const copy = new BatchedCopy(client, table, {

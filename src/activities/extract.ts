@@ -93,7 +93,7 @@ export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
             stopBeats();
           }
         }
-        const client = await openSession(url, 'whole-copy');
+        const client = await openSession(url, 'whole-copy', { signal: Context.current().cancellationSignal });
         try {
           const table = await resolveTable(client, tableRequestOf(input), { readRows: true, format: input.format });
           const output = await store.sink(name, sinkOptionsOf(input));

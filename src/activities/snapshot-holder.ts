@@ -121,8 +121,9 @@ async function openAndPlan(
   url: string,
   attemptKey: string,
   input: ExtractionInput,
+  signal: AbortSignal,
 ): Promise<{ read: HeldRead; view: SnapshotPlanView | SnapshotSetPlanView; tables: { name: string; columns: readonly { name: string }[] }[] }> {
-  const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs, format: input.format };
+  const options = { partitions: input.partitions, lockTimeoutMs: input.timeouts.lockTimeoutMs, format: input.format, signal };
   if (isTableSet(input)) {
     if (sourceKindOf(url) !== 'postgresql') {
       throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, 'many tables at one snapshot need a PostgreSQL source (exported snapshots)', {
@@ -201,8 +202,11 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
         const held = registry.entry(key);
         held.holding = true;
         const stopBeats = heartbeatEvery(() => ({ attemptKey }));
+        // A cancel or a release stops the planning too (its wait for a lock may be long), not only the hold after it.
+        const released = new AbortController();
+        void held.finished.promise.then(() => released.abort());
         try {
-          const opened = await openAndPlan(url, attemptKey, input);
+          const opened = await openAndPlan(url, attemptKey, input, AbortSignal.any([ctx.cancellationSignal, released.signal]));
           held.read = opened.read;
           if (input.format === 'parquet') for (const t of opened.tables) requireParquetColumns(t.name, t.columns);
           held.plan.resolve(opened.view);
@@ -217,6 +221,8 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
           return { released: true as const };
         } catch (err) {
           held.plan.reject(err);
+          // Released while planning: the attempt was given up, and its hold ends as a released one does.
+          if (released.signal.aborted && !ctx.cancellationSignal.aborted) return { released: true as const };
           throw err;
         } finally {
           stopBeats();
@@ -244,9 +250,9 @@ export function createHolderActivities({ registry, sourceUrl, stores }: HolderDe
      * Ends the hold of an attempt that will not complete (a copy failed, the run was cancelled) now,
      * where a cancellation reaches the hold only with its next heartbeat: its read rolls back, so the
      * snapshot's transaction and its table locks end with the attempt. Resolves once the read is
-     * closed, or after RELEASE_WAIT_MS (a hold still planning ends when its plan is made; a close may
-     * wait on an unreachable source); a hold that has already ended, or never started here, has
-     * nothing to release.
+     * closed, or after RELEASE_WAIT_MS (a close may wait on an unreachable source); a hold still
+     * planning stops (its running statement is cancelled); a hold that has already ended, or never
+     * started here, has nothing to release.
      */
     async releaseSnapshot(attemptKey: string): Promise<void> {
       const held = registry.get(heldKey(attemptKey));

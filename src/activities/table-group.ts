@@ -35,7 +35,7 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
         try {
           if (ctx.info.attempt > 1) for (const { name } of req.ranges) await stores.of(name).removeStartingWith(name);
           const sinks = stores.batch();
-          const client = await openSession(sourceUrl(req.input.source), 'partition');
+          const client = await openSession(sourceUrl(req.input.source), 'partition', { signal: ctx.cancellationSignal });
           try {
             const read = await copyTableGroup(
               client,

@@ -151,6 +151,8 @@ function isSubmittable(value: unknown): value is ErrorHandlingSubmittable {
  */
 class Session extends Client {
   #ended: Error | undefined;
+  /** Stops cancelling on its signal's abort, once the cancel it started (if any) has been sent. */
+  unwatch: () => Promise<void> = async () => undefined;
 
   constructor(config: ClientConfig) {
     super(config);
@@ -179,7 +181,18 @@ class Session extends Client {
   }
 }
 
-export async function openSession(url: string, role: SessionRole): Promise<Client> {
+/** Options of {@link openSession}. */
+export interface SessionOptions {
+  /**
+   * For the session's whole life, an abort cancels the statement it is running from a second, short
+   * session (pg_cancel_backend): a wait for a lock, or a long query, ends at once with 57014, where
+   * closing the socket leaves the backend waiting until it next writes (a lock wait, until its
+   * lock_timeout). A session opened after the abort is closed, and the abort's reason thrown.
+   */
+  signal?: AbortSignal;
+}
+
+export async function openSession(url: string, role: SessionRole, options: SessionOptions = {}): Promise<Client> {
   const connectionTimeoutMillis = connectTimeoutMs(url);
   const client = new Session({
     connectionString: url,
@@ -207,12 +220,14 @@ export async function openSession(url: string, role: SessionRole): Promise<Clien
     }
     // Qualified: the session's search_path is still the role's or database's here. The count makes every row's set_config run.
     const set = (await client.query(
-      `SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 AS version, pg_catalog.count(*) FROM (
+      `SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 AS version, pg_catalog.pg_backend_pid() AS pid, pg_catalog.count(*) FROM (
          SELECT pg_catalog.set_config(name, value, false) FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) AS s(name, value)
           WHERE pg_catalog.current_setting(name, true) IS NOT NULL) s`,
       [Object.keys(settings), Object.values(settings)],
-    )) as QueryResult<{ version: number }>;
+    )) as QueryResult<{ version: number; pid: number }>;
     if (READS_SOURCE_ROWS.has(role)) requireSourceVersion(set.rows[0]!.version);
+    // The server's own pid, not the BackendKeyData's (a pooler in between answers with one of its own).
+    if (options.signal) watchAborts(url, client, set.rows[0]!.pid, options.signal);
   } catch (err) {
     await closeSession(client);
     throw err;
@@ -231,8 +246,21 @@ export function requireSourceVersion(versionNum: number): void {
   }
 }
 
-/** Ends the session; never throws (a dead connection is already closed). */
+/** Cancels the statement `client` runs when `signal` aborts (see {@link SessionOptions.signal}); throws at once if it has. */
+function watchAborts(url: string, client: Session, pid: number, signal: AbortSignal): void {
+  signal.throwIfAborted();
+  let cancelling: Promise<void> | undefined;
+  const cancel = (): void => void (cancelling = cancelBackend(url, pid));
+  signal.addEventListener('abort', cancel, { once: true });
+  client.unwatch = async () => {
+    signal.removeEventListener('abort', cancel);
+    await cancelling;
+  };
+}
+
+/** Ends the session, once a cancel its signal started has been sent; never throws (a dead connection is already closed). */
 export async function closeSession(client: Client): Promise<void> {
+  if (client instanceof Session) await client.unwatch();
   await client.end().catch(() => undefined);
 }
 
@@ -245,4 +273,12 @@ export async function rollbackAfter(client: ClientBase, err: unknown, what: stri
   await client
     .query('ROLLBACK')
     .catch((rollbackErr: unknown) => addNote(err, `${what} rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
+}
+
+/** Cancels whatever backend `pid` is running; best effort (a failed cancel leaves the statement to end on its own). */
+async function cancelBackend(url: string, pid: number): Promise<void> {
+  const probe = await openSession(url, 'probe').catch(() => null);
+  if (!probe) return;
+  await probe.query('SELECT pg_catalog.pg_cancel_backend($1)', [pid]).catch(() => undefined);
+  await closeSession(probe);
 }

@@ -73,6 +73,8 @@ export interface OpenOptions {
   lockTimeoutMs?: number;
   /** The format its ranges will be copied in: a source refuses here a column it cannot write so. @default 'csv' */
   format?: ExportFormat['format'];
+  /** Stops the opening (its wait for a lock, its planning) where the source can: it fails at once. */
+  signal?: AbortSignal;
 }
 
 /** How one range is copied. */

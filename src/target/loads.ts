@@ -170,7 +170,7 @@ const COORDINATOR_PROBE_MS = 5000;
 export async function loadByStream(url: string, load: StreamLoad, signal: AbortSignal, onBytes: (bytes: number) => void): Promise<StreamLoadReport> {
   return onTargetSession(url, signal, async (client) => {
     const target = await resolveTable(client, load.destination);
-    const session = await openSession(load.sourceUrl, 'coordinator');
+    const session = await openSession(load.sourceUrl, 'coordinator', { signal });
     let probing: NodeJS.Timeout | undefined;
     try {
       const { lockTimeoutMs, operationId } = load;

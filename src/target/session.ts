@@ -11,33 +11,17 @@ import { sourceKindOf } from '../sources/source-kind';
 
 /**
  * Opens the target session for `work`. When `signal` aborts, the statement running on it is
- * cancelled on the server (pg_cancel_backend from a second session), so the load rolls back
- * promptly and `work` ends only once that transaction has ended.
+ * cancelled on the server (SessionOptions.signal), so the load rolls back promptly and `work`
+ * ends only once that transaction has ended.
  */
 export async function onTargetSession<T>(url: string, signal: AbortSignal, work: (client: Client) => Promise<T>): Promise<T> {
-  const client = await openSession(url, 'target');
+  // A failed cancel leaves the load's next signal check to stop it.
+  const client = await openSession(url, 'target', { signal });
   try {
-    const pid: number = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    let cancelling: Promise<void> | undefined;
-    const cancel = (): void => void (cancelling = cancelStatement(url, pid));
-    signal.addEventListener('abort', cancel, { once: true });
-    try {
-      return await work(client);
-    } finally {
-      signal.removeEventListener('abort', cancel);
-      await cancelling;
-    }
+    return await work(client);
   } finally {
     await closeSession(client);
   }
-}
-
-/** Cancels whatever backend `pid` is running; best effort (a failed cancel leaves the next signal check to stop the load). */
-async function cancelStatement(url: string, pid: number): Promise<void> {
-  const probe = await openSession(url, 'probe').catch(() => null);
-  if (!probe) return;
-  await probe.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
-  await closeSession(probe);
 }
 
 /** The same cluster (system identifier) and the same database, seen from both URLs. */

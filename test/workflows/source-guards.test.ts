@@ -53,6 +53,35 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   });
 
+  it('a run cancelled while it waits for its table lock stops waiting at once: its sessions end and its locks requests are withdrawn (a held snapshot, a whole copy, a set)', async () => {
+    const holder = await admin().connect();
+    try {
+      await holder.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+      await withWorker(async ({ taskQueue }) => {
+        const [schema] = table.split('.');
+        for (const request of [{ table, partitions: 2 }, { table, partitions: 1 }, { schema: schema! }] satisfies ExtractionRequest[]) {
+          const handle = await startExtraction(
+            live().temporal.client,
+            { ...request, timeouts: { lockTimeoutMs: 60_000, partitionHeartbeatMs: 2000 } },
+            { taskQueue },
+          );
+          const waiting = async (): Promise<boolean> =>
+            (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND wait_event_type = 'Lock'`)).rowCount! > 0;
+          await eventually(waiting, 'the run waits for the lock');
+          const cancelled = Date.now();
+          await handle.cancel();
+          await assert.rejects(handle.result(), WorkflowFailedError);
+          assert.deepEqual(await settleSessions(10_000), [], `${JSON.stringify(request)}: no session of ours is left`);
+          const stopped = Date.now() - cancelled;
+          assert.ok(stopped < 10_000, `${JSON.stringify(request)}: the run stopped ${stopped} ms after its cancel, not at its lock timeout`);
+        }
+      });
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+  });
+
   it("every copyPartition call carries the plan's snapshot digest and source identity", async () => {
     await withWorker(async ({ taskQueue }) => {
       const handle = await startExtraction(live().temporal.client, { table, partitions: 2 }, { taskQueue });
