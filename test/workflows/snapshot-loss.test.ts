@@ -1,44 +1,25 @@
 /**
  * Losing the snapshot holder mid-run: the attempt is discarded and a fresh snapshot is taken;
- * the final manifest comes from one snapshot only and the rows are exact.
+ * the final manifest comes from one snapshot only and the rows are exact. A discard that fails
+ * (test/support/failed-discard.ts) is recorded on its attempt, and whatever way the run ends
+ * (its terminal release, a cancellation, or a failure such as exhausted attempts) that folder is
+ * discarded again: a failed attempt's files would otherwise stay for good, listed nowhere.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { access, mkdir, readdir } from 'node:fs/promises';
+import { access, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
+import { type ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate, statusQuery, terminalReceiptQuery } from '../../src/contract/definitions';
-import type { ExtractionResult } from '../../src/contract/extraction-types';
+import { commitUpdate, terminalReceiptQuery } from '../../src/contract/definitions';
+import type { ReleaseOutputsRequest } from '../../src/contract/activity-requests';
+import type { AttemptRecord, ExtractionResult } from '../../src/contract/extraction-types';
+import type { ReleaseReport } from '../../src/lifecycle/terminal';
 import { admin, manifestDigest, seedMixedTable, settleSessions, tableDigest } from '../support/database';
+import { chattrWorks, failFirstDiscard, findFolder, loseSnapshot, untilPartitionDone } from '../support/failed-discard';
+import { failureChain } from '../support/failure-chain';
 import { live } from '../support/services';
 import { startTestWorker, withWorker } from '../support/worker';
-import { eventually } from '../support/eventually';
-
-async function untilPartitionDone(handle: WorkflowHandle): Promise<void> {
-  const partitionDone = async (): Promise<boolean> => {
-    const s = await handle.query(statusQuery);
-    if (s.attempt === 1 && s.partitionsDone >= 1) return true;
-    if (s.attempt > 1 || s.phase !== 'extracting') throw new Error(`missed the window: ${JSON.stringify(s)}`);
-    return false;
-  };
-  await eventually(partitionDone, 'a partition of attempt 1 was done', { intervalMs: 10 });
-}
-
-/** The folder under `parent` (at most two levels down) named `name`. */
-async function findFolder(parent: string, name: string): Promise<string> {
-  for (const entry of await readdir(parent, { withFileTypes: true, recursive: true })) {
-    if (entry.isDirectory() && entry.name === name) return join(entry.parentPath, entry.name);
-  }
-  throw new Error(`no ${name} under ${parent}`);
-}
-
-async function untilAttempt(handle: WorkflowHandle, attempt: number, timeoutMs: number): Promise<void> {
-  await eventually(async () => (await handle.query(statusQuery)).attempt >= attempt, `attempt ${attempt} started`, { timeoutMs });
-}
-
-const chattr = (flag: '+i' | '-i', path: string) => promisify(execFile)('chattr', [flag, path]);
 
 async function finish(handle: WorkflowHandle): Promise<ExtractionResult> {
   await waitForManifest(handle);
@@ -59,6 +40,19 @@ function assertOneFreshSnapshot(result: ExtractionResult, runFolder: string): vo
     manifest.files.every((f) => f.name.startsWith(`${runFolder}/`) && dirname(f.name).endsWith(`/attempt-${manifest.attempt}`)),
     'files of the last attempt only',
   );
+}
+
+/** The run's last releaseOutputs activity: what it was asked and what it reported. */
+function lastRelease(history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>): { request: ReleaseOutputsRequest; report: ReleaseReport } {
+  const events = history.events ?? [];
+  const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseOutputs').at(-1);
+  assert.ok(scheduled, 'a release was scheduled');
+  const completed = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled.eventId));
+  assert.ok(completed, 'that release completed');
+  return {
+    request: defaultPayloadConverter.fromPayload(scheduled.activityTaskScheduledEventAttributes!.input!.payloads![0]!),
+    report: defaultPayloadConverter.fromPayload(completed.activityTaskCompletedEventAttributes!.result!.payloads![0]!),
+  };
 }
 
 describe('snapshot holder loss (live)', function () {
@@ -113,30 +107,13 @@ describe('snapshot holder loss (live)', function () {
 
   /** Skips the test where this file system has no immutable flag (chattr). */
   async function requireChattr(test: Mocha.Context): Promise<void> {
-    const probe = join(live().scratch, `chattr-${process.pid}`);
-    await mkdir(probe, { recursive: true });
-    const works = await chattr('+i', probe)
-      .then(() => chattr('-i', probe))
-      .then(
-        () => true,
-        () => false,
-      );
-    if (!works) test.skip();
+    if (!(await chattrWorks(live().scratch))) test.skip();
   }
 
-  /** Starts a run into `outDir` whose first attempt loses its snapshot and fails to discard its folder (its parent immutable meanwhile). */
-  async function firstDiscardFails(taskQueue: string, outDir: string): Promise<WorkflowHandle> {
-    const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir }, { taskQueue });
-    await untilPartitionDone(handle);
-    // Neither rename nor rmdir can touch the attempt folder inside an immutable folder, root or not.
-    const frozen = dirname(await findFolder(join(live().outRoot, outDir), 'attempt-1'));
-    await chattr('+i', frozen);
-    try {
-      await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg-extract/coordinator'`);
-      await untilAttempt(handle, 2, 30_000);
-    } finally {
-      await chattr('-i', frozen);
-    }
+  /** Starts a run into `outDir` whose first attempt loses its snapshot and fails to discard its folder (its parent immutable meanwhile), or a file of it. */
+  async function firstDiscardFails(taskQueue: string, outDir: string, { frozen, ...request }: { maxSnapshotAttempts?: number; frozen?: 'part file' } = {}) {
+    const handle = await startExtraction(live().temporal.client, { table, partitions: 8, outDir, ...request }, { taskQueue });
+    await failFirstDiscard(handle, join(live().outRoot, outDir), frozen);
     return handle;
   }
 
@@ -169,6 +146,39 @@ describe('snapshot holder loss (live)', function () {
         assert.deepEqual(await readdir(join(live().outRoot, 'loss-immutable-cancelled'), { recursive: true }).catch(() => []), [], 'nothing left');
         const receipt = await handle.query(terminalReceiptQuery);
         assert.deepEqual([receipt?.outcome, receipt?.cleanupSucceeded, receipt?.cleanupErrorCode], ['abort', true, null]);
+      },
+      { maxConcurrentActivities: 1 },
+    );
+  });
+
+  it('a failed discard, then the run fails (its fresh snapshot lost too, attempts exhausted) → the failed run discards that folder again: nothing of it is left', async function () {
+    await requireChattr(this);
+    await withWorker(
+      async ({ taskQueue }) => {
+        const outDir = 'loss-immutable-failed';
+        // A part file that cannot be deleted: the discard leaves it, with its folder.
+        const handle = await firstDiscardFails(taskQueue, outDir, { maxSnapshotAttempts: 2, frozen: 'part file' });
+        await untilPartitionDone(handle, 2);
+        await loseSnapshot();
+        const failed = await handle.result().then(
+          () => assert.fail('the run completed'),
+          (err: unknown) => err as WorkflowFailedError,
+        );
+        assert.match(failureChain(failed), /^ATTEMPTS_EXHAUSTED: the snapshot was lost 2 times/m);
+        const attempts = (failed.cause as ApplicationFailure).details?.[0] as AttemptRecord[];
+        assert.deepEqual(
+          attempts.map((a) => [a.result, a.cleanupErrorCode]),
+          [
+            ['snapshot_lost', 'EPERM'],
+            ['snapshot_lost', null],
+          ],
+        );
+        // Before, that file and its folder stayed for good: a failed run has no terminal release.
+        assert.deepEqual(await readdir(join(live().outRoot, outDir), { recursive: true }).catch(() => []), [], 'nothing left');
+        // What did it: the run's last release (after the second attempt's own discard), of that folder only, which reported no failure.
+        const { request, report } = lastRelease(await handle.fetchHistory());
+        assert.deepEqual(request.discardFolders, [`${outDir}/${handle.firstExecutionRunId}/attempt-1`]);
+        assert.deepEqual(report.failures, []);
       },
       { maxConcurrentActivities: 1 },
     );
