@@ -1,7 +1,7 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
  * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, a load refused or
- * cancelled (its fence asked too), cancelled, waiting for its commit, a standby's conflict while planning) and the batch
+ * cancelled (its fence asked too), cancelled (after a failed discard too), waiting for its commit, a standby's conflict while planning) and the batch
  * workflow of a table set. Run it only when a new shape of history is worth keeping — on the code
  * that is deployed, so later workflow changes are checked against what real runs recorded:
  *
@@ -16,9 +16,10 @@ import { join } from 'node:path';
 import { type WorkflowHandle, WorkflowUpdateStage } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { startExtraction, waitForManifest } from '../../src/client';
-import { commitUpdate, statusQuery, targetCommitSignal } from '../../src/contract/definitions';
+import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import { admin, seedMixedTable } from '../support/database';
+import { chattrWorks, failFirstDiscard } from '../support/failed-discard';
 import { live } from '../support/services';
 import { churning, startStandbyPair } from '../support/standby';
 import { stoppingBatch } from '../support/stopping-batch';
@@ -148,6 +149,26 @@ describe('record workflow histories', function () {
   };
   it('cancelled while copying: the holder asked to release its snapshot at once', cancelledWhileCopying('cancelled-while-copying'));
   it('cancelled while copying, recorded as abort', cancelledWhileCopying('cancelled-while-copying-aborted'));
+
+  // Recorded at ad5f923: a run cancelled while it extracts discards again the folder its first attempt's failed discard
+  // left ('failed-run-discards-left'), and its abort receipt is that discard's report.
+  it('a failed discard, then cancelled while extracting: that folder discarded again, recorded as abort', async () => {
+    const name = 'cancelled-after-failed-discard';
+    assert.ok(await chattrWorks(live().scratch), 'the output root takes the immutable flag (chattr), which fails the discard');
+    await withWorker(
+      async ({ taskQueue }) => {
+        const handle = await run(taskQueue, name, { partitions: 6 });
+        await failFirstDiscard(handle, join(live().outRoot, `history-${name}`));
+        await handle.cancel();
+        await handle.result().catch(() => undefined);
+        assert.equal(await handle.query(manifestQuery), null, 'cancelled while it extracted');
+        const receipt = await handle.query(terminalReceiptQuery);
+        assert.deepEqual([receipt?.outcome, receipt?.cleanupSucceeded], ['abort', true], 'the folder was discarded again');
+        await save(name, handle);
+      },
+      { maxConcurrentActivities: 1 },
+    );
+  });
 
   it('loaded by the built-in loader', async () => {
     await admin().query(`CREATE TABLE hist.loaded (LIKE ${table})`);
