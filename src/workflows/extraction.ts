@@ -4,7 +4,7 @@
  * outcome — `success`, `abort`, or `retain_commit_unknown` (files kept as evidence). The steps
  * live beside it: the handlers, the extract-or-load step and the terminal step.
  */
-import { CancellationScope, allHandlersFinished, condition, isCancellation, patched } from '@temporalio/workflow';
+import { CancellationScope, allHandlersFinished, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import type { AttemptRecord, ExtractionResult, ExtractionStatus } from '../contract/extraction-types';
 import type { ReleaseReport } from '../lifecycle/terminal';
@@ -45,6 +45,8 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
     const failed = discards.filter((a) => a.cleanupErrorCode !== null).map((a) => ({ path: attemptFolder(a.attempt), code: a.cleanupErrorCode! }));
     const left: ReleaseReport =
       failed.length > 0 && patched(FAILED_RUN_DISCARDS_LEFT) ? await discardLeftFolders(failed.map((f) => f.path)) : { deleted: [], failures: failed };
+    // A failed run's error names its attempts' first discards only: what stays for good is said here (a cancelled run's receipt says it).
+    if (left.failures.length > 0) log.warn('folders of failed attempts could not be discarded', { failures: left.failures });
     // Cancelled while extracting: the attempt discarded its files, and the run records that it aborted.
     if (isCancellation(err) && patched(CANCELLED_EXTRACTION_ABORTS)) {
       state.terminalReceipt = await abortWhileExtracting(left);
