@@ -25,7 +25,7 @@ export function postgresAdapter(url: string): SourceAdapter {
     claims: { clockAuthority: ClockAuthority.postgresqlServer, snapshotAuthority: SnapshotAuthority.exportedSnapshot },
 
     async open(request, options): Promise<SourceRead> {
-      const client = await openSession(url, 'coordinator', options);
+      const client = await openSession(url, 'coordinator', { signal: options.signal });
       const coordinator = await exportOn(client, (c) => SnapshotCoordinator.export(c, request, options, lockingOf(options)));
       const { plan } = coordinator;
       const read = {
@@ -56,7 +56,7 @@ export function postgresAdapter(url: string): SourceAdapter {
     async copyRange(handle, range, sink, options) {
       if (handle.snapshotId === null)
         throw new PgExtractError(ErrorCode.SNAPSHOT_ID_INVALID, 'a PostgreSQL range needs the exported snapshot id', { field: 'snapshotId' });
-      const client = await openSession(url, 'partition', options);
+      const client = await openSession(url, 'partition', { signal: options.signal });
       try {
         const file = await copyPartition(
           client,
@@ -96,7 +96,7 @@ export function postgresAdapter(url: string): SourceAdapter {
  * resolves, locks and plans every table; the read ends like a one-table read.
  */
 export async function openPostgresTableSet(url: string, selection: TableSelection, options: OpenOptions): Promise<HeldRead & { plan: SnapshotSetPlan }> {
-  const client = await openSession(url, 'coordinator', options);
+  const client = await openSession(url, 'coordinator', { signal: options.signal });
   const coordinator = await exportOn(client, (c) => SnapshotCoordinator.exportSet(c, selection, options, lockingOf(options)));
   const ranges = coordinator.plan.tables.reduce((n, t) => n + t.ranges.length, 0);
   return {
