@@ -67,8 +67,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** initdb/pg_ctl refuse to run as root; pick an unprivileged account that exists. */
-function clusterUser(): string | undefined {
+/** initdb/pg_ctl refuse to run as root; pick an unprivileged account that exists (undefined: we are not root). */
+export function clusterUser(): string | undefined {
   if (userInfo().uid !== 0) return undefined;
   for (const name of ['postgres', 'nobody']) {
     if (spawnSync('id', ['-u', name]).status === 0) return name;

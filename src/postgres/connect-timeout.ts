@@ -6,8 +6,8 @@
  * are read as libpq reads them, and a worker that is told nothing gives up after
  * {@link DEFAULT_CONNECT_TIMEOUT_S}, so the attempt fails and Temporal retries it.
  */
-import { parse } from 'pg-connection-string';
 import { ErrorCode, PgExtractError } from '../errors';
+import { urlSettings } from './connection-url';
 
 /** Seconds to connect when neither the URL nor PGCONNECT_TIMEOUT says. */
 export const DEFAULT_CONNECT_TIMEOUT_S = 30;
@@ -26,7 +26,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * refused (INPUT_INVALID). A timeout longer than a Node timer keeps waits for ever too.
  */
 export function connectTimeoutMs(url: string, env: NodeJS.ProcessEnv = process.env): number {
-  const fromUrl = parse(url).connect_timeout;
+  const fromUrl = urlSettings(url).connect_timeout;
   const [text, where] =
     typeof fromUrl === 'string' ? [fromUrl, 'connect_timeout in the database URL'] : [env.PGCONNECT_TIMEOUT || undefined, 'PGCONNECT_TIMEOUT'];
   if (text === undefined) return DEFAULT_CONNECT_TIMEOUT_S * 1000;

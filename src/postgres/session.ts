@@ -2,13 +2,15 @@
  * Opens one PostgreSQL session for one job. Every session we open is tagged with an
  * `application_name` (so tests and operators find ours in pg_stat_activity), pins the settings
  * that shape exported and loaded text (so a file never depends on the server's, database's or
- * role's defaults), keeps TCP keepalives on (so either end notices a vanished peer), and gives up
- * connecting after a timeout (./connect-timeout.ts).
+ * role's defaults), keeps TCP keepalives on (so either end notices a vanished peer), gives up
+ * connecting after a timeout (./connect-timeout.ts), and reads its URL's TLS as libpq does
+ * (./connection-url.ts).
  */
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Client, type ClientBase, type ClientConfig, DatabaseError, type QueryResult } from 'pg';
 import { connectTimedOut, connectTimeoutMs } from './connect-timeout';
+import { sessionTarget } from './connection-url';
 import { reusedReadSocket } from './reused-read-socket';
 import { ErrorCode, PgExtractError, addNote } from '../errors';
 
@@ -129,6 +131,9 @@ export async function useServerSearchPath(client: ClientBase): Promise<void> {
 /** What pg's connect fails with once its `connectionTimeoutMillis` has passed (its own error, never a server's). */
 const PG_CONNECT_TIMED_OUT = 'timeout expired';
 
+/** What pg's connect fails with when it asked for TLS and the server has none. */
+const NO_TLS = 'The server does not support SSL connections';
+
 /** What pg says of a query on a session whose connection has ended. */
 const NOT_QUERYABLE = 'Client has encountered a connection error and is not queryable';
 
@@ -194,18 +199,11 @@ export interface SessionOptions {
 
 export async function openSession(url: string, role: SessionRole, options: SessionOptions = {}): Promise<Client> {
   const connectionTimeoutMillis = connectTimeoutMs(url);
-  const client = new Session({
-    connectionString: url,
-    application_name: `${APPLICATION_NAME}/${role}`,
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 10_000,
-    connectionTimeoutMillis,
-    stream: sessionSocket,
-  });
-  await client.connect().catch((err: unknown) => {
-    // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
-    const timedOut = connectionTimeoutMillis > 0 && err instanceof Error && !(err instanceof DatabaseError) && err.message === PG_CONNECT_TIMED_OUT;
-    throw timedOut ? connectTimedOut(client.host, client.port, connectionTimeoutMillis, err) : err;
+  const { config, plainIfRefused } = sessionTarget(url);
+  const client = await connected({ ...config, connectionTimeoutMillis }, role).catch((err: unknown) => {
+    // libpq's allow and prefer ask a server without TLS again without it.
+    if (plainIfRefused && err instanceof Error && err.message === NO_TLS) return connected({ ...config, connectionTimeoutMillis, ssl: false }, role);
+    throw err;
   });
   const settings = {
     ...SESSION_SETTINGS,
@@ -244,6 +242,24 @@ export function requireSourceVersion(versionNum: number): void {
     const major = Math.floor(versionNum / 10_000);
     throw new PgExtractError(ErrorCode.SOURCE_VERSION_UNSUPPORTED, `the source server is PostgreSQL ${major}; pg-extract reads PostgreSQL 14 or newer`);
   }
+}
+
+/** A connected {@link Session} for `config` (the URL's settings, read by ./connection-url.ts). */
+async function connected(config: ClientConfig, role: SessionRole): Promise<Session> {
+  const { connectionTimeoutMillis = 0 } = config;
+  const client = new Session({
+    ...config,
+    application_name: `${APPLICATION_NAME}/${role}`,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    stream: sessionSocket,
+  });
+  await client.connect().catch((err: unknown) => {
+    // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
+    const timedOut = connectionTimeoutMillis > 0 && err instanceof Error && !(err instanceof DatabaseError) && err.message === PG_CONNECT_TIMED_OUT;
+    throw timedOut ? connectTimedOut(client.host, client.port, connectionTimeoutMillis, err) : err;
+  });
+  return client;
 }
 
 /** Cancels the statement `client` runs when `signal` aborts (see {@link SessionOptions.signal}); throws at once if it has. */

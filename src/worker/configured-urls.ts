@@ -1,9 +1,11 @@
 /**
  * The source and target URLs a worker is configured with, looked at when it starts: an unknown
- * scheme, a target that is not PostgreSQL or a bad connect timeout is logged then, naming the
+ * scheme, a target that is not PostgreSQL, a bad connect timeout or TLS setting (an sslmode libpq
+ * does not know, a root certificate the worker cannot read) is logged then, naming the
  * variable, beside the failure (its code) of each run that names that source or target.
  */
 import { connectTimeoutMs } from '../postgres/connect-timeout';
+import { sessionTarget } from '../postgres/connection-url';
 import { sourceKindOf } from '../sources/source-kind';
 
 /** PG_EXTRACT_SOURCE_URL, PG_EXTRACT_SOURCE_<NAME>_URL and PG_EXTRACT_TARGET_<NAME>_URL. */
@@ -23,7 +25,10 @@ export function configuredUrlProblems(env: NodeJS.ProcessEnv): UrlProblem[] {
     try {
       const source = sourceKindOf(url);
       if (kind === 'TARGET' && source !== 'postgresql') throw new Error('a target is a PostgreSQL database (postgres:// or postgresql://)');
-      if (source === 'postgresql') connectTimeoutMs(url, env);
+      if (source === 'postgresql') {
+        connectTimeoutMs(url, env);
+        sessionTarget(url, env);
+      }
     } catch (err) {
       problems.push({ variable, problem: (err as Error).message });
     }

@@ -78,18 +78,19 @@ describe('PG_EXTRACT_LOG_LEVEL', () => {
 });
 
 describe('configured source and target URLs', () => {
-  it('are looked at when the worker starts: an unknown scheme, a MySQL target or a bad connect timeout is named by its variable, never with its password', () => {
+  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout or an unreadable root certificate is named by its variable, never with its password', () => {
     const problems = configuredUrlProblems({
       PG_EXTRACT_SOURCE_URL: 'postgress://u:s3cret@h/db',
       PG_EXTRACT_TARGET_WAREHOUSE_URL: 'mysql://u:s3cret@h/db',
       PG_EXTRACT_SOURCE_LATE_URL: 'postgres://u:s3cret@h/db?connect_timeout=soon',
       PG_EXTRACT_SOURCE_SHOP_URL: 'mysql://u:p@h/shop',
-      PG_EXTRACT_TARGET_DW_URL: 'postgresql://u:p@h/dw?connect_timeout=10',
+      PG_EXTRACT_TARGET_DW_URL: 'postgresql://u:p@h/dw?connect_timeout=10&sslmode=require',
+      PG_EXTRACT_SOURCE_RDS_URL: 'postgres://u:s3cret@h/db?sslmode=verify-full&sslrootcert=/nonexistent/rds-ca.pem',
       PG_EXTRACT_OUT_DIR: '/x',
     });
     assert.deepEqual(
       problems.map((p) => p.variable),
-      ['PG_EXTRACT_SOURCE_URL', 'PG_EXTRACT_TARGET_WAREHOUSE_URL', 'PG_EXTRACT_SOURCE_LATE_URL'],
+      ['PG_EXTRACT_SOURCE_URL', 'PG_EXTRACT_TARGET_WAREHOUSE_URL', 'PG_EXTRACT_SOURCE_LATE_URL', 'PG_EXTRACT_SOURCE_RDS_URL'],
     );
     assert.ok(problems.every((p) => !p.problem.includes('s3cret')));
     assert.deepEqual(

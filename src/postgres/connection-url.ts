@@ -1,0 +1,122 @@
+/**
+ * A PostgreSQL URL read into a session's settings, its TLS read as libpq reads it. node-postgres
+ * (pg 8) reads sslmode prefer, require and verify-ca as verify-full: a managed server's URL with
+ * `sslmode=require` (RDS, Cloud SQL, Supabase give one) failed with "unable to verify the first
+ * certificate" where psql connects, and verify-ca checked the host name. It also takes PGSSLMODE
+ * its own way, reads no PGSSLROOTCERT, sends a TLS request down a Unix socket, and reads
+ * `sslrootcert=system` as a file named "system". Here every TLS parameter is the URL's, else its
+ * libpq environment variable, and means what it means to libpq.
+ */
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import type { ClientConfig } from 'pg';
+import { parse } from 'pg-connection-string';
+import { ErrorCode, PgExtractError } from '../errors';
+
+/** The TLS parameters we read ourselves, and the libpq environment variable each falls back to. */
+const TLS_PARAMETERS = { sslmode: 'PGSSLMODE', sslrootcert: 'PGSSLROOTCERT', sslcert: 'PGSSLCERT', sslkey: 'PGSSLKEY' } as const;
+type TlsParameter = keyof typeof TLS_PARAMETERS;
+
+/** libpq's modes, and pg's own no-verify (require that never checks the certificate). */
+const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'] as const;
+
+/** What a session is given: pg's settings, and whether a server without TLS may be asked again without it (libpq's allow, prefer). */
+export interface SessionTarget {
+  config: ClientConfig;
+  plainIfRefused: boolean;
+}
+
+/**
+ * The URL's settings as pg's own parser reads them, without the TLS parameters (which it would read
+ * its own way, opening their files): pure, for reading `connect_timeout` and the host.
+ */
+export function urlSettings(url: string): Record<string, string | undefined> & ClientConfig {
+  return parse(splitTls(url).rest) as Record<string, string | undefined> & ClientConfig;
+}
+
+/**
+ * pg's settings for `url`: its own, and TLS from sslmode, sslrootcert, sslcert and sslkey (the URL's,
+ * else PGSSLMODE, PGSSLROOTCERT, PGSSLCERT, PGSSLKEY) as libpq reads them. A mode libpq does not know,
+ * verify-ca without a root certificate, or a certificate file that cannot be read is INPUT_INVALID.
+ */
+export function sessionTarget(url: string, env: NodeJS.ProcessEnv = process.env): SessionTarget {
+  const { rest, tls } = splitTls(url);
+  const config = parse(rest) as Record<string, unknown> & ClientConfig;
+  for (const [name, variable] of Object.entries(TLS_PARAMETERS) as [TlsParameter, string][]) tls[name] ??= env[variable] || undefined;
+  const mode = tls.sslmode ?? (tls.sslrootcert === 'system' ? 'verify-full' : undefined);
+  // pg's own ssl=true|1|0 stands when nothing says sslmode; nothing at all is no TLS (pg's default, not libpq's prefer).
+  if (mode === undefined) return { config: { ...config, ssl: config.ssl ?? false }, plainIfRefused: false };
+  if (!isSslMode(mode)) {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `sslmode is one of ${SSL_MODES.join(', ')}; not ${JSON.stringify(mode.slice(0, 40))}`, {
+      field: 'sslmode',
+    });
+  }
+  // libpq never uses TLS on a Unix socket, whatever sslmode says.
+  const host = String(config.host || env.PGHOST || '');
+  if (mode === 'disable' || host.startsWith('/')) return { config: { ...config, ssl: false }, plainIfRefused: false };
+  return { config: { ...config, ssl: tlsOptions(mode, tls) }, plainIfRefused: mode === 'allow' || mode === 'prefer' };
+}
+
+function isSslMode(mode: string): mode is (typeof SSL_MODES)[number] {
+  return (SSL_MODES as readonly string[]).includes(mode);
+}
+
+/**
+ * libpq's meaning of each mode: allow, prefer and require encrypt without checking the server's
+ * certificate (require checks its chain when given a root certificate, as verify-ca); verify-ca
+ * checks the chain against the root certificate, verify-full the host name too. `sslrootcert=system`
+ * is the system's trusted roots (Node's), only for verify-full, as libpq 16 allows it.
+ */
+function tlsOptions(mode: Exclude<(typeof SSL_MODES)[number], 'disable'>, tls: Partial<Record<TlsParameter, string>>): ConnectionOptions {
+  const rootcert = tls.sslrootcert;
+  const system = rootcert === 'system';
+  if (system && mode !== 'verify-full') {
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `sslrootcert=system checks the server's name: use it with sslmode=verify-full, not ${mode}`, {
+      field: 'sslrootcert',
+    });
+  }
+  if (mode === 'verify-ca' && rootcert === undefined) {
+    // Node's trusted roots would accept a certificate anyone got for any name from a public CA.
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, 'sslmode=verify-ca needs sslrootcert, the root certificate that signed the server', {
+      field: 'sslrootcert',
+    });
+  }
+  const options: ConnectionOptions = {};
+  if (rootcert !== undefined && !system) options.ca = certificateFile('sslrootcert', rootcert);
+  if (tls.sslcert !== undefined) options.cert = certificateFile('sslcert', tls.sslcert);
+  if (tls.sslkey !== undefined) options.key = certificateFile('sslkey', tls.sslkey);
+  const checksChain = mode === 'verify-ca' || mode === 'verify-full' || (mode === 'require' && rootcert !== undefined);
+  if (!checksChain) options.rejectUnauthorized = false;
+  else if (mode !== 'verify-full') options.checkServerIdentity = () => undefined;
+  return options;
+}
+
+function certificateFile(parameter: TlsParameter, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const why = (err as { code?: string }).code ?? (err as Error).message;
+    throw new PgExtractError(ErrorCode.INPUT_INVALID, `${parameter} ${JSON.stringify(path)} cannot be read on this worker: ${why}`, {
+      field: parameter,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * `url` without its TLS parameters (and pg's own uselibpqcompat, which they replace), and those
+ * parameters (the last of each, as pg takes them). A URL without a query is left as it is.
+ */
+function splitTls(url: string): { rest: string; tls: Partial<Record<TlsParameter, string>> } {
+  const tls: Partial<Record<TlsParameter, string>> = {};
+  const q = url.indexOf('?');
+  if (q < 0) return { rest: url, tls };
+  const end = url.indexOf('#', q);
+  const kept: string[] = [];
+  for (const pair of url.slice(q + 1, end < 0 ? undefined : end).split('&')) {
+    const [name, value] = [...new URLSearchParams(pair)][0] ?? [];
+    if (name !== undefined && Object.hasOwn(TLS_PARAMETERS, name)) tls[name as TlsParameter] = value!;
+    else if (name !== 'uselibpqcompat') kept.push(pair);
+  }
+  return { rest: `${url.slice(0, q)}${kept.length ? `?${kept.join('&')}` : ''}${end < 0 ? '' : url.slice(end)}`, tls };
+}

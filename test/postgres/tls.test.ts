@@ -1,0 +1,110 @@
+/**
+ * TLS is read from a session's URL (else the libpq environment) as libpq reads it, against a real
+ * server with a certificate from a CA of the test's own: require encrypts without checking the
+ * certificate, verify-ca checks its chain and not its name, verify-full both, prefer falls back to
+ * no TLS only where the server has none, a Unix socket never uses TLS, and a setting that cannot
+ * be honoured is INPUT_INVALID before anything connects.
+ */
+import assert from 'node:assert/strict';
+import { clusterUser, type PostgresService, startLocalPostgres } from '../../devenv/postgres-service';
+import { ErrorCode } from '../../src/errors';
+import { closeSession, openSession } from '../../src/postgres/session';
+import { live } from '../support/services';
+import { type TestCertificates, makeCertificates } from '../support/tls-certs';
+
+/** Whether the session's own connection is encrypted (pg_stat_ssl). */
+async function encrypted(url: string): Promise<boolean> {
+  const client = await openSession(url, 'probe');
+  try {
+    const answer = await client.query<{ ssl: boolean }>('SELECT ssl FROM pg_catalog.pg_stat_ssl WHERE pid = pg_catalog.pg_backend_pid()');
+    return answer.rows[0]!.ssl;
+  } finally {
+    await closeSession(client);
+  }
+}
+
+/** `work` with `vars` set in the worker's environment, as a worker would have them. */
+async function withEnv<T>(vars: Record<string, string>, work: () => Promise<T>): Promise<T> {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await work();
+  } finally {
+    for (const [k, v] of Object.entries(before))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  }
+}
+
+describe('TLS as libpq reads it (live)', function () {
+  this.timeout(60_000);
+  let certs: TestCertificates;
+  let server: PostgresService;
+  /** The TLS server over TCP at 127.0.0.1, a name its certificate (for db.example) does not carry. */
+  let base: string;
+  const withQuery = (query: string) => `${base}?${query}`;
+
+  before(async () => {
+    certs = makeCertificates('db.example', clusterUser());
+    server = await startLocalPostgres({
+      settings: { ssl: 'on', ssl_cert_file: certs.serverCert, ssl_key_file: certs.serverKey, unix_socket_directories: certs.dir },
+    }).catch((err: unknown) => {
+      certs.remove();
+      throw err;
+    });
+    base = server.url;
+  });
+  after(async () => {
+    await server?.stop();
+    certs?.remove();
+  });
+
+  it('sslmode=require encrypts without checking the certificate (a managed server whose CA the worker lacks)', async () => {
+    assert.equal(await encrypted(withQuery('sslmode=require')), true);
+  });
+
+  it('sslmode=require with sslrootcert checks the chain, as verify-ca', async () => {
+    assert.equal(await encrypted(withQuery(`sslmode=require&sslrootcert=${certs.ca}`)), true);
+    await assert.rejects(encrypted(withQuery(`sslmode=require&sslrootcert=${certs.otherCa}`)), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+  });
+
+  it('sslmode=verify-ca checks the chain and not the host name; verify-full checks both', async () => {
+    assert.equal(await encrypted(withQuery(`sslmode=verify-ca&sslrootcert=${certs.ca}`)), true);
+    await assert.rejects(encrypted(withQuery(`sslmode=verify-ca&sslrootcert=${certs.otherCa}`)), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    await assert.rejects(encrypted(withQuery(`sslmode=verify-full&sslrootcert=${certs.ca}`)), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
+  });
+
+  it('sslrootcert=system is the trusted roots of the system (verify-full), not a file named system', async () => {
+    await assert.rejects(encrypted(withQuery('sslrootcert=system')), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    await assert.rejects(encrypted(withQuery('sslmode=require&sslrootcert=system')), { code: ErrorCode.INPUT_INVALID, message: /verify-full/ });
+  });
+
+  it('PGSSLMODE and PGSSLROOTCERT apply where the URL says nothing, and the URL wins', async () => {
+    await withEnv({ PGSSLMODE: 'verify-ca', PGSSLROOTCERT: certs.ca }, async () => {
+      assert.equal(await encrypted(base), true);
+      await assert.rejects(encrypted(withQuery(`sslrootcert=${certs.otherCa}`)), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    });
+    await withEnv({ PGSSLMODE: 'require' }, async () => assert.equal(await encrypted(base), true));
+  });
+
+  it('a Unix socket never uses TLS, whatever sslmode says', async () => {
+    const port = new URL(base).port;
+    assert.equal(await encrypted(`postgres:///postgres?host=${certs.dir}&port=${port}&user=postgres&sslmode=require`), false);
+  });
+
+  it('sslmode=prefer connects without TLS to a server that has none', async () => {
+    const url = new URL(live().pg.url);
+    url.searchParams.set('sslmode', 'prefer');
+    await encrypted(url.toString());
+  });
+
+  for (const [query, why] of <[string, RegExp][]>[
+    ['sslmode=verify-ca', /needs sslrootcert/],
+    ['sslmode=requir', /sslmode is one of/],
+    ['sslmode=verify-full&sslrootcert=/nonexistent/root.crt', /sslrootcert "\/nonexistent\/root.crt" cannot be read on this worker: ENOENT/],
+  ]) {
+    it(`refuses ${query} with INPUT_INVALID before connecting`, async () => {
+      await assert.rejects(encrypted(withQuery(query)), { code: ErrorCode.INPUT_INVALID, message: why });
+    });
+  }
+});
