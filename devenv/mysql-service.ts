@@ -33,7 +33,8 @@ function binary(name: string): string {
   throw new Error(MISSING_MARIADB_HINT);
 }
 
-export async function startMysql(): Promise<MysqlService> {
+/** `args`: more `mariadbd` options, e.g. `--ssl-cert=…`. */
+export async function startMysql(args: string[] = []): Promise<MysqlService> {
   const base = mkdtempSync(join(tmpdir(), 'pg-extract-mariadb-'));
   const dataDir = join(base, 'data');
   const socket = join(base, 'mysqld.sock');
@@ -59,6 +60,7 @@ export async function startMysql(): Promise<MysqlService> {
       '--skip-name-resolve',
       '--innodb-buffer-pool-size=32M',
       ...userArgs,
+      ...args,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

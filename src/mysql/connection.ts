@@ -3,12 +3,17 @@
  * (connection attribute `program_name`, `pg-extract/<role>`), reads in UTC, quotes identifiers
  * the ANSI way (so the one quoting helper, src/postgres/sql.ts, serves both sources), escapes
  * values with backslashes as the driver does, and is read only. A refused login is
- * SOURCE_AUTH_FAILED: retrying the same credentials cannot help.
+ * SOURCE_AUTH_FAILED: retrying the same credentials cannot help. TLS is read from the URL as
+ * MySQL's clients read it (./connection-url.ts).
  */
 import type { Connection } from 'mysql2';
 import { ErrorCode, PgExtractError } from '../errors';
+import { type MysqlTls, mysqlTarget } from './connection-url';
 
 export type MysqlRole = 'planner' | 'partition';
+
+/** mysql2's code for a server that offers no TLS to a session that asked for it. */
+const NO_TLS = 'HANDSHAKE_NO_SSL_SUPPORT';
 
 /** Server errors that mean the credentials (or the grant on the database) were refused. */
 const AUTH_ERRNOS = new Set([1044, 1045, 1698]);
@@ -23,11 +28,21 @@ const SESSION_SETTINGS = [
 ];
 
 export async function openMysql(url: string, role: MysqlRole): Promise<Connection> {
+  // `mariadb://` is the same protocol.
+  const { uri, ssl, plainIfRefused } = mysqlTarget(url.replace(/^mariadb:/i, 'mysql:'));
+  return connected(uri, ssl, role).catch((err: unknown) => {
+    // ssl-mode=PREFERRED asks a server without TLS again without it, as MySQL's clients do.
+    if (plainIfRefused && (err as { code?: string }).code === NO_TLS) return connected(uri, undefined, role);
+    throw err;
+  });
+}
+
+async function connected(uri: string, ssl: MysqlTls | undefined, role: MysqlRole): Promise<Connection> {
   // Loaded on first use: a worker that reads no MySQL source does not carry the driver.
   const { createConnection } = await import('mysql2');
   const conn = createConnection({
-    // `mariadb://` is the same protocol.
-    uri: url.replace(/^mariadb:/i, 'mysql:'),
+    uri,
+    ...(ssl ? { ssl } : {}),
     charset: 'UTF8MB4_BIN',
     supportBigNumbers: true,
     bigNumberStrings: true,

@@ -1,10 +1,11 @@
 /**
  * The source and target URLs a worker is configured with, looked at when it starts: an unknown
- * scheme, a target that is not PostgreSQL, a bad connect timeout or TLS setting (an sslmode libpq
- * does not know, a root certificate the worker cannot read) is logged then, naming the
+ * scheme, a target that is not PostgreSQL, a bad connect timeout or TLS setting (an sslmode or
+ * ssl-mode that is not one, a root certificate the worker cannot read) is logged then, naming the
  * variable, beside the failure (its code) of each run that names that source or target.
  */
 import { connectTimeoutMs } from '../postgres/connect-timeout';
+import { mysqlTarget } from '../mysql/connection-url';
 import { sessionTarget } from '../postgres/connection-url';
 import { sourceKindOf } from '../sources/source-kind';
 
@@ -28,7 +29,7 @@ export function configuredUrlProblems(env: NodeJS.ProcessEnv): UrlProblem[] {
       if (source === 'postgresql') {
         connectTimeoutMs(url, env);
         sessionTarget(url, env);
-      }
+      } else mysqlTarget(url);
     } catch (err) {
       problems.push({ variable, problem: (err as Error).message });
     }

@@ -86,11 +86,13 @@ describe('configured source and target URLs', () => {
       PG_EXTRACT_SOURCE_SHOP_URL: 'mysql://u:p@h/shop',
       PG_EXTRACT_TARGET_DW_URL: 'postgresql://u:p@h/dw?connect_timeout=10&sslmode=require',
       PG_EXTRACT_SOURCE_RDS_URL: 'postgres://u:s3cret@h/db?sslmode=verify-full&sslrootcert=/nonexistent/rds-ca.pem',
+      PG_EXTRACT_SOURCE_DO_URL: 'mysql://u:s3cret@h/db?ssl-mode=REQUIRE',
+      PG_EXTRACT_SOURCE_SHOPTLS_URL: 'mysql://u:p@h/shop?ssl-mode=REQUIRED',
       PG_EXTRACT_OUT_DIR: '/x',
     });
     assert.deepEqual(
       problems.map((p) => p.variable),
-      ['PG_EXTRACT_SOURCE_URL', 'PG_EXTRACT_TARGET_WAREHOUSE_URL', 'PG_EXTRACT_SOURCE_LATE_URL', 'PG_EXTRACT_SOURCE_RDS_URL'],
+      ['PG_EXTRACT_SOURCE_URL', 'PG_EXTRACT_TARGET_WAREHOUSE_URL', 'PG_EXTRACT_SOURCE_LATE_URL', 'PG_EXTRACT_SOURCE_RDS_URL', 'PG_EXTRACT_SOURCE_DO_URL'],
     );
     assert.ok(problems.every((p) => !p.problem.includes('s3cret')));
     assert.deepEqual(
