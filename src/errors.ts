@@ -68,7 +68,7 @@ const CODES = {
   SNAPSHOT_ID_INVALID: CALLERS_FAULT,
   OUTPUT_FOLDER_OWNED: CALLERS_FAULT,
   OUTPUT_PATH_ESCAPES_ROOT: { ...CALLERS_FAULT, hint: 'pick a folder inside PG_EXTRACT_OUT_DIR' },
-  /** A configured source URL whose scheme no source adapter reads (postgres:, postgresql:, mysql:, mariadb: are known). */
+  /** A configured source URL whose scheme no source adapter reads (postgres:, postgresql:, mysql:, mariadb: are known), or a PostgreSQL source or target that is not a URL. */
   SOURCE_URL_UNSUPPORTED: CALLERS_FAULT,
   /** The same table appears twice in `tables`. */
   TABLE_DUPLICATE: CALLERS_FAULT,

@@ -31,7 +31,21 @@ export interface SessionTarget {
  * its own way, opening their files): pure, for reading `connect_timeout` and the host.
  */
 export function urlSettings(url: string): Record<string, string | undefined> & ClientConfig {
-  return parse(splitTls(url).rest) as Record<string, string | undefined> & ClientConfig;
+  return parse(splitTls(requireUrl(url)).rest) as Record<string, string | undefined> & ClientConfig;
+}
+
+/**
+ * `url`, if pg can read it: a postgres:// or postgresql:// URL, or pg's own socket form ("/dir db").
+ * pg reads a libpq keyword/value string (`host=db dbname=app password=…`) as a path: it dialled a
+ * host named "base" and would have sent the whole string, password and all, as the database name.
+ */
+function requireUrl(url: string): string {
+  if (/^postgres(?:ql)?:\/\//i.test(url) || url.startsWith('/')) return url;
+  throw new PgExtractError(
+    ErrorCode.SOURCE_URL_UNSUPPORTED,
+    'a PostgreSQL database is given as a URL, postgres://user:password@host:port/dbname?sslmode=…; keyword/value strings (host=… dbname=…) are not read',
+    { field: 'url' },
+  );
 }
 
 /**
@@ -40,7 +54,7 @@ export function urlSettings(url: string): Record<string, string | undefined> & C
  * verify-ca without a root certificate, or a certificate file that cannot be read is INPUT_INVALID.
  */
 export function sessionTarget(url: string, env: NodeJS.ProcessEnv = process.env): SessionTarget {
-  const { rest, tls } = splitTls(url);
+  const { rest, tls } = splitTls(requireUrl(url));
   const config = parse(rest) as Record<string, unknown> & ClientConfig;
   for (const [name, variable] of Object.entries(TLS_PARAMETERS) as [TlsParameter, string][]) tls[name] ??= env[variable] || undefined;
   const mode = tls.sslmode ?? (tls.sslrootcert === 'system' ? 'verify-full' : undefined);

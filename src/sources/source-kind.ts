@@ -1,6 +1,7 @@
 /**
  * Which adapter reads a configured source: the URL's scheme decides, and an unknown one is
- * refused before anything opens. No scheme at all is a libpq keyword string: PostgreSQL.
+ * refused before anything opens. No scheme at all is PostgreSQL's, whose URL reader refuses what
+ * it cannot read (a libpq keyword/value string; postgres/connection-url.ts).
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import type { SourceKind } from './source-adapter';

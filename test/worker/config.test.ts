@@ -78,7 +78,7 @@ describe('PG_EXTRACT_LOG_LEVEL', () => {
 });
 
 describe('configured source and target URLs', () => {
-  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout or an unreadable root certificate is named by its variable, never with its password', () => {
+  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout, an unreadable root certificate or a keyword/value string is named by its variable, never with its password', () => {
     const problems = configuredUrlProblems({
       PG_EXTRACT_SOURCE_URL: 'postgress://u:s3cret@h/db',
       PG_EXTRACT_TARGET_WAREHOUSE_URL: 'mysql://u:s3cret@h/db',
@@ -88,12 +88,22 @@ describe('configured source and target URLs', () => {
       PG_EXTRACT_SOURCE_RDS_URL: 'postgres://u:s3cret@h/db?sslmode=verify-full&sslrootcert=/nonexistent/rds-ca.pem',
       PG_EXTRACT_SOURCE_DO_URL: 'mysql://u:s3cret@h/db?ssl-mode=REQUIRE',
       PG_EXTRACT_SOURCE_SHOPTLS_URL: 'mysql://u:p@h/shop?ssl-mode=REQUIRED',
+      PG_EXTRACT_TARGET_KEYWORDS_URL: 'host=h dbname=dw user=u password=s3cret',
+      PG_EXTRACT_SOURCE_SOCKET_URL: '/var/run/postgresql app',
       PG_EXTRACT_OUT_DIR: '/x',
     });
     assert.deepEqual(
       problems.map((p) => p.variable),
-      ['PG_EXTRACT_SOURCE_URL', 'PG_EXTRACT_TARGET_WAREHOUSE_URL', 'PG_EXTRACT_SOURCE_LATE_URL', 'PG_EXTRACT_SOURCE_RDS_URL', 'PG_EXTRACT_SOURCE_DO_URL'],
+      [
+        'PG_EXTRACT_SOURCE_URL',
+        'PG_EXTRACT_TARGET_WAREHOUSE_URL',
+        'PG_EXTRACT_SOURCE_LATE_URL',
+        'PG_EXTRACT_SOURCE_RDS_URL',
+        'PG_EXTRACT_SOURCE_DO_URL',
+        'PG_EXTRACT_TARGET_KEYWORDS_URL',
+      ],
     );
+    assert.match(problems.at(-1)!.problem, /keyword\/value strings \(host=… dbname=…\) are not read/);
     assert.ok(problems.every((p) => !p.problem.includes('s3cret')));
     assert.deepEqual(
       configuredUrlProblems({ PG_EXTRACT_SOURCE_URL: 'postgres://u:p@h/db', PGCONNECT_TIMEOUT: 'abc' }).map((p) => p.variable),
