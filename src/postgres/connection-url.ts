@@ -35,17 +35,36 @@ export function urlSettings(url: string): Record<string, string | undefined> & C
 }
 
 /**
- * `url`, if pg can read it: a postgres:// or postgresql:// URL, or pg's own socket form ("/dir db").
- * pg reads a libpq keyword/value string (`host=db dbname=app password=…`) as a path: it dialled a
- * host named "base" and would have sent the whole string, password and all, as the database name.
+ * `url`, if pg can read it as meant: a postgres:// or postgresql:// URL, or pg's own socket form
+ * ("/dir db"). pg reads a libpq keyword/value string (`host=db dbname=app password=…`) as a path: it
+ * dialled a host named "base" and would have sent the whole string, password and all, as the
+ * database name. And the host ends at the first / ? or #: a password's unencoded @ before one
+ * made the rest of the password the host (p@ss/word dialled "ss", and every error named it).
  */
 function requireUrl(url: string): string {
-  if (/^postgres(?:ql)?:\/\//i.test(url) || url.startsWith('/')) return url;
-  throw new PgExtractError(
-    ErrorCode.SOURCE_URL_UNSUPPORTED,
-    'a PostgreSQL database is given as a URL, postgres://user:password@host:port/dbname?sslmode=…; keyword/value strings (host=… dbname=…) are not read',
-    { field: 'url' },
-  );
+  if (url.startsWith('/')) return url;
+  const rest = /^postgres(?:ql)?:\/\/(.*)$/is.exec(url)?.[1];
+  if (rest === undefined) {
+    throw new PgExtractError(
+      ErrorCode.SOURCE_URL_UNSUPPORTED,
+      'a PostgreSQL database is given as a URL, postgres://user:password@host:port/dbname?sslmode=…; keyword/value strings (host=… dbname=…) are not read',
+      { field: 'url' },
+    );
+  }
+  // An @ in the path or a # part (libpq URLs have none; a database name's @ is %40); one in the query may be a value's.
+  if (
+    rest
+      .replace(/^[^/?#]*/, '')
+      .replace(/\?[^#]*/, '')
+      .includes('@')
+  ) {
+    throw new PgExtractError(
+      ErrorCode.SOURCE_URL_UNSUPPORTED,
+      "the PostgreSQL URL has an @ after its host: percent-encode a password's @ / ? # % and spaces (encodeURIComponent), e.g. p%40ss%2Fword",
+      { field: 'url' },
+    );
+  }
+  return url;
 }
 
 /**

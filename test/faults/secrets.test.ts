@@ -1,6 +1,7 @@
 /**
  * A password in the source URL never reaches workflow history, worker logs, receipts or error
- * messages — on a successful run and on one whose source is unreachable.
+ * messages — on a successful run, on one whose source is unreachable, and on one whose password
+ * was not percent-encoded.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -53,6 +54,33 @@ describe('secrets (live)', function () {
         ['worker output', worker.output()],
       ]) {
         assert.ok(!text.includes(SECRET), `password found in ${where}`);
+      }
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
+  });
+
+  it('a password whose @ and / are not percent-encoded: the run fails with SOURCE_URL_UNSUPPORTED, no part of the password dialled or named', async () => {
+    const taskQueue = `secrets-${randomUUID()}`;
+    // pg reads this URL's host as "leakyhalf", the password's second half: every error named it.
+    const u = new URL(live().pg.url);
+    const url = `postgres://postgres:pw@leakyhalf/x-${SECRET}@${u.host}${u.pathname}`;
+    const worker = await spawnWorker(taskQueue, { PG_EXTRACT_SOURCE_URL: url });
+    try {
+      const handle = await startExtraction(live().temporal.client, { table: 'secret.t', partitions: 2 }, { taskQueue });
+      const failure = await handle.result().then(
+        () => assert.fail('the run should fail'),
+        (err: unknown) => err,
+      );
+      const error = everything(failure);
+      assert.match(error, /SOURCE_URL_UNSUPPORTED/);
+      for (const [where, text] of <[string, string][]>[
+        ['error', error],
+        ['history', everything(await handle.fetchHistory())],
+        ['worker output', worker.output()],
+      ]) {
+        assert.ok(!text.includes(SECRET) && !text.includes('leakyhalf'), `password found in ${where}`);
       }
     } finally {
       worker.child.kill('SIGTERM');
