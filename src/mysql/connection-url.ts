@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ErrorCode, PgExtractError } from '../errors';
+import { requireEncodedPassword } from '../sources/url-password';
 
 const MODES = ['DISABLED', 'PREFERRED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY'] as const;
 const FILES = { 'ssl-ca': 'ca', 'ssl-cert': 'cert', 'ssl-key': 'key' } as const;
@@ -33,9 +34,11 @@ export interface MysqlTarget {
  * mysql2's URL and TLS for `url`. REQUIRED and PREFERRED encrypt without checking the server's
  * certificate (its chain, when given `ssl-ca`), VERIFY_CA checks its chain against `ssl-ca`,
  * VERIFY_IDENTITY its name too (against the system's roots without `ssl-ca`). An unknown mode,
- * VERIFY_CA without `ssl-ca` or a file the worker cannot read is INPUT_INVALID.
+ * VERIFY_CA without `ssl-ca` or a file the worker cannot read is INPUT_INVALID; a password not
+ * percent-encoded, SOURCE_URL_UNSUPPORTED (../sources/url-password.ts).
  */
 export function mysqlTarget(url: string): MysqlTarget {
+  requireEncodedPassword(url);
   const parsed = new URL(url);
   const given = (name: string): string | undefined => {
     const value = parsed.searchParams.get(name) ?? parsed.searchParams.get(name.replace('-', '_')) ?? undefined;

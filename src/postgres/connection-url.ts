@@ -12,6 +12,7 @@ import type { ConnectionOptions } from 'node:tls';
 import type { ClientConfig } from 'pg';
 import { parse } from 'pg-connection-string';
 import { ErrorCode, PgExtractError } from '../errors';
+import { requireEncodedPassword } from '../sources/url-password';
 
 /** The TLS parameters we read ourselves, and the libpq environment variable each falls back to. */
 const TLS_PARAMETERS = { sslmode: 'PGSSLMODE', sslrootcert: 'PGSSLROOTCERT', sslcert: 'PGSSLCERT', sslkey: 'PGSSLKEY' } as const;
@@ -35,35 +36,21 @@ export function urlSettings(url: string): Record<string, string | undefined> & C
 }
 
 /**
- * `url`, if pg can read it as meant: a postgres:// or postgresql:// URL, or pg's own socket form
- * ("/dir db"). pg reads a libpq keyword/value string (`host=db dbname=app password=…`) as a path: it
- * dialled a host named "base" and would have sent the whole string, password and all, as the
- * database name. And the host ends at the first / ? or #: a password's unencoded @ before one
- * made the rest of the password the host (p@ss/word dialled "ss", and every error named it).
+ * `url`, if pg can read it as meant: a postgres:// or postgresql:// URL with its password encoded
+ * (../sources/url-password.ts), or pg's own socket form ("/dir db"). pg reads a libpq keyword/value
+ * string (`host=db dbname=app password=…`) as a path: it dialled a host named "base" and would have
+ * sent the whole string, password and all, as the database name.
  */
 function requireUrl(url: string): string {
   if (url.startsWith('/')) return url;
-  const rest = /^postgres(?:ql)?:\/\/(.*)$/is.exec(url)?.[1];
-  if (rest === undefined) {
+  if (!/^postgres(?:ql)?:\/\//i.test(url)) {
     throw new PgExtractError(
       ErrorCode.SOURCE_URL_UNSUPPORTED,
       'a PostgreSQL database is given as a URL, postgres://user:password@host:port/dbname?sslmode=…; keyword/value strings (host=… dbname=…) are not read',
       { field: 'url' },
     );
   }
-  // An @ in the path or a # part (libpq URLs have none; a database name's @ is %40); one in the query may be a value's.
-  if (
-    rest
-      .replace(/^[^/?#]*/, '')
-      .replace(/\?[^#]*/, '')
-      .includes('@')
-  ) {
-    throw new PgExtractError(
-      ErrorCode.SOURCE_URL_UNSUPPORTED,
-      "the PostgreSQL URL has an @ after its host: percent-encode a password's @ / ? # % and spaces (encodeURIComponent), e.g. p%40ss%2Fword",
-      { field: 'url' },
-    );
-  }
+  requireEncodedPassword(url);
   return url;
 }
 

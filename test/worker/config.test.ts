@@ -78,7 +78,7 @@ describe('PG_EXTRACT_LOG_LEVEL', () => {
 });
 
 describe('configured source and target URLs', () => {
-  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout, an unreadable root certificate or a keyword/value string is named by its variable, never with its password', () => {
+  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout, an unreadable root certificate, a keyword/value string or an unencoded password is named by its variable, never with its password', () => {
     const problems = configuredUrlProblems({
       PG_EXTRACT_SOURCE_URL: 'postgress://u:s3cret@h/db',
       PG_EXTRACT_TARGET_WAREHOUSE_URL: 'mysql://u:s3cret@h/db',
@@ -90,6 +90,9 @@ describe('configured source and target URLs', () => {
       PG_EXTRACT_SOURCE_SHOPTLS_URL: 'mysql://u:p@h/shop?ssl-mode=REQUIRED',
       PG_EXTRACT_TARGET_KEYWORDS_URL: 'host=h dbname=dw user=u password=s3cret',
       PG_EXTRACT_SOURCE_SOCKET_URL: '/var/run/postgresql app',
+      PG_EXTRACT_SOURCE_SHOPAT_URL: 'mysql://u:s3cret@leakyhalf/x@h/shop',
+      PG_EXTRACT_TARGET_AT_URL: 'postgres://u:s3cret@leakyhalf#x@h/dw',
+      PG_EXTRACT_SOURCE_QUERYAT_URL: 'postgres://u:p@h/db?application_name=me@corp',
       PG_EXTRACT_OUT_DIR: '/x',
     });
     assert.deepEqual(
@@ -101,10 +104,13 @@ describe('configured source and target URLs', () => {
         'PG_EXTRACT_SOURCE_RDS_URL',
         'PG_EXTRACT_SOURCE_DO_URL',
         'PG_EXTRACT_TARGET_KEYWORDS_URL',
+        'PG_EXTRACT_SOURCE_SHOPAT_URL',
+        'PG_EXTRACT_TARGET_AT_URL',
       ],
     );
-    assert.match(problems.at(-1)!.problem, /keyword\/value strings \(host=… dbname=…\) are not read/);
-    assert.ok(problems.every((p) => !p.problem.includes('s3cret')));
+    assert.match(problems[5]!.problem, /keyword\/value strings \(host=… dbname=…\) are not read/);
+    assert.match(problems.at(-1)!.problem, /an @ after its host: percent-encode/);
+    assert.ok(problems.every((p) => !p.problem.includes('s3cret') && !p.problem.includes('leakyhalf')));
     assert.deepEqual(
       configuredUrlProblems({ PG_EXTRACT_SOURCE_URL: 'postgres://u:p@h/db', PGCONNECT_TIMEOUT: 'abc' }).map((p) => p.variable),
       ['PG_EXTRACT_SOURCE_URL'],
