@@ -149,6 +149,11 @@ const CODES = {
     ...TRANSIENT,
     hint: "check that the database's host and port are reachable from the worker; a slow server can be given longer with ?connect_timeout=N in its URL",
   },
+  /** A server's TLS certificate was refused (its chain, name or dates) as the URL's sslmode asks: retrying cannot change it. */
+  TLS_CERTIFICATE_REFUSED: {
+    ...CALLERS_FAULT,
+    hint: 'give the CA that signed the server as sslrootcert=/path in its URL (or PGSSLROOTCERT), connect by the name its certificate carries, or use sslmode=require to encrypt without checking it',
+  },
   /** A value its column's Parquet type cannot hold without loss (±infinity dates, NaN in numeric(p,s), a nested array). */
   PARQUET_VALUE_UNREPRESENTABLE: { ...CALLERS_FAULT, hint: 'export other columns (--columns) or cast them in a view' },
   /** A row's CSV text is longer than a Parquet conversion reads (8 MiB): retrying cannot help. */

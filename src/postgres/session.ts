@@ -257,9 +257,38 @@ async function connected(config: ClientConfig, role: SessionRole): Promise<Sessi
   await client.connect().catch((err: unknown) => {
     // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
     const timedOut = connectionTimeoutMillis > 0 && err instanceof Error && !(err instanceof DatabaseError) && err.message === PG_CONNECT_TIMED_OUT;
-    throw timedOut ? connectTimedOut(client.host, client.port, connectionTimeoutMillis, err) : err;
+    if (timedOut) throw connectTimedOut(client.host, client.port, connectionTimeoutMillis, err);
+    throw certificateRefused(client.host, client.port, err) ?? err;
   });
   return client;
+}
+
+/**
+ * Node's errors for a certificate it refused: an unknown or self-signed issuer, a name the certificate
+ * does not carry, dates it is not valid for. Node says only "unable to verify the first
+ * certificate", with no server named, and the error was retried as if it could pass.
+ */
+const CERTIFICATE_ERRORS = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_UNTRUSTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** TLS_CERTIFICATE_REFUSED naming the server, if `err` is Node's refusal of its certificate. */
+function certificateRefused(host: string, port: number, err: unknown): PgExtractError | undefined {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !CERTIFICATE_ERRORS.has(code)) return undefined;
+  const where = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new PgExtractError(ErrorCode.TLS_CERTIFICATE_REFUSED, `the certificate of ${where} was refused: ${(err as Error).message} (${code})`, {
+    field: 'sslmode',
+    cause: err,
+  });
 }
 
 /** Cancels the statement `client` runs when `signal` aborts (see {@link SessionOptions.signal}); throws at once if it has. */
