@@ -21,6 +21,28 @@ type TlsParameter = keyof typeof TLS_PARAMETERS;
 /** libpq's modes, and pg's own no-verify (require that never checks the certificate). */
 const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'no-verify', 'verify-ca', 'verify-full'] as const;
 
+/**
+ * libpq parameters pg does not read, each with the values that ask for nothing pg leaves undone
+ * (none: any value is refused). pg ignored them all: gssencmode=require connected unencrypted,
+ * channel_binding=require and require_auth took whatever authentication the server asked for,
+ * sslcrl took a revoked certificate, service and hostaddr dialled other addresses (localhost, for
+ * a service), target_session_attrs=standby a primary. Node's TLS floor is already 1.2.
+ */
+const UNREAD_PARAMETERS: Record<string, readonly string[]> = {
+  service: [],
+  hostaddr: [],
+  target_session_attrs: ['any'],
+  load_balance_hosts: ['disable'],
+  gssencmode: ['disable', 'prefer'],
+  channel_binding: ['disable', 'prefer'],
+  require_auth: [],
+  requirepeer: [],
+  sslcrl: [],
+  sslcrldir: [],
+  ssl_min_protocol_version: ['TLSv1', 'TLSv1.1', 'TLSv1.2'],
+  ssl_max_protocol_version: [],
+};
+
 /** What a session is given: pg's settings, and whether a server without TLS may be asked again without it (libpq's allow, prefer). */
 export interface SessionTarget {
   config: ClientConfig;
@@ -56,12 +78,25 @@ function requireUrl(url: string): string {
 
 /**
  * pg's settings for `url`: its own, and TLS from sslmode, sslrootcert, sslcert and sslkey (the URL's,
- * else PGSSLMODE, PGSSLROOTCERT, PGSSLCERT, PGSSLKEY) as libpq reads them. A mode libpq does not know,
+ * else PGSSLMODE, PGSSLROOTCERT, PGSSLCERT, PGSSLKEY) as libpq reads them. A libpq parameter pg
+ * would ignore where it asks for something ({@link UNREAD_PARAMETERS}), a mode libpq does not know,
  * verify-ca without a root certificate, or a certificate file that cannot be read is INPUT_INVALID.
  */
 export function sessionTarget(url: string, env: NodeJS.ProcessEnv = process.env): SessionTarget {
   const { rest, tls } = splitTls(requireUrl(url));
   const config = parse(rest) as Record<string, unknown> & ClientConfig;
+  for (const [name, honoured] of Object.entries(UNREAD_PARAMETERS)) {
+    const value = config[name];
+    if (typeof value === 'string' && !honoured.includes(value)) {
+      throw new PgExtractError(
+        ErrorCode.INPUT_INVALID,
+        `${name}=${JSON.stringify(value.slice(0, 40))} in the database URL is not honoured here; leave it out`,
+        {
+          field: name,
+        },
+      );
+    }
+  }
   for (const [name, variable] of Object.entries(TLS_PARAMETERS) as [TlsParameter, string][]) tls[name] ??= env[variable] || undefined;
   const mode = tls.sslmode ?? (tls.sslrootcert === 'system' ? 'verify-full' : undefined);
   // pg's own ssl=true|1|0 stands when nothing says sslmode; nothing at all is no TLS (pg's default, not libpq's prefer).

@@ -100,6 +100,10 @@ describe('TLS as libpq reads it (live)', function () {
     assert.equal(await encrypted(`postgres:///postgres?host=${certs.dir}&port=${port}&user=postgres&sslmode=require`), false);
   });
 
+  it('takes the values of libpq parameters pg does not read that ask for nothing more', async () => {
+    assert.equal(await encrypted(withQuery('sslmode=require&gssencmode=prefer&channel_binding=prefer&target_session_attrs=any')), true);
+  });
+
   it('sslmode=prefer connects without TLS to a server that has none', async () => {
     const url = new URL(live().pg.url);
     url.searchParams.set('sslmode', 'prefer');
@@ -110,6 +114,13 @@ describe('TLS as libpq reads it (live)', function () {
     ['sslmode=verify-ca', /needs sslrootcert/],
     ['sslmode=requir', /sslmode is one of/],
     ['sslmode=verify-full&sslrootcert=/nonexistent/root.crt', /sslrootcert "\/nonexistent\/root.crt" cannot be read on this worker: ENOENT/],
+    // libpq parameters pg ignored: these connected, unencrypted, unbound, unchecked for revocation, to the URL's host.
+    ['gssencmode=require', /gssencmode="require" in the database URL is not honoured here/],
+    ['sslmode=require&channel_binding=require', /channel_binding="require"/],
+    [`sslmode=verify-full&sslcrl=${'/nonexistent/root.crl'}`, /sslcrl=/],
+    ['hostaddr=10.0.0.1', /hostaddr=/],
+    ['service=warehouse', /service=/],
+    ['target_session_attrs=standby', /target_session_attrs=/],
   ]) {
     it(`refuses ${query} with INPUT_INVALID before connecting`, async () => {
       await assert.rejects(encrypted(withQuery(query)), { code: ErrorCode.INPUT_INVALID, message: why });
