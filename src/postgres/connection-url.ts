@@ -5,7 +5,9 @@
  * certificate" where psql connects, and verify-ca checked the host name. It also takes PGSSLMODE
  * its own way, reads no PGSSLROOTCERT, sends a TLS request down a Unix socket, and reads
  * `sslrootcert=system` as a file named "system". Here every TLS parameter is the URL's, else its
- * libpq environment variable, and means what it means to libpq.
+ * libpq environment variable, and means what it means to libpq; and what pg would misread or
+ * ignore (a keyword/value string, a password not percent-encoded, a libpq parameter that asks for
+ * something pg does not do) is refused before anything connects.
  */
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
