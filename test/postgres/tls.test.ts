@@ -1,16 +1,25 @@
 /**
  * TLS is read from a session's URL (else the libpq environment) as libpq reads it, against a real
- * server with a certificate from a CA of the test's own: require encrypts without checking the
+ * server that takes TCP sessions only over TLS, with a certificate from a CA of the test's own and
+ * a role whose password holds every character a URL must encode: require encrypts without checking the
  * certificate, verify-ca checks its chain and not its name, verify-full both, prefer falls back to
- * no TLS only where the server has none, a Unix socket never uses TLS, a setting that cannot be
+ * no TLS only where the server has none, a Unix socket never uses TLS, a whole run reads with
+ * sslmode=require (its password in no history or log), a setting that cannot be
  * honoured is INPUT_INVALID before anything connects, and a refused certificate is
  * TLS_CERTIFICATE_REFUSED naming the server.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'pg';
 import { clusterUser, type PostgresService, startLocalPostgres } from '../../devenv/postgres-service';
+import { startExtraction, waitForManifest } from '../../src/client';
+import { commitUpdate } from '../../src/contract/definitions';
 import { ErrorCode } from '../../src/errors';
 import { closeSession, openSession } from '../../src/postgres/session';
 import { live } from '../support/services';
+import { spawnWorker } from '../support/worker-process';
 import { type TestCertificates, makeCertificates } from '../support/tls-certs';
 
 /** The server's certificate refused, naming the server (Node's own error named none, and was retried). */
@@ -19,6 +28,9 @@ const REFUSED_CHAIN = {
   message: /^the certificate of 127\.0\.0\.1:\d+ was refused: .*UNABLE_TO_VERIFY_LEAF_SIGNATURE/,
 };
 const REFUSED_NAME = { code: ErrorCode.TLS_CERTIFICATE_REFUSED, message: /ERR_TLS_CERT_ALTNAME_INVALID/ };
+
+/** A password with every character a URL must encode. */
+const PASSWORD = "p@ss/w%rd #1 :x?&=+'é";
 
 /** Whether the session's own connection is encrypted (pg_stat_ssl). */
 async function encrypted(url: string): Promise<boolean> {
@@ -48,23 +60,49 @@ describe('TLS as libpq reads it (live)', function () {
   this.timeout(60_000);
   let certs: TestCertificates;
   let server: PostgresService;
-  /** The TLS server over TCP at 127.0.0.1, a name its certificate (for db.example) does not carry. */
+  let port: string;
+  /** The TLS server over TCP at 127.0.0.1, a name its certificate (for db.example) does not carry, as a role whose password needs encoding. */
   let base: string;
   const withQuery = (query: string) => `${base}?${query}`;
 
   before(async () => {
     certs = makeCertificates('db.example', clusterUser());
+    // TCP only with TLS and a password; the socket trusts the superuser, for setting up.
+    const hba = join(certs.dir, 'pg_hba.conf');
+    writeFileSync(hba, 'local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 reject\n');
+    chmodSync(hba, 0o644);
     server = await startLocalPostgres({
-      settings: { ssl: 'on', ssl_cert_file: certs.serverCert, ssl_key_file: certs.serverKey, unix_socket_directories: certs.dir },
+      settings: { ssl: 'on', ssl_cert_file: certs.serverCert, ssl_key_file: certs.serverKey, unix_socket_directories: certs.dir, hba_file: hba },
     }).catch((err: unknown) => {
       certs.remove();
       throw err;
     });
-    base = server.url;
+    port = new URL(server.url).port;
+    await asSuperuser(async (c) => {
+      await c.query(`CREATE ROLE reader LOGIN PASSWORD ${c.escapeLiteral(PASSWORD)}`);
+      await c.query('CREATE TABLE public.t (id int PRIMARY KEY, v text); INSERT INTO public.t SELECT g, $$row $$ || g FROM generate_series(1, 1000) g');
+      await c.query('GRANT SELECT ON public.t TO reader');
+    });
+    base = `postgres://reader:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}/postgres`;
   });
   after(async () => {
     await server?.stop();
     certs?.remove();
+  });
+
+  /** `work` on a superuser session over the server's socket. */
+  async function asSuperuser<T>(work: (c: Client) => Promise<T>): Promise<T> {
+    const c = new Client({ host: certs.dir, port: Number(port), user: 'postgres', database: 'postgres' });
+    await c.connect();
+    try {
+      return await work(c);
+    } finally {
+      await c.end();
+    }
+  }
+
+  it('the server takes no session without TLS (so a session that connects is encrypted)', async () => {
+    await assert.rejects(encrypted(base), { code: '28000', message: /no encryption/ });
   });
 
   it('sslmode=require encrypts without checking the certificate (a managed server whose CA the worker lacks)', async () => {
@@ -96,12 +134,33 @@ describe('TLS as libpq reads it (live)', function () {
   });
 
   it('a Unix socket never uses TLS, whatever sslmode says', async () => {
-    const port = new URL(base).port;
     assert.equal(await encrypted(`postgres:///postgres?host=${certs.dir}&port=${port}&user=postgres&sslmode=require`), false);
   });
 
   it('takes the values of libpq parameters pg does not read that ask for nothing more', async () => {
     assert.equal(await encrypted(withQuery('sslmode=require&gssencmode=prefer&channel_binding=prefer&target_session_attrs=any')), true);
+  });
+
+  it('a run reads over TLS from a worker whose URL says sslmode=require, the encoded password nowhere in its history or log', async () => {
+    const taskQueue = `tls-${randomUUID()}`;
+    const worker = await spawnWorker(taskQueue, { PG_EXTRACT_SOURCE_URL: withQuery('sslmode=require') });
+    try {
+      const handle = await startExtraction(live().temporal.client, { table: 'public.t', partitions: 2 }, { taskQueue });
+      const manifest = await waitForManifest(handle);
+      assert.equal(manifest.totals.rows, 1000);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      const history = JSON.stringify(await handle.fetchHistory());
+      for (const [where, text] of <[string, string][]>[
+        ['history', history],
+        ['worker output', worker.output()],
+      ]) {
+        for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), 'w%rd']) assert.ok(!text.includes(secret), `password found in ${where}`);
+      }
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited;
+    }
   });
 
   it('sslmode=prefer connects without TLS to a server that has none', async () => {
