@@ -165,8 +165,10 @@ const CODES = {
   },
   /** The source server is older than the oldest this product reads (PostgreSQL 14). */
   SOURCE_VERSION_UNSUPPORTED: { ...CALLERS_FAULT, hint: 'upgrade the source to PostgreSQL 14 or newer (13 is out of support since November 2025)' },
-  /** The source refused the configured credentials. */
+  /** The source refused the configured credentials (a wrong password, a role that does not exist, a host pg_hba.conf turns away). */
   SOURCE_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the source's URL on the worker" },
+  /** The target refused the configured credentials. */
+  TARGET_AUTH_FAILED: { ...CALLERS_FAULT, hint: "check the user and password in the target's URL on the worker" },
   /**
    * The exported snapshot is gone, or cannot read a table as it saw it (changed between the snapshot
    * and its lock): the step cannot be retried, but the run retries with a fresh snapshot.

@@ -258,7 +258,7 @@ async function connected(config: ClientConfig, role: SessionRole): Promise<Sessi
     // pg ends a connect that outlived its timeout by destroying the socket with this bare message.
     const timedOut = connectionTimeoutMillis > 0 && err instanceof Error && !(err instanceof DatabaseError) && err.message === PG_CONNECT_TIMED_OUT;
     if (timedOut) throw connectTimedOut(client.host, client.port, connectionTimeoutMillis, err);
-    throw certificateRefused(client.host, client.port, err) ?? err;
+    throw certificateRefused(client.host, client.port, err) ?? loginRefused(role, err) ?? err;
   });
   return client;
 }
@@ -279,6 +279,16 @@ const CERTIFICATE_ERRORS = new Set([
   'CERT_NOT_YET_VALID',
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
+
+/** A refused login: a wrong password (28P01), a role that does not exist or a host pg_hba.conf turns away (28000). */
+const LOGIN_REFUSED = new Set(['28P01', '28000']);
+
+/** SOURCE_AUTH_FAILED or TARGET_AUTH_FAILED, not retried (the same credentials fail again), if the server refused the login. */
+function loginRefused(role: SessionRole, err: unknown): PgExtractError | undefined {
+  if (!(err instanceof DatabaseError) || !LOGIN_REFUSED.has(err.code ?? '')) return undefined;
+  const [code, side] = role === 'target' ? [ErrorCode.TARGET_AUTH_FAILED, 'target'] : [ErrorCode.SOURCE_AUTH_FAILED, 'source'];
+  return new PgExtractError(code, `the PostgreSQL ${side} refused the login: ${err.message}`, { field: side, cause: err });
+}
 
 /** TLS_CERTIFICATE_REFUSED naming the server, if `err` is Node's refusal of its certificate. */
 function certificateRefused(host: string, port: number, err: unknown): PgExtractError | undefined {

@@ -19,6 +19,7 @@ import { type ExtractionInput, parseExtractionInput } from '../../src/contract/e
 import { admin, ourSessions } from '../support/database';
 import { live } from '../support/services';
 import { OutputStores } from '../../src/storage/output-stores';
+import { openSession } from '../../src/postgres/session';
 
 const valid = (): ExtractionInput => parseExtractionInput({ table: 'badin.t' });
 
@@ -83,7 +84,9 @@ describe('bad input (live)', function () {
   describe('at the activity boundary: non-retryable, nothing created', () => {
     // Expected failures would each print a stack at WARN; errors still show.
     const env = new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') });
-    const urls = (name: string): string => sourceUrl(name, { PG_EXTRACT_SOURCE_URL: live().pg.url });
+    // `stranger` logs in as a role the server does not have (SQLSTATE 28000).
+    const strangerUrl = (): string => Object.assign(new URL(live().pg.url), { username: 'no_such_role' }).toString();
+    const urls = (name: string): string => sourceUrl(name, { PG_EXTRACT_SOURCE_URL: live().pg.url, PG_EXTRACT_SOURCE_STRANGER_URL: strangerUrl() });
     const activities = () =>
       createActivities({
         stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }),
@@ -132,6 +135,21 @@ describe('bad input (live)', function () {
         'an unknown source',
         () => env.run(activities().wholeCopy, { input: { ...valid(), source: 'nope' }, name: 'w/x.csv' } as never),
         ErrorCode.SOURCE_UNKNOWN,
+      ],
+      [
+        'a source that refuses the login, copied whole',
+        () => env.run(activities().wholeCopy, { input: { ...valid(), source: 'stranger' }, name: 'w/x.csv' } as never),
+        ErrorCode.SOURCE_AUTH_FAILED,
+      ],
+      [
+        'a source that refuses the login, held',
+        () =>
+          env.run(
+            createHolderActivities({ registry: new SnapshotHolderRegistry(), sourceUrl: urls, stores: new OutputStores({ outputRoot: root, fileMode: 0o600 }) })
+              .holdSnapshot,
+            { attemptKey: 'k', input: { ...valid(), source: 'stranger' } } as never,
+          ),
+        ErrorCode.SOURCE_AUTH_FAILED,
       ],
       [
         'an unknown table',
@@ -189,6 +207,21 @@ describe('bad input (live)', function () {
         assert.deepEqual(await ourSessions(), [], 'no session left');
       });
     }
+
+    it('a login refused on a target is TARGET_AUTH_FAILED, on a source SOURCE_AUTH_FAILED, naming the side (both not retried)', async () => {
+      for (const [role, code, side] of [
+        ['target', ErrorCode.TARGET_AUTH_FAILED, 'target'],
+        ['partition', ErrorCode.SOURCE_AUTH_FAILED, 'source'],
+      ] as const) {
+        await assert.rejects(openSession(strangerUrl(), role), (err: unknown) => {
+          assert.ok(err instanceof PgExtractError, String(err));
+          assert.equal(err.code, code);
+          assert.equal(err.field, side);
+          assert.match(err.message, new RegExp(`^the PostgreSQL ${side} refused the login: role "no_such_role" does not exist`));
+          return true;
+        });
+      }
+    });
 
     it('a real file outside the root survives a release request naming it', async () => {
       const victim = join(live().scratch, 'victim.txt');
