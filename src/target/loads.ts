@@ -180,7 +180,13 @@ export async function loadByStream(url: string, load: StreamLoad, signal: AbortS
       );
       probing = setInterval(() => void coordinator.probe().catch(() => undefined), COORDINATOR_PROBE_MS);
       const request = { plan: coordinator.plan, schema: target.schema, table: target.table, mode: load.mode, format: load.format, lockTimeoutMs, operationId };
-      const sessions = { source: () => openSession(load.sourceUrl, 'stream'), target: () => openSession(url, 'target'), close: closeSession };
+      // Each range's sessions stop with the load too: a range queued for its table lock (behind a migration that asked
+      // after the coordinator locked) stayed queued after the run had ended, until the server noticed the closed socket.
+      const sessions = {
+        source: () => openSession(load.sourceUrl, 'stream', { signal }),
+        target: () => openSession(url, 'target', { signal }),
+        close: closeSession,
+      };
       let evidence = null as RowEvidence[] | null;
       // Checked before the target commits: what the stream read must be the snapshot's.
       const onStreamed = async (streamed: RowEvidence[]): Promise<void> => {

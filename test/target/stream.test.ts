@@ -3,9 +3,11 @@
  * COPY TO flows into a COPY FROM on the target (no files), moved into the target in one fenced
  * transaction; an ambiguous COMMIT with the target unreachable ends retain_commit_unknown with the
  * source rolled back, no staging table and no session left; a target lane terminated mid-COPY fails
- * the load at once, and the retry loads the exact rows.
+ * the load at once, and the retry loads the exact rows; a run cancelled while its ranges wait for
+ * their lock leaves no session behind.
  */
 import assert from 'node:assert/strict';
+import { WorkflowFailedError } from '@temporalio/client';
 import { DefaultLogger } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createLoadActivities } from '../../src/activities/load';
@@ -15,7 +17,8 @@ import { OutputStores } from '../../src/storage/output-stores';
 import { startExtraction } from '../../src/client';
 import { statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin } from '../support/database';
+import { admin, settleSessions } from '../support/database';
+import { eventually } from '../support/eventually';
 import { type PgProxy, pgProxy } from '../support/pg-proxy';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -70,6 +73,28 @@ async function copyDoneGate(port: number): Promise<PgProxy & { open(): void }> {
     });
   });
   return { ...proxy, open: () => void (holding = false) };
+}
+
+/**
+ * Forwards to the server at `port`. A session opened after one has sent its `ACCESS SHARE` lock (the
+ * coordinator's) waits to be connected until {@link open}: the test can queue a lock request behind
+ * the coordinator's before the ranges ask for theirs.
+ */
+async function afterLockGate(port: number): Promise<PgProxy & { open(): void }> {
+  let locked = false;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const proxy = await pgProxy(port, (client, upstream) => {
+    const join = (): void => {
+      client.on('data', (chunk: Buffer) => void (chunk.includes('IN ACCESS SHARE MODE') && (locked = true)));
+      client.pipe(upstream);
+      upstream.pipe(client);
+    };
+    if (!locked) return join();
+    client.pause();
+    void opened.then(join);
+  });
+  return { ...proxy, open };
 }
 
 describe('streaming PG → PG without files (live)', function () {
@@ -253,5 +278,56 @@ describe('streaming PG → PG without files (live)', function () {
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pg-extract/%' AND state LIKE 'idle in transaction%'`,
     );
     assert.equal(open.rows[0].n, 0, 'no source transaction left open');
+  });
+
+  it('a run cancelled while its ranges wait for their table lock (ACCESS EXCLUSIVE asked for after the coordinator locked) leaves no session of ours once it has ended', async () => {
+    const sourceUrl = new URL(live().pg.url);
+    const gate = await afterLockGate(Number(sourceUrl.port));
+    sourceUrl.hostname = '127.0.0.1';
+    sourceUrl.port = String(gate.port);
+    const migration = await admin().connect();
+    try {
+      await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(
+            live().temporal.client,
+            {
+              table: source.table,
+              partitions: 2,
+              target: { name: 'warehouse', table: 'dst.t', via: 'stream' },
+              timeouts: { lockTimeoutMs: 60_000, loadHeartbeatMs: 2000 },
+            },
+            { taskQueue },
+          );
+          const waiting = async (who: string): Promise<number> =>
+            (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [who])).rowCount!;
+          const coordinatorLocked = async (): Promise<boolean> =>
+            (
+              await admin().query(
+                `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'pg-extract/coordinator' AND l.granted AND l.relation = $1::regclass`,
+                [source.table],
+              )
+            ).rowCount! > 0;
+          await eventually(coordinatorLocked, 'the coordinator holds its lock', { intervalMs: 10 });
+          // A migration: it waits for the coordinator, and every range's ACCESS SHARE then waits behind it.
+          const migrating = migration.query(`BEGIN; LOCK TABLE ${source.table} IN ACCESS EXCLUSIVE MODE`);
+          await eventually(async () => (await waiting('pg-extract-test')) > 0, 'the migration waits');
+          gate.open();
+          await eventually(async () => (await waiting('pg-extract/stream')) === 2, 'both ranges wait behind the migration');
+          await handle.cancel();
+          await assert.rejects(handle.result(), WorkflowFailedError);
+          // Each range's session was closed, its backend left queued until the server noticed the closed socket (up to 5 s).
+          const left = await settleSessions(1000);
+          await migration.query('ROLLBACK');
+          await migrating;
+          assert.deepEqual(left, [], 'no session of ours is left once the run has ended');
+        },
+        { sourceUrl: sourceUrl.toString(), targets: { warehouse: targetUrl() } },
+      );
+    } finally {
+      await migration.query('ROLLBACK').catch(() => undefined);
+      migration.release();
+      await gate.close();
+    }
   });
 });
