@@ -23,13 +23,17 @@ interface Blocker {
  * `err` unchanged, or LOCK_TIMEOUT when it is a lock timeout (SQLSTATE 55P03), naming who holds or
  * waits for a conflicting lock on `tables` (the ones the failed statement was locking), their
  * partitions or a view's tables. Call it after the failed transaction was rolled back: it reads
- * pg_locks on `client`, without taking a lock on any of them.
+ * pg_locks on `client`, without taking a lock on any of them. `heldByRun`: the run's coordinator
+ * holds ACCESS SHARE on the tables (a read in its exported snapshot), so a blocker that waits for
+ * ACCESS EXCLUSIVE there asked after the run locked them and waits for the run, as the run for it:
+ * the message says so (its bare "waits for" read as a wait of its own).
  */
 export async function lockTimeoutError(
   client: ClientBase,
   err: unknown,
   tables: readonly { schema: string; table: string }[],
   timeoutMs: number,
+  { heldByRun = false }: { heldByRun?: boolean } = {},
 ): Promise<unknown> {
   if ((err as { code?: unknown })?.code !== LOCK_NOT_AVAILABLE) return err;
   const relations = tables.map((t) => quoteQualified(t.schema, t.table));
@@ -41,7 +45,7 @@ export async function lockTimeoutError(
     blockers = found.length
       ? found
           .slice(0, SHOWN)
-          .map((b) => describe(b, where(b)))
+          .map((b) => describe(b, where(b), heldByRun))
           .join('; ')
       : 'no conflicting lock is left (its holder let go)';
   } catch (readErr) {
@@ -87,11 +91,12 @@ async function conflictingLocks(client: ClientBase, relations: readonly string[]
   return [...byBackend.values()];
 }
 
-function describe(b: Blocker, where: string): string {
+function describe(b: Blocker, where: string, heldByRun: boolean): string {
   const who =
     b.pid === null ? 'a prepared transaction' : `pid ${b.pid} (application_name ${JSON.stringify(b.application_name ?? '')}, ${b.state ?? 'state unknown'})`;
   const query = b.query === null ? '' : `, query ${JSON.stringify(maskQuery(b.query))}`;
-  return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${where}${query}`;
+  const behindRun = heldByRun && !b.granted ? ", asked for after this run's snapshot locked the table: it waits for the run, as the run waits for it" : '';
+  return `${who} ${b.granted ? 'holds' : 'waits for'} ${b.mode}${where}${query}${behindRun}`;
 }
 
 /** Where a string literal or a comment begins: a quote (E'', U&'', B'' too), a dollar quote, `--` or `/*`. */

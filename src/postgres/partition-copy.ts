@@ -155,6 +155,7 @@ export async function readInSnapshot<T>(
     return { result, backendPid: row.pid, snapshotText: row.snapshot, startedAt: row.started, completedAt };
   } catch (err) {
     await rollbackAfter(client, err, 'partition');
-    throw reading ? await lockTimeoutError(client, err, [reading], lockTimeoutMs) : err;
+    // The snapshot's coordinator holds ACCESS SHARE on every table read here, so whoever is in the way waits for the run.
+    throw reading ? await lockTimeoutError(client, err, [reading], lockTimeoutMs, { heldByRun: true }) : err;
   }
 }

@@ -1,7 +1,7 @@
 /** Test helpers on the live PostgreSQL: an admin pool, seeded tables, and our sessions in pg_stat_activity. */
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import type { Manifest } from '../../src/contract/extraction-types';
 import { APPLICATION_NAME } from '../../src/postgres/session';
 import { live } from './services';
@@ -149,4 +149,28 @@ export async function nonBytewiseCollation(): Promise<string> {
   const name = r.rows[0]?.name;
   if (!name) throw new Error(`this server has none of the collations ${names.join(', ')} (ICU or an English libc locale) the text-key test needs`);
   return `"${name}"`;
+}
+
+/**
+ * A migration that asks for its lock after the run's: waits until a coordinator of ours holds its
+ * ACCESS SHARE on `table`, then asks for ACCESS EXCLUSIVE on `session` inside a transaction, which
+ * queues behind the coordinator's lock (and every later ACCESS SHARE behind it). Resolves once it
+ * waits, with its pid and the promise of its LOCK (the caller rolls `session` back).
+ */
+export async function lockAfterCoordinator(session: PoolClient, table: string): Promise<{ pid: number; locked: Promise<unknown> }> {
+  const ours = async (): Promise<boolean> =>
+    (
+      await admin().query(
+        `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = $1 AND l.granted AND l.relation = $2::regclass`,
+        [`${APPLICATION_NAME}/coordinator`, table],
+      )
+    ).rowCount! > 0;
+  await eventually(ours, 'a coordinator of ours holds its lock', { intervalMs: 10 });
+  const pid = (await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const locked = session.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  locked.catch(() => undefined);
+  const waits = async (): Promise<boolean> =>
+    (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [pid])).rowCount! > 0;
+  await eventually(waits, 'the migration waits for the lock');
+  return { pid, locked };
 }

@@ -27,3 +27,25 @@ export async function pgProxy(port: number, wire: (client: Socket, upstream: Soc
     },
   };
 }
+
+/**
+ * Forwards to the server at `port`. A session opened after one has sent its `ACCESS SHARE` lock (the
+ * coordinator's) waits to be connected until {@link open}: the test can queue a lock request behind
+ * the coordinator's before the ranges ask for theirs.
+ */
+export async function afterLockGate(port: number): Promise<PgProxy & { open(): void }> {
+  let locked = false;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const proxy = await pgProxy(port, (client, upstream) => {
+    const join = (): void => {
+      client.on('data', (chunk: Buffer) => void (chunk.includes('IN ACCESS SHARE MODE') && (locked = true)));
+      client.pipe(upstream);
+      upstream.pipe(client);
+    };
+    if (!locked) return join();
+    client.pause();
+    void opened.then(join);
+  });
+  return { ...proxy, open };
+}

@@ -17,9 +17,9 @@ import { OutputStores } from '../../src/storage/output-stores';
 import { startExtraction } from '../../src/client';
 import { statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, settleSessions } from '../support/database';
+import { admin, lockAfterCoordinator, settleSessions } from '../support/database';
 import { eventually } from '../support/eventually';
-import { type PgProxy, pgProxy } from '../support/pg-proxy';
+import { type PgProxy, afterLockGate, pgProxy } from '../support/pg-proxy';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import {
@@ -73,28 +73,6 @@ async function copyDoneGate(port: number): Promise<PgProxy & { open(): void }> {
     });
   });
   return { ...proxy, open: () => void (holding = false) };
-}
-
-/**
- * Forwards to the server at `port`. A session opened after one has sent its `ACCESS SHARE` lock (the
- * coordinator's) waits to be connected until {@link open}: the test can queue a lock request behind
- * the coordinator's before the ranges ask for theirs.
- */
-async function afterLockGate(port: number): Promise<PgProxy & { open(): void }> {
-  let locked = false;
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  const proxy = await pgProxy(port, (client, upstream) => {
-    const join = (): void => {
-      client.on('data', (chunk: Buffer) => void (chunk.includes('IN ACCESS SHARE MODE') && (locked = true)));
-      client.pipe(upstream);
-      upstream.pipe(client);
-    };
-    if (!locked) return join();
-    client.pause();
-    void opened.then(join);
-  });
-  return { ...proxy, open };
 }
 
 describe('streaming PG → PG without files (live)', function () {
@@ -299,27 +277,18 @@ describe('streaming PG → PG without files (live)', function () {
             },
             { taskQueue },
           );
-          const waiting = async (who: string): Promise<number> =>
-            (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [who])).rowCount!;
-          const coordinatorLocked = async (): Promise<boolean> =>
-            (
-              await admin().query(
-                `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'pg-extract/coordinator' AND l.granted AND l.relation = $1::regclass`,
-                [source.table],
-              )
-            ).rowCount! > 0;
-          await eventually(coordinatorLocked, 'the coordinator holds its lock', { intervalMs: 10 });
           // A migration: it waits for the coordinator, and every range's ACCESS SHARE then waits behind it.
-          const migrating = migration.query(`BEGIN; LOCK TABLE ${source.table} IN ACCESS EXCLUSIVE MODE`);
-          await eventually(async () => (await waiting('pg-extract-test')) > 0, 'the migration waits');
+          const { locked } = await lockAfterCoordinator(migration, source.table);
           gate.open();
-          await eventually(async () => (await waiting('pg-extract/stream')) === 2, 'both ranges wait behind the migration');
+          const waiting = async (): Promise<boolean> =>
+            (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'pg-extract/stream' AND wait_event_type = 'Lock'`)).rowCount === 2;
+          await eventually(waiting, 'both ranges wait behind the migration');
           await handle.cancel();
           await assert.rejects(handle.result(), WorkflowFailedError);
           // Each range's session was closed, its backend left queued until the server noticed the closed socket (up to 5 s).
           const left = await settleSessions(1000);
           await migration.query('ROLLBACK');
-          await migrating;
+          await locked;
           assert.deepEqual(left, [], 'no session of ours is left once the run has ended');
         },
         { sourceUrl: sourceUrl.toString(), targets: { warehouse: targetUrl() } },

@@ -9,7 +9,8 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, nonBytewiseCollation, seedMixedTable, settleSessions } from '../support/database';
+import { admin, lockAfterCoordinator, nonBytewiseCollation, seedMixedTable, settleSessions } from '../support/database';
+import { afterLockGate } from '../support/pg-proxy';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -50,6 +51,40 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     } finally {
       await holder.query('ROLLBACK');
       holder.release();
+    }
+  });
+
+  it("ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: their LOCK_TIMEOUT says it waits for the run, and the run's end lets it through", async () => {
+    const sourceUrl = new URL(live().pg.url);
+    const gate = await afterLockGate(Number(sourceUrl.port));
+    sourceUrl.hostname = '127.0.0.1';
+    sourceUrl.port = String(gate.port);
+    const migration = await admin().connect();
+    try {
+      await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await startExtraction(
+            live().temporal.client,
+            { table, partitions: 2, partitionRetry: { maximumAttempts: 1 }, timeouts: { lockTimeoutMs: 1000 } },
+            { taskQueue },
+          );
+          const { pid, locked } = await lockAfterCoordinator(migration, table);
+          gate.open();
+          await assert.rejects(handle.result(), (err: unknown) => {
+            const failure = failureChain(err);
+            assert.match(failure, /LOCK_TIMEOUT/);
+            // It read as a wait of the migration's own; pg_dump says it waits for the dump.
+            assert.match(failure, new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it`));
+            return true;
+          });
+          await locked;
+        },
+        { sourceUrl: sourceUrl.toString() },
+      );
+    } finally {
+      await migration.query('ROLLBACK').catch(() => undefined);
+      migration.release();
+      await gate.close();
     }
   });
 
