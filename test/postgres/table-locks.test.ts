@@ -183,7 +183,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
     }
   });
 
-  it('a partition queued behind a TRUNCATE that waits for the coordinator fails with LOCK_TIMEOUT naming the TRUNCATE', async () => {
+  it('a partition queued behind a TRUNCATE that waits for the coordinator fails with LOCK_TIMEOUT naming the TRUNCATE, and saying it waits for the run', async () => {
     const coordinatorClient = await openSession(live().pg.url, 'coordinator');
     const reader = await openSession(live().pg.url, 'partition');
     const truncator = await admin().connect();
@@ -207,6 +207,7 @@ describe('table locks of a partitioned export (live PostgreSQL)', () => {
           assert.match(err.message, new RegExp(`pid ${pid}\\b`));
           assert.match(err.message, /AccessExclusiveLock/);
           assert.match(err.message, /TRUNCATE lk\.keyed/);
+          assert.match(err.message, /asked for after this run's snapshot locked the table: it waits for the run/);
           return true;
         },
       );
