@@ -301,14 +301,26 @@ function certificateRefused(host: string, port: number, err: unknown): PgExtract
   });
 }
 
+/**
+ * The cancels each signal starts when it aborts: one listener a signal however many sessions it
+ * watches (a stream load's ranges open two each, and Node warns past ten listeners on a signal).
+ */
+const cancelsOnAbort = new WeakMap<AbortSignal, Set<() => void>>();
+
 /** Cancels the statement `client` runs when `signal` aborts (see {@link SessionOptions.signal}); throws at once if it has. */
 function watchAborts(url: string, client: Session, pid: number, signal: AbortSignal): void {
   signal.throwIfAborted();
+  let cancels = cancelsOnAbort.get(signal);
+  if (!cancels) {
+    const started = (cancels = new Set());
+    cancelsOnAbort.set(signal, started);
+    signal.addEventListener('abort', () => started.forEach((cancel) => cancel()), { once: true });
+  }
   let cancelling: Promise<void> | undefined;
   const cancel = (): void => void (cancelling = cancelBackend(url, pid));
-  signal.addEventListener('abort', cancel, { once: true });
+  cancels.add(cancel);
   client.unwatch = async () => {
-    signal.removeEventListener('abort', cancel);
+    cancels.delete(cancel);
     await cancelling;
   };
 }
