@@ -65,7 +65,13 @@ export function createDataPackageActivities({ stores, sourceUrl }: Pick<ExtractD
         try {
           const { result: tables } = await readInSnapshot(
             client,
-            { snapshotId: req.snapshotId, snapshotDigest: req.snapshotDigest, source: req.source, lockTimeoutMs: req.input.timeouts.lockTimeoutMs },
+            {
+              snapshotId: req.snapshotId,
+              snapshotDigest: req.snapshotDigest,
+              source: req.source,
+              lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
+              givesWay: true,
+            },
             (snapshot) => snapshot.resolve(req.tables),
           );
           const resources = tables.map((t, i) =>

@@ -39,7 +39,13 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
           try {
             const read = await copyTableGroup(
               client,
-              { snapshotId: req.snapshotId, snapshotDigest: req.snapshotDigest, source: req.source, lockTimeoutMs: req.input.timeouts.lockTimeoutMs },
+              {
+                snapshotId: req.snapshotId,
+                snapshotDigest: req.snapshotDigest,
+                source: req.source,
+                lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
+                givesWay: true,
+              },
               req.ranges,
               {
                 format: req.input,

@@ -26,20 +26,25 @@ interface Blocker {
  * pg_locks on `client`, without taking a lock on any of them. `heldByRun`: the run's coordinator
  * holds ACCESS SHARE on the tables (a read in its exported snapshot), so a blocker that waits for
  * ACCESS EXCLUSIVE there asked after the run locked them and waits for the run, as the run for it:
- * the message says so (its bare "waits for" read as a wait of its own).
+ * the message says so (its bare "waits for" read as a wait of its own). `givesWay`, when every
+ * blocker is such a wait: SNAPSHOT_LOST instead, so the attempt gives way (its snapshot let go, the
+ * migration and every session queued behind it go on) and a fresh snapshot is taken after it.
+ * Retried as a LOCK_TIMEOUT, each try waited behind the same queue, then the run failed.
  */
 export async function lockTimeoutError(
   client: ClientBase,
   err: unknown,
   tables: readonly { schema: string; table: string }[],
   timeoutMs: number,
-  { heldByRun = false }: { heldByRun?: boolean } = {},
+  { heldByRun = false, givesWay = false }: { heldByRun?: boolean; givesWay?: boolean } = {},
 ): Promise<unknown> {
   if ((err as { code?: unknown })?.code !== LOCK_NOT_AVAILABLE) return err;
   const relations = tables.map((t) => quoteQualified(t.schema, t.table));
   let blockers: string;
+  let behindRunOnly = false;
   try {
     const found = await conflictingLocks(client, relations);
+    behindRunOnly = heldByRun && found.length > 0 && found.every((b) => !b.granted);
     // One table's blocker on that very table reads as before; anything else says where.
     const where = (b: Blocker) => (relations.length === 1 && b.relations.length === 1 && b.relations[0] === relations[0] ? '' : ` on ${listed(b.relations)}`);
     blockers = found.length
@@ -53,7 +58,10 @@ export async function lockTimeoutError(
     addNote(err, `reading pg_locks failed: ${(readErr as Error).message}`);
   }
   const what = relations.length === 1 ? relations[0] : relations.length ? `one of ${relations.length} tables (${listed(relations)})` : 'a table';
-  return new PgExtractError(ErrorCode.LOCK_TIMEOUT, `could not get ACCESS SHARE on ${what} within ${timeoutMs} ms: ${blockers}`, { cause: err });
+  const message = `could not get ACCESS SHARE on ${what} within ${timeoutMs} ms: ${blockers}`;
+  if (givesWay && behindRunOnly)
+    return new PgExtractError(ErrorCode.SNAPSHOT_LOST, `${message}; the attempt gives way, and a fresh snapshot is taken after it`, { cause: err });
+  return new PgExtractError(ErrorCode.LOCK_TIMEOUT, message, { cause: err });
 }
 
 /**

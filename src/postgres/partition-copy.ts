@@ -29,6 +29,13 @@ export interface SnapshotImport extends ExpectedSnapshot {
   snapshotId: string;
   /** @default DEFAULT_LOCK_TIMEOUT_MS */
   lockTimeoutMs?: number;
+  /**
+   * A lock timeout behind nothing but ACCESS EXCLUSIVE requests queued after the snapshot's holder
+   * locked the table (a migration waiting for the run) is SNAPSHOT_LOST, so the run's attempt gives
+   * way and a fresh one follows it (see ./lock-blockers.ts); else LOCK_TIMEOUT, retried as it is
+   * (a stream load's range, whose retry exports afresh). @default false
+   */
+  givesWay?: boolean;
 }
 
 /** A table as the coordinator planned it: re-resolved from the catalog inside the snapshot, its split key unchanged. */
@@ -156,6 +163,6 @@ export async function readInSnapshot<T>(
   } catch (err) {
     await rollbackAfter(client, err, 'partition');
     // The snapshot's coordinator holds ACCESS SHARE on every table read here, so whoever is in the way waits for the run.
-    throw reading ? await lockTimeoutError(client, err, [reading], lockTimeoutMs, { heldByRun: true }) : err;
+    throw reading ? await lockTimeoutError(client, err, [reading], lockTimeoutMs, { heldByRun: true, givesWay: request.givesWay }) : err;
   }
 }

@@ -69,6 +69,8 @@ export function postgresAdapter(url: string): SourceAdapter {
             range,
             format: options.format,
             lockTimeoutMs: options.lockTimeoutMs,
+            // The run's holder keeps the snapshot: an attempt that gives way is followed by a fresh one.
+            givesWay: true,
           },
           sink,
           { onBytes: options.onBytes, signal: options.signal },

@@ -54,7 +54,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   });
 
-  it("ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: their LOCK_TIMEOUT says it waits for the run, and the run's end lets it through", async () => {
+  it('ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: after one lock timeout the attempt gives way (SNAPSHOT_LOST, saying the migration waits for the run), the migration goes through, and a fresh snapshot reads the table after it', async () => {
     const sourceUrl = new URL(live().pg.url);
     const gate = await afterLockGate(Number(sourceUrl.port));
     sourceUrl.hostname = '127.0.0.1';
@@ -63,21 +63,39 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     try {
       await withWorker(
         async ({ taskQueue }) => {
+          // Each partition retried its LOCK_TIMEOUT behind the same queue (5 tries by default), then the run failed.
           const handle = await startExtraction(
             live().temporal.client,
-            { table, partitions: 2, partitionRetry: { maximumAttempts: 1 }, timeouts: { lockTimeoutMs: 1000 } },
+            { table, partitions: 2, timeouts: { lockTimeoutMs: 1000, holderHeartbeatMs: 2000 } },
             { taskQueue },
           );
           const { pid, locked } = await lockAfterCoordinator(migration, table);
           gate.open();
-          await assert.rejects(handle.result(), (err: unknown) => {
-            const failure = failureChain(err);
-            assert.match(failure, /LOCK_TIMEOUT/);
-            // It read as a wait of the migration's own; pg_dump says it waits for the dump.
-            assert.match(failure, new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it`));
-            return true;
-          });
           await locked;
+          await migration.query('COMMIT');
+          await waitForManifest(handle);
+          await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+          const result: ExtractionResult = await handle.result();
+          assert.equal(result.terminalReceipt.outcome, 'success');
+          assert.deepEqual(
+            result.attempts.map((a) => [a.attempt, a.result]),
+            [
+              [1, 'snapshot_lost'],
+              [2, 'completed'],
+            ],
+          );
+          const events = (await handle.fetchHistory()).events ?? [];
+          const failures = events.map((e) => e.activityTaskFailedEventAttributes?.failure).filter((f) => f !== undefined && f !== null);
+          assert.ok(failures.length > 0, 'a partition failed');
+          for (const f of failures) {
+            // It read as a wait of the migration's own; pg_dump says it waits for the dump.
+            assert.match(
+              JSON.stringify(f),
+              new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it; the attempt gives way`),
+            );
+          }
+          const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
+          assert.deepEqual(retried, [], 'no step was tried again behind the queue');
         },
         { sourceUrl: sourceUrl.toString() },
       );
