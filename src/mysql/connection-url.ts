@@ -6,8 +6,8 @@
  * VERIFY_CA, VERIFY_IDENTITY) and the files `ssl-ca`, `ssl-cert` and `ssl-key` (or `ssl_mode` …,
  * as option files spell them) become mysql2's TLS options; a URL without them keeps mysql2's reading.
  */
-import { readFileSync } from 'node:fs';
 import { ErrorCode, PgExtractError } from '../errors';
+import { certificateFile } from '../sources/certificate-file';
 import { requireEncodedPassword } from '../sources/url-password';
 
 const MODES = ['DISABLED', 'PREFERRED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY'] as const;
@@ -33,7 +33,8 @@ export interface MysqlTarget {
 /**
  * mysql2's URL and TLS for `url`. REQUIRED and PREFERRED encrypt without checking the server's
  * certificate (its chain, when given `ssl-ca`), VERIFY_CA checks its chain against `ssl-ca`,
- * VERIFY_IDENTITY its name too (against the system's roots without `ssl-ca`). An unknown mode,
+ * VERIFY_IDENTITY its name too (against the system's roots without `ssl-ca`); `ssl-ca` without a
+ * mode is VERIFY_CA, other files without one PREFERRED. An unknown mode,
  * VERIFY_CA without `ssl-ca` or a file the worker cannot read is INPUT_INVALID; a password not
  * percent-encoded, SOURCE_URL_UNSUPPORTED (../sources/url-password.ts).
  */
@@ -50,7 +51,8 @@ export function mysqlTarget(url: string): MysqlTarget {
   const files = Object.fromEntries(Object.keys(FILES).map((name) => [name, given(name)])) as Record<FileParameter, string | undefined>;
   if (modeText === undefined && Object.values(files).every((f) => f === undefined)) return { uri: url, ssl: undefined, plainIfRefused: false };
   const uri = parsed.toString();
-  const mode = (modeText ?? 'PREFERRED').toUpperCase();
+  // As MySQL's clients read it: a CA without a mode checks the chain (VERIFY_CA), never falling back to plain text.
+  const mode = (modeText ?? (files['ssl-ca'] !== undefined ? 'VERIFY_CA' : 'PREFERRED')).toUpperCase();
   if (!isMode(mode)) {
     throw new PgExtractError(ErrorCode.INPUT_INVALID, `ssl-mode is one of ${MODES.join(', ')}; not ${JSON.stringify(mode.slice(0, 40))}`, {
       field: 'ssl-mode',
@@ -76,16 +78,4 @@ export function mysqlTarget(url: string): MysqlTarget {
 
 function isMode(mode: string): mode is (typeof MODES)[number] {
   return (MODES as readonly string[]).includes(mode);
-}
-
-function certificateFile(parameter: FileParameter, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    const why = (err as { code?: string }).code ?? (err as Error).message;
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, `${parameter} ${JSON.stringify(path)} cannot be read on this worker: ${why}`, {
-      field: parameter,
-      cause: err,
-    });
-  }
 }

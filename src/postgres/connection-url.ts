@@ -5,15 +5,16 @@
  * certificate" where psql connects, and verify-ca checked the host name. It also takes PGSSLMODE
  * its own way, reads no PGSSLROOTCERT, sends a TLS request down a Unix socket, and reads
  * `sslrootcert=system` as a file named "system". Here every TLS parameter is the URL's, else its
- * libpq environment variable, and means what it means to libpq; and what pg would misread or
+ * libpq environment variable, and its mode means what it means to libpq (the files libpq would look
+ * for under ~/.postgresql are not read: name them); and what pg would misread or
  * ignore (a keyword/value string, a password not percent-encoded, a libpq parameter that asks for
  * something pg does not do) is refused before anything connects.
  */
-import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import type { ClientConfig } from 'pg';
 import { parse } from 'pg-connection-string';
 import { ErrorCode, PgExtractError } from '../errors';
+import { certificateFile } from '../sources/certificate-file';
 import { requireEncodedPassword } from '../sources/url-password';
 
 /** The TLS parameters we read ourselves, and the libpq environment variable each falls back to. */
@@ -75,6 +76,12 @@ function requireUrl(url: string): string {
     );
   }
   requireEncodedPassword(url);
+  // pg dials "h1,h2" as one name (ENOTFOUND, retried), where libpq tries each host in turn.
+  if (/^[a-z]+:\/\/(?:[^@/?#]*@)?[^/?#]*,/i.test(url)) {
+    throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, 'a PostgreSQL URL names one host here: give each server its own source or target', {
+      field: 'url',
+    });
+  }
   return url;
 }
 
@@ -100,7 +107,8 @@ export function sessionTarget(url: string, env: NodeJS.ProcessEnv = process.env)
     }
   }
   for (const [name, variable] of Object.entries(TLS_PARAMETERS) as [TlsParameter, string][]) tls[name] ??= env[variable] || undefined;
-  const mode = tls.sslmode ?? (tls.sslrootcert === 'system' ? 'verify-full' : undefined);
+  // A certificate file without a mode is TLS that checks the server in full, as pg itself read it: never plain text.
+  const mode = tls.sslmode ?? (tls.sslrootcert !== undefined || tls.sslcert !== undefined || tls.sslkey !== undefined ? 'verify-full' : undefined);
   // pg's own ssl=true|1|0 stands when nothing says sslmode; nothing at all is no TLS (pg's default, not libpq's prefer).
   if (mode === undefined) return { config: { ...config, ssl: config.ssl ?? false }, plainIfRefused: false };
   if (!isSslMode(mode)) {
@@ -146,18 +154,6 @@ function tlsOptions(mode: Exclude<(typeof SSL_MODES)[number], 'disable'>, tls: P
   if (!checksChain) options.rejectUnauthorized = false;
   else if (mode !== 'verify-full') options.checkServerIdentity = () => undefined;
   return options;
-}
-
-function certificateFile(parameter: TlsParameter, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    const why = (err as { code?: string }).code ?? (err as Error).message;
-    throw new PgExtractError(ErrorCode.INPUT_INVALID, `${parameter} ${JSON.stringify(path)} cannot be read on this worker: ${why}`, {
-      field: parameter,
-      cause: err,
-    });
-  }
 }
 
 /**

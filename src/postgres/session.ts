@@ -278,6 +278,9 @@ const CERTIFICATE_ERRORS = new Set([
   'CERT_HAS_EXPIRED',
   'CERT_NOT_YET_VALID',
   'ERR_TLS_CERT_ALTNAME_INVALID',
+  'HOSTNAME_MISMATCH',
+  'CERT_REVOKED',
+  'CERT_SIGNATURE_FAILURE',
 ]);
 
 /** A refused login: a wrong password (28P01), a role that does not exist or a host pg_hba.conf turns away (28000). */

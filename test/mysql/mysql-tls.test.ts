@@ -56,6 +56,12 @@ describe('MySQL TLS as its clients read it (live MariaDB)', function () {
     await assert.rejects(encrypted(withQuery(`ssl-mode=VERIFY_IDENTITY&ssl-ca=${certs.ca}`)), { code: 'HANDSHAKE_SSL_ERROR', message: /altnames/ });
   });
 
+  it('ssl-ca without ssl-mode checks the chain (VERIFY_CA, as MySQL clients read it) and never falls back to plain text', async () => {
+    assert.equal(await encrypted(withQuery(`ssl-ca=${certs.ca}`)), true);
+    await assert.rejects(encrypted(withQuery(`ssl-ca=${certs.otherCa}`)), { code: 'HANDSHAKE_SSL_ERROR' });
+    await assert.rejects(encrypted(`${(await mysqlService()).url}?ssl-ca=${certs.ca}`));
+  });
+
   it('ssl-mode=DISABLED does not encrypt', async () => {
     assert.equal(await encrypted(withQuery('ssl-mode=DISABLED')), false);
   });

@@ -102,7 +102,8 @@ describe('TLS as libpq reads it (live)', function () {
   }
 
   it('the server takes no session without TLS (so a session that connects is encrypted)', async () => {
-    await assert.rejects(encrypted(base), { code: '28000', message: /no encryption/ });
+    // The server's refusal is a refused login, not retried.
+    await assert.rejects(encrypted(base), { code: ErrorCode.SOURCE_AUTH_FAILED, message: /no encryption/ });
   });
 
   it('sslmode=require encrypts without checking the certificate (a managed server whose CA the worker lacks)', async () => {
@@ -118,6 +119,19 @@ describe('TLS as libpq reads it (live)', function () {
     assert.equal(await encrypted(withQuery(`sslmode=verify-ca&sslrootcert=${certs.ca}`)), true);
     await assert.rejects(encrypted(withQuery(`sslmode=verify-ca&sslrootcert=${certs.otherCa}`)), REFUSED_CHAIN);
     await assert.rejects(encrypted(withQuery(`sslmode=verify-full&sslrootcert=${certs.ca}`)), REFUSED_NAME);
+  });
+
+  it('a certificate file without sslmode is TLS that checks the server in full (as pg read it), never plain text', async () => {
+    for (const query of [`sslrootcert=${certs.ca}`, `sslrootcert=${certs.otherCa}`])
+      await assert.rejects(encrypted(withQuery(query)), { code: ErrorCode.TLS_CERTIFICATE_REFUSED });
+    await assert.rejects(encrypted(withQuery(`sslrootcert=${certs.ca}`)), REFUSED_NAME);
+  });
+
+  it('a URL naming several hosts is refused with SOURCE_URL_UNSUPPORTED (pg dialled them as one name)', async () => {
+    await assert.rejects(encrypted(`postgres://reader@127.0.0.1:${port},127.0.0.2:${port}/postgres?sslmode=require`), {
+      code: ErrorCode.SOURCE_URL_UNSUPPORTED,
+      message: /names one host/,
+    });
   });
 
   it('sslrootcert=system is the trusted roots of the system (verify-full), not a file named system', async () => {
