@@ -218,14 +218,16 @@ export async function openSession(url: string, role: SessionRole, options: Sessi
     }
     // Qualified: the session's search_path is still the role's or database's here. The count makes every row's set_config run.
     const set = (await client.query(
-      `SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 AS version, pg_catalog.pg_backend_pid() AS pid, pg_catalog.count(*) FROM (
+      `SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4 AS version, pg_catalog.pg_backend_pid() AS pid,
+              (SELECT a.backend_start::pg_catalog.text FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid()) AS started,
+              pg_catalog.count(*) FROM (
          SELECT pg_catalog.set_config(name, value, false) FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[])) AS s(name, value)
           WHERE pg_catalog.current_setting(name, true) IS NOT NULL) s`,
       [Object.keys(settings), Object.values(settings)],
-    )) as QueryResult<{ version: number; pid: number }>;
+    )) as QueryResult<{ version: number; pid: number; started: string | null }>;
     if (READS_SOURCE_ROWS.has(role)) requireSourceVersion(set.rows[0]!.version);
-    // The server's own pid, not the BackendKeyData's (a pooler in between answers with one of its own).
-    if (options.signal) watchAborts(url, client, set.rows[0]!.pid, options.signal);
+    // The server's own pid, not the BackendKeyData's (a pooler in between answers with one of its own), and when it started.
+    if (options.signal) watchAborts(url, client, set.rows[0]!, options.signal);
   } catch (err) {
     await closeSession(client);
     throw err;
@@ -311,7 +313,7 @@ function certificateRefused(host: string, port: number, err: unknown): PgExtract
 const cancelsOnAbort = new WeakMap<AbortSignal, Set<() => void>>();
 
 /** Cancels the statement `client` runs when `signal` aborts (see {@link SessionOptions.signal}); throws at once if it has. */
-function watchAborts(url: string, client: Session, pid: number, signal: AbortSignal): void {
+function watchAborts(url: string, client: Session, backend: Backend, signal: AbortSignal): void {
   signal.throwIfAborted();
   let cancels = cancelsOnAbort.get(signal);
   if (!cancels) {
@@ -320,7 +322,7 @@ function watchAborts(url: string, client: Session, pid: number, signal: AbortSig
     signal.addEventListener('abort', () => started.forEach((cancel) => cancel()), { once: true });
   }
   let cancelling: Promise<void> | undefined;
-  const cancel = (): void => void (cancelling = cancelBackend(url, pid));
+  const cancel = (): void => void (cancelling = cancelBackend(url, backend));
   cancels.add(cancel);
   client.unwatch = async () => {
     cancels.delete(cancel);
@@ -345,10 +347,26 @@ export async function rollbackAfter(client: ClientBase, err: unknown, what: stri
     .catch((rollbackErr: unknown) => addNote(err, `${what} rollback failed: ${(rollbackErr as { code?: string }).code ?? 'Error'}`));
 }
 
-/** Cancels whatever backend `pid` is running; best effort (a failed cancel leaves the statement to end on its own). */
-async function cancelBackend(url: string, pid: number): Promise<void> {
+/** A server backend: its pid, and when it started (null where pg_stat_activity hides it), which no other backend with its pid shares. */
+interface Backend {
+  pid: number;
+  started: string | null;
+}
+
+/**
+ * Cancels whatever `backend` is running, if it is still that backend: a session already closed may
+ * have left its pid to another, and a host name that resolves to several servers may send the cancel
+ * to one where the pid is someone else's. Best effort (a failed cancel leaves the statement to end on its own).
+ */
+async function cancelBackend(url: string, backend: Backend): Promise<void> {
+  if (backend.started === null) return;
   const probe = await openSession(url, 'probe').catch(() => null);
   if (!probe) return;
-  await probe.query('SELECT pg_catalog.pg_cancel_backend($1)', [pid]).catch(() => undefined);
+  await probe
+    .query(`SELECT pg_catalog.pg_cancel_backend(a.pid) FROM pg_catalog.pg_stat_activity a WHERE a.pid = $1 AND a.backend_start = $2::pg_catalog.timestamptz`, [
+      backend.pid,
+      backend.started,
+    ])
+    .catch(() => undefined);
   await closeSession(probe);
 }
