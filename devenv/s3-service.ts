@@ -137,7 +137,8 @@ async function startS3Once(ports: number[]): Promise<S3Service> {
   const log = (): string => readFileSync(logFile, 'utf8');
   const env = { AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${s3}`, AWS_ACCESS_KEY_ID: accessKey, AWS_SECRET_ACCESS_KEY: secretKey, AWS_REGION: 'us-east-1' };
   const stop = async (): Promise<void> => {
-    await stopChild(child, 'SIGINT', 10_000);
+    // weed lingers well past SIGINT (over 15 s, measured), and its folder is deleted next: a short grace, not 10 s a stop.
+    await stopChild(child, 'SIGINT', 3000);
     rmSync(dir, { recursive: true, force: true });
     for (const socket of weedSocketFiles(ports)) rmSync(socket, { force: true });
   };

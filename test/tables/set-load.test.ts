@@ -365,7 +365,10 @@ describe('built-in loader over a set of tables (live)', function () {
         );
       }
       // By name: the target has no schema sload, which CSV says rather than load another table's oid.
-      const named = await run({ tables: ['sload.refs'], target: { name: 'warehouse', schema: 'dst' } });
+      // Not retried: the rows name a schema the target lacks, which no retry makes (five tries took 15 s of backoff).
+      const named = await run({ tables: ['sload.refs'], target: { name: 'warehouse', schema: 'dst' } }, async (handle) =>
+        assert.equal(await lastAttempt(handle, 'loadTargetSet'), 1, 'a definite failure is not retried'),
+      );
       assert.deepEqual([named.terminalReceipt.outcome, named.load?.reason], ['abort', 'SQLSTATE_3F000']);
       await admin().query(`DELETE FROM sload.refs WHERE id = 2`);
       const loaded = await run({ tables: ['sload.refs'], target: { name: 'warehouse', schema: 'dst' } });
