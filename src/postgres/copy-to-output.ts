@@ -11,6 +11,7 @@ import type { Client } from 'pg';
 import type { WrittenFile } from '../contract/file-receipt';
 import { type OutputSink, type StoredOutput, discardAfter } from '../storage/output-sink';
 import { CopyOutStream } from './copy-out-stream';
+import { closeSession } from './session';
 
 /** Counts the bytes passing through, reporting the running total (progress). */
 export class ByteCount extends Transform {
@@ -106,7 +107,7 @@ export async function copyThrough(
     // the source with a failed stage's error, and a COPY FROM into a target (stream-load.ts) fails
     // with the target's DatabaseError. Left open mid-COPY, the session would never run the
     // caller's ROLLBACK, and the caller would wait for it forever.
-    if (!source.handedBack) await client.end().catch(() => undefined);
+    if (!source.handedBack) await closeSession(client);
     throw err;
   }
 }
