@@ -6,6 +6,7 @@ import type { Manifest } from '../../src/contract/extraction-types';
 import { APPLICATION_NAME } from '../../src/postgres/session';
 import { live } from './services';
 import { eventually } from './eventually';
+import { afterLockGate } from './pg-proxy';
 
 let pool: Pool | undefined;
 
@@ -173,4 +174,25 @@ export async function lockAfterCoordinator(session: PoolClient, table: string): 
     (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [pid])).rowCount! > 0;
   await eventually(waits, 'the migration waits for the lock');
   return { pid, locked };
+}
+
+/**
+ * Runs `work` with a session for a migration ({@link lockAfterCoordinator}) and a source URL whose
+ * new sessions are held back, once one has asked for its ACCESS SHARE, until `open()`: a run's
+ * partitions or ranges then connect only after the migration queued. The migration is rolled
+ * back and the gate closed afterwards.
+ */
+export async function withMigrationGate(work: (gated: { sourceUrl: string; migration: PoolClient; open: () => void }) => Promise<void>): Promise<void> {
+  const sourceUrl = new URL(live().pg.url);
+  const gate = await afterLockGate(Number(sourceUrl.port));
+  sourceUrl.hostname = '127.0.0.1';
+  sourceUrl.port = String(gate.port);
+  const migration = await admin().connect();
+  try {
+    await work({ sourceUrl: sourceUrl.toString(), migration, open: () => gate.open() });
+  } finally {
+    await migration.query('ROLLBACK').catch(() => undefined);
+    migration.release();
+    await gate.close();
+  }
 }

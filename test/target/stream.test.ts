@@ -17,9 +17,9 @@ import { OutputStores } from '../../src/storage/output-stores';
 import { startExtraction } from '../../src/client';
 import { statusQuery } from '../../src/contract/definitions';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, lockAfterCoordinator, settleSessions } from '../support/database';
+import { admin, lockAfterCoordinator, settleSessions, withMigrationGate } from '../support/database';
 import { eventually } from '../support/eventually';
-import { type PgProxy, afterLockGate, pgProxy } from '../support/pg-proxy';
+import { type PgProxy, pgProxy } from '../support/pg-proxy';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
 import {
@@ -259,12 +259,7 @@ describe('streaming PG → PG without files (live)', function () {
   });
 
   it('a run cancelled while its ranges wait for their table lock (ACCESS EXCLUSIVE asked for after the coordinator locked) leaves no session of ours once it has ended', async () => {
-    const sourceUrl = new URL(live().pg.url);
-    const gate = await afterLockGate(Number(sourceUrl.port));
-    sourceUrl.hostname = '127.0.0.1';
-    sourceUrl.port = String(gate.port);
-    const migration = await admin().connect();
-    try {
+    await withMigrationGate(async ({ sourceUrl, migration, open }) => {
       await withWorker(
         async ({ taskQueue }) => {
           const handle = await startExtraction(
@@ -279,7 +274,7 @@ describe('streaming PG → PG without files (live)', function () {
           );
           // A migration: it waits for the coordinator, and every range's ACCESS SHARE then waits behind it.
           const { locked } = await lockAfterCoordinator(migration, source.table);
-          gate.open();
+          open();
           const waiting = async (): Promise<boolean> =>
             (await admin().query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'pg-extract/stream' AND wait_event_type = 'Lock'`)).rowCount === 2;
           await eventually(waiting, 'both ranges wait behind the migration');
@@ -291,12 +286,8 @@ describe('streaming PG → PG without files (live)', function () {
           await locked;
           assert.deepEqual(left, [], 'no session of ours is left once the run has ended');
         },
-        { sourceUrl: sourceUrl.toString(), targets: { warehouse: targetUrl() } },
+        { sourceUrl, targets: { warehouse: targetUrl() } },
       );
-    } finally {
-      await migration.query('ROLLBACK').catch(() => undefined);
-      migration.release();
-      await gate.close();
-    }
+    });
   });
 });

@@ -9,8 +9,7 @@ import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
-import { admin, lockAfterCoordinator, nonBytewiseCollation, seedMixedTable, settleSessions } from '../support/database';
-import { afterLockGate } from '../support/pg-proxy';
+import { admin, lockAfterCoordinator, nonBytewiseCollation, seedMixedTable, settleSessions, withMigrationGate } from '../support/database';
 import { eventually } from '../support/eventually';
 import { live } from '../support/services';
 import { withWorker } from '../support/worker';
@@ -55,12 +54,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
   });
 
   it('ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: after one lock timeout the attempt gives way (SNAPSHOT_LOST, saying the migration waits for the run), the migration goes through, and a fresh snapshot reads the table after it', async () => {
-    const sourceUrl = new URL(live().pg.url);
-    const gate = await afterLockGate(Number(sourceUrl.port));
-    sourceUrl.hostname = '127.0.0.1';
-    sourceUrl.port = String(gate.port);
-    const migration = await admin().connect();
-    try {
+    await withMigrationGate(async ({ sourceUrl, migration, open }) => {
       await withWorker(
         async ({ taskQueue }) => {
           // Each partition retried its LOCK_TIMEOUT behind the same queue (5 tries by default), then the run failed.
@@ -70,7 +64,7 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
             { taskQueue },
           );
           const { pid, locked } = await lockAfterCoordinator(migration, table);
-          gate.open();
+          open();
           await locked;
           await migration.query('COMMIT');
           await waitForManifest(handle);
@@ -97,13 +91,9 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
           const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
           assert.deepEqual(retried, [], 'no step was tried again behind the queue');
         },
-        { sourceUrl: sourceUrl.toString() },
+        { sourceUrl },
       );
-    } finally {
-      await migration.query('ROLLBACK').catch(() => undefined);
-      migration.release();
-      await gate.close();
-    }
+    });
   });
 
   it('a run cancelled while it waits for its table lock stops waiting at once: its sessions end and its locks requests are withdrawn (a held snapshot, a whole copy, a set)', async () => {
