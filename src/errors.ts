@@ -224,6 +224,12 @@ export interface PgExtractErrorOptions {
   field?: string;
   /** The underlying error, walked by {@link causes}. */
   cause?: unknown;
+  /**
+   * The attempt lets its snapshot go while its holder still holds it (a copy gave way to a
+   * migration queued behind the holder's locks): the workflow asks the holder to end its read
+   * now, where the holder would learn of it only at its next heartbeat.
+   */
+  endsHold?: boolean;
 }
 
 /**
@@ -236,11 +242,14 @@ export class PgExtractError extends Error {
   readonly field: string | undefined;
   /** Redacted secondary failures (e.g. a failed staging drop); never replace the primary error. */
   readonly notes: string[] = [];
+  /** See {@link PgExtractErrorOptions.endsHold}. */
+  readonly endsHold: boolean;
 
-  constructor(code: ErrorCode, message: string, { field, cause }: PgExtractErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, { field, cause, endsHold = false }: PgExtractErrorOptions = {}) {
     super(message, cause === undefined ? undefined : { cause });
     this.code = code;
     this.field = field;
+    this.endsHold = endsHold;
   }
 }
 

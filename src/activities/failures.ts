@@ -22,7 +22,7 @@ export function toActivityFailure(err: unknown): Error {
       type: err.code,
       message: redactUrl(err.message),
       nonRetryable: !codeInfo(err.code).retryable,
-      details: [{ field: err.field ?? null, notes: err.notes.map(redactUrl) }],
+      details: [{ field: err.field ?? null, notes: err.notes.map(redactUrl), ...(err.endsHold ? { endsHold: true } : {}) }],
     });
     return failure;
   }

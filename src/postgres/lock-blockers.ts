@@ -60,7 +60,10 @@ export async function lockTimeoutError(
   const what = relations.length === 1 ? relations[0] : relations.length ? `one of ${relations.length} tables (${listed(relations)})` : 'a table';
   const message = `could not get ACCESS SHARE on ${what} within ${timeoutMs} ms: ${blockers}`;
   if (givesWay && behindRunOnly)
-    return new PgExtractError(ErrorCode.SNAPSHOT_LOST, `${message}; the attempt gives way, and a fresh snapshot is taken after it`, { cause: err });
+    return new PgExtractError(ErrorCode.SNAPSHOT_LOST, `${message}; the attempt gives way, and a fresh snapshot is taken after it`, {
+      cause: err,
+      endsHold: true,
+    });
   return new PgExtractError(ErrorCode.LOCK_TIMEOUT, message, { cause: err });
 }
 

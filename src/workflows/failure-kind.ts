@@ -17,6 +17,12 @@ export function failureMessage(err: unknown): string | undefined {
   return undefined;
 }
 
+/** Whether the activity's failure asks that the attempt's hold end now (PgExtractErrorOptions.endsHold: a copy gave way). */
+export function endsHold(err: unknown): boolean {
+  for (const e of causes(err)) if (e instanceof ApplicationFailure) return (e.details?.[0] as { endsHold?: unknown } | undefined)?.endsHold === true;
+  return false;
+}
+
 /** The timeout that ended an activity, if that is how it ended. */
 export function activityTimeout(err: unknown): TimeoutFailure | undefined {
   if (!(err instanceof ActivityFailure)) return undefined;

@@ -12,7 +12,7 @@ import type { SourceColumn } from '../contract/source-column';
 import { runLabel } from '../contract/table-selection';
 import { holderActivities, quickActivities } from './activity-stubs';
 import type { AttemptScope } from './attempts';
-import { asHolderFailure, failsAgainAtCompletion, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
+import { asHolderFailure, endsHold, failsAgainAtCompletion, isRecoveryConflictFailure, isSnapshotLost } from './failure-kind';
 import { requireFilesFit } from './payload-budget';
 import {
   CALLERS_FAULT_AT_COMPLETION,
@@ -23,6 +23,7 @@ import {
   QUEUE_FAILURE_AFTER_FOLDER,
   RECOVERY_CONFLICT_WHILE_PLANNING,
   RELEASE_HOLD_ON_FAILURE,
+  RELEASE_HOLD_ON_GIVE_WAY,
 } from './patches';
 import { folderOwner, runKey } from './run-key';
 
@@ -168,9 +169,11 @@ export async function onHeldSnapshot<P extends HeldPlan>(
       copyScope.cancel();
       // The hold learns of its cancellation only with its next heartbeat (up to 0.8 × holderHeartbeatMs
       // later), holding the snapshot's transaction and table locks until then: a holder still there
-      // is asked to end now. Runs started before replay without it.
-      const release =
-        !holdOver && !isSnapshotLost(err) && patched(RELEASE_HOLD_ON_FAILURE) ? holder.release.releaseSnapshot(attemptKey).catch(() => undefined) : null;
+      // is asked to end now. A lost snapshot most often means the holder is gone (the ask would wait
+      // for its queue), but a copy that gave way to a migration lost it while the holder holds the
+      // very locks the migration waits for. Runs started before replay without either.
+      const holderThere = !holdOver && (!isSnapshotLost(err) || (endsHold(err) && patched(RELEASE_HOLD_ON_GIVE_WAY)));
+      const release = holderThere && patched(RELEASE_HOLD_ON_FAILURE) ? holder.release.releaseSnapshot(attemptKey).catch(() => undefined) : null;
       holdScope.cancel();
       const folderSettled = folderBeforeDiscard ? folderReady!.catch(() => undefined) : null;
       await Promise.all([settled, release, folderSettled]);

@@ -21,6 +21,8 @@ export const WAIT_FOR_CANCELLED_COPIES = 'wait-for-cancelled-copies';
 export const PREPARE_FOLDER_WHILE_PLANNING = 'prepare-folder-while-planning';
 /** A copy that fails for good asks the holder to end its snapshot at once, not at its next heartbeat. */
 export const RELEASE_HOLD_ON_FAILURE = 'release-hold-on-failure';
+/** A copy that gave way to a migration (SNAPSHOT_LOST while the holder holds) asks the holder to end at once too. */
+export const RELEASE_HOLD_ON_GIVE_WAY = 'release-hold-on-give-way';
 /** A standby's recovery conflict while planning loses the snapshot (a fresh attempt), not the run. */
 export const RECOVERY_CONFLICT_WHILE_PLANNING = 'recovery-conflict-while-planning';
 /** A caller's fault met when the receipt completes fails the run; before, it was taken for a lost snapshot. */

@@ -1,6 +1,6 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
- * extractionWorkflow (whole, partitioned, snapshot lost and retried, loaded, a load refused or
+ * extractionWorkflow (whole, partitioned, snapshot lost and retried (a copy giving way to a migration too), loaded, a load refused or
  * cancelled (its fence asked too), cancelled (after a failed discard too), waiting for its commit, a standby's conflict while planning) and the batch
  * workflow of a table set. Run it only when a new shape of history is worth keeping — on the code
  * that is deployed, so later workflow changes are checked against what real runs recorded:
@@ -18,7 +18,7 @@ import { temporal } from '@temporalio/proto';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate, manifestQuery, statusQuery, targetCommitSignal, terminalReceiptQuery } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
-import { admin, seedMixedTable } from '../support/database';
+import { admin, lockAfterCoordinator, seedMixedTable, withMigrationGate } from '../support/database';
 import { chattrWorks, failFirstDiscard } from '../support/failed-discard';
 import { live } from '../support/services';
 import { churning, startStandbyPair } from '../support/standby';
@@ -127,6 +127,31 @@ describe('record workflow histories', function () {
       },
       { maxConcurrentActivities: 1 },
     );
+  });
+
+  it('a migration queued behind the holder: the partitions give way, the holder asked to let go at once, a fresh snapshot', async () => {
+    await withMigrationGate(async ({ sourceUrl, migration, open }) => {
+      await withWorker(
+        async ({ taskQueue }) => {
+          const handle = await run(taskQueue, 'gave-way', { partitions: 2, timeouts: { lockTimeoutMs: 1000, holderHeartbeatMs: 60_000 } });
+          const { locked } = await lockAfterCoordinator(migration, table);
+          open();
+          await locked;
+          await migration.query('COMMIT');
+          const manifest = await waitForManifest(handle);
+          assert.equal(manifest.attempt, 2, 'a second attempt');
+          await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+          await handle.result();
+          const events = (await handle.fetchHistory()).events ?? [];
+          assert.ok(
+            events.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseSnapshot'),
+            'the holder was asked to release',
+          );
+          await save('gave-way', handle);
+        },
+        { sourceUrl },
+      );
+    });
   });
 
   /** Cancels a run once it has copied a partition; the history is saved as `name`. */

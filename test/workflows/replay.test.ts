@@ -36,6 +36,7 @@ describe('recorded histories replay on the current workflow code', function () {
       'partitioned-awaiting-commit',
       'partitioned-failed',
       'snapshot-lost',
+      'gave-way',
       'loaded',
       'cancelled',
       'cancelled-while-copying',

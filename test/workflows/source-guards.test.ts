@@ -53,19 +53,24 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   });
 
-  it('ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: after one lock timeout the attempt gives way (SNAPSHOT_LOST, saying the migration waits for the run), the migration goes through, and a fresh snapshot reads the table after it', async () => {
+  it('ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: after one lock timeout the attempt gives way (SNAPSHOT_LOST, saying the migration waits for the run), its holder lets go at once, the migration goes through, and a fresh snapshot reads the table after it', async () => {
     await withMigrationGate(async ({ sourceUrl, migration, open }) => {
       await withWorker(
         async ({ taskQueue }) => {
           // Each partition retried its LOCK_TIMEOUT behind the same queue (5 tries by default), then the run failed.
+          // A holder that heard of the give-way only at its next heartbeat (0.8 × 60 s here) kept the migration waiting that long.
+          const holderHeartbeatMs = 60_000;
           const handle = await startExtraction(
             live().temporal.client,
-            { table, partitions: 2, timeouts: { lockTimeoutMs: 1000, holderHeartbeatMs: 2000 } },
+            { table, partitions: 2, timeouts: { lockTimeoutMs: 1000, holderHeartbeatMs } },
             { taskQueue },
           );
           const { pid, locked } = await lockAfterCoordinator(migration, table);
+          const opened = Date.now();
           open();
           await locked;
+          const waited = Date.now() - opened;
+          assert.ok(waited < holderHeartbeatMs / 3, `the migration got its lock ${waited} ms after the partitions asked, not at the holder's next heartbeat`);
           await migration.query('COMMIT');
           await waitForManifest(handle);
           await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
@@ -90,6 +95,8 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
           }
           const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
           assert.deepEqual(retried, [], 'no step was tried again behind the queue');
+          const released = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseSnapshot');
+          assert.equal(released.length, 1, 'the first attempt asked its holder to let go');
         },
         { sourceUrl },
       );
