@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { startExtraction, waitForManifest } from '../../src/client';
 import { commitUpdate } from '../../src/contract/definitions';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
@@ -53,24 +54,25 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     }
   });
 
-  it('ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: after one lock timeout the attempt gives way (SNAPSHOT_LOST, saying the migration waits for the run), its holder lets go at once, the migration goes through, and a fresh snapshot reads the table after it', async () => {
+  /**
+   * Runs `request` while a migration asks ACCESS EXCLUSIVE on the table after the run's holder locked it, and checks the
+   * attempt gave way: its holder let go at once (a holder that heard of it only at its next heartbeat, 0.8 × 60 s here,
+   * kept the migration waiting that long), the migration went through and a fresh snapshot completed. Resolves to the
+   * run's history and the migration's pid.
+   */
+  async function givesWay(request: ExtractionRequest): Promise<{ events: temporal.api.history.v1.IHistoryEvent[]; pid: number }> {
+    let seen!: { events: temporal.api.history.v1.IHistoryEvent[]; pid: number };
     await withMigrationGate(async ({ sourceUrl, migration, open }) => {
       await withWorker(
         async ({ taskQueue }) => {
-          // Each partition retried its LOCK_TIMEOUT behind the same queue (5 tries by default), then the run failed.
-          // A holder that heard of the give-way only at its next heartbeat (0.8 × 60 s here) kept the migration waiting that long.
           const holderHeartbeatMs = 60_000;
-          const handle = await startExtraction(
-            live().temporal.client,
-            { table, partitions: 2, timeouts: { lockTimeoutMs: 1000, holderHeartbeatMs } },
-            { taskQueue },
-          );
+          const handle = await startExtraction(live().temporal.client, { ...request, timeouts: { lockTimeoutMs: 1000, holderHeartbeatMs } }, { taskQueue });
           const { pid, locked } = await lockAfterCoordinator(migration, table);
           const opened = Date.now();
           open();
           await locked;
           const waited = Date.now() - opened;
-          assert.ok(waited < holderHeartbeatMs / 3, `the migration got its lock ${waited} ms after the partitions asked, not at the holder's next heartbeat`);
+          assert.ok(waited < holderHeartbeatMs / 3, `the migration got its lock ${waited} ms after the copies asked, not at the holder's next heartbeat`);
           await migration.query('COMMIT');
           await waitForManifest(handle);
           await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
@@ -84,23 +86,34 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
             ],
           );
           const events = (await handle.fetchHistory()).events ?? [];
-          const failures = events.map((e) => e.activityTaskFailedEventAttributes?.failure).filter((f) => f !== undefined && f !== null);
-          assert.ok(failures.length > 0, 'a partition failed');
-          for (const f of failures) {
-            // It read as a wait of the migration's own; pg_dump says it waits for the dump.
-            assert.match(
-              JSON.stringify(f),
-              new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it; the attempt gives way`),
-            );
-          }
-          const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
-          assert.deepEqual(retried, [], 'no step was tried again behind the queue');
           const released = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'releaseSnapshot');
           assert.equal(released.length, 1, 'the first attempt asked its holder to let go');
+          seen = { events, pid };
         },
         { sourceUrl },
       );
     });
+    return seen;
+  }
+
+  it('ACCESS EXCLUSIVE asked for after the holder locked the table (a migration) queues the partitions behind it: after one lock timeout the attempt gives way (SNAPSHOT_LOST, saying the migration waits for the run), its holder lets go at once, the migration goes through, and a fresh snapshot reads the table after it', async () => {
+    // Each partition retried its LOCK_TIMEOUT behind the same queue (5 tries by default), then the run failed.
+    const { events, pid } = await givesWay({ table, partitions: 2 });
+    const failures = events.map((e) => e.activityTaskFailedEventAttributes?.failure).filter((f) => f !== undefined && f !== null);
+    assert.ok(failures.length > 0, 'a partition failed');
+    for (const f of failures) {
+      // It read as a wait of the migration's own; pg_dump says it waits for the dump.
+      assert.match(
+        JSON.stringify(f),
+        new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it; the attempt gives way`),
+      );
+    }
+    const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
+    assert.deepEqual(retried, [], 'no step was tried again behind the queue');
+  });
+
+  it("a set's table group gives way to such a migration too, from its batch workflow: its holder lets go at once", async () => {
+    await givesWay({ schema: table.split('.')[0]! });
   });
 
   it('a run cancelled while it waits for its table lock stops waiting at once: its sessions end and its locks requests are withdrawn (a held snapshot, a whole copy, a set)', async () => {
