@@ -70,7 +70,6 @@ export function createDataPackageActivities({ stores, sourceUrl }: Pick<ExtractD
               snapshotDigest: req.snapshotDigest,
               source: req.source,
               lockTimeoutMs: req.input.timeouts.lockTimeoutMs,
-              givesWay: true,
             },
             (snapshot) => snapshot.resolve(req.tables),
           );
