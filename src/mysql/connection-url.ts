@@ -8,7 +8,7 @@
  */
 import { ErrorCode, PgExtractError } from '../errors';
 import { certificateFile } from '../sources/certificate-file';
-import { requireEncodedPassword } from '../sources/url-password';
+import { readingUrl, requireEncodedPassword } from '../sources/url-password';
 
 const MODES = ['DISABLED', 'PREFERRED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY'] as const;
 const FILES = { 'ssl-ca': 'ca', 'ssl-cert': 'cert', 'ssl-key': 'key' } as const;
@@ -40,7 +40,7 @@ export interface MysqlTarget {
  */
 export function mysqlTarget(url: string): MysqlTarget {
   requireEncodedPassword(url);
-  const parsed = new URL(url);
+  const parsed = readingUrl(() => new URL(url));
   const given = (name: string): string | undefined => {
     const value = parsed.searchParams.get(name) ?? parsed.searchParams.get(name.replace('-', '_')) ?? undefined;
     parsed.searchParams.delete(name);

@@ -15,7 +15,7 @@ import type { ClientConfig } from 'pg';
 import { parse } from 'pg-connection-string';
 import { ErrorCode, PgExtractError } from '../errors';
 import { certificateFile } from '../sources/certificate-file';
-import { requireEncodedPassword } from '../sources/url-password';
+import { readingUrl, requireEncodedPassword } from '../sources/url-password';
 
 /** The TLS parameters we read ourselves, and the libpq environment variable each falls back to. */
 const TLS_PARAMETERS = { sslmode: 'PGSSLMODE', sslrootcert: 'PGSSLROOTCERT', sslcert: 'PGSSLCERT', sslkey: 'PGSSLKEY' } as const;
@@ -57,7 +57,7 @@ export interface SessionTarget {
  * its own way, opening their files): pure, for reading `connect_timeout` and the host.
  */
 export function urlSettings(url: string): Record<string, string | undefined> & ClientConfig {
-  return parse(splitTls(requireUrl(url)).rest) as Record<string, string | undefined> & ClientConfig;
+  return readingUrl(() => parse(splitTls(requireUrl(url)).rest)) as Record<string, string | undefined> & ClientConfig;
 }
 
 /**
@@ -93,7 +93,7 @@ function requireUrl(url: string): string {
  */
 export function sessionTarget(url: string, env: NodeJS.ProcessEnv = process.env): SessionTarget {
   const { rest, tls } = splitTls(requireUrl(url));
-  const config = parse(rest) as Record<string, unknown> & ClientConfig;
+  const config = readingUrl(() => parse(rest)) as Record<string, unknown> & ClientConfig;
   for (const [name, honoured] of Object.entries(UNREAD_PARAMETERS)) {
     const value = config[name];
     if (typeof value === 'string' && !honoured.includes(value)) {

@@ -78,7 +78,7 @@ describe('PG_EXTRACT_LOG_LEVEL', () => {
 });
 
 describe('configured source and target URLs', () => {
-  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout, an unreadable root certificate, a keyword/value string or an unencoded password is named by its variable, never with its password', () => {
+  it('are looked at when the worker starts: an unknown scheme, a MySQL target, a bad connect timeout, an unreadable root certificate, a keyword/value string or an unencoded password (its @, /, # or ?) is named by its variable, never with its password', () => {
     const problems = configuredUrlProblems({
       PG_EXTRACT_SOURCE_URL: 'postgress://u:s3cret@h/db',
       PG_EXTRACT_TARGET_WAREHOUSE_URL: 'mysql://u:s3cret@h/db',
@@ -93,6 +93,10 @@ describe('configured source and target URLs', () => {
       PG_EXTRACT_SOURCE_SHOPAT_URL: 'mysql://u:s3cret@leakyhalf/x@h/shop',
       PG_EXTRACT_TARGET_AT_URL: 'postgres://u:s3cret@leakyhalf#x@h/dw',
       PG_EXTRACT_SOURCE_QUERYAT_URL: 'postgres://u:p@h/db?application_name=me@corp',
+      // A password's ?: its first half read as a port ("Invalid URL", uncoded), or, when digits, dialled as one.
+      PG_EXTRACT_SOURCE_QMARK_URL: 'postgres://u:12?s3cret@leakyhalf/db',
+      PG_EXTRACT_TARGET_QPORT_URL: 'postgres://u:s3?x=cret@h/dw',
+      PG_EXTRACT_SOURCE_SHOPQ_URL: 'mysql://u:s3?x=cret@h/shop',
       PG_EXTRACT_OUT_DIR: '/x',
     });
     assert.deepEqual(
@@ -106,10 +110,15 @@ describe('configured source and target URLs', () => {
         'PG_EXTRACT_TARGET_KEYWORDS_URL',
         'PG_EXTRACT_SOURCE_SHOPAT_URL',
         'PG_EXTRACT_TARGET_AT_URL',
+        'PG_EXTRACT_SOURCE_QMARK_URL',
+        'PG_EXTRACT_TARGET_QPORT_URL',
+        'PG_EXTRACT_SOURCE_SHOPQ_URL',
       ],
     );
     assert.match(problems[5]!.problem, /keyword\/value strings \(host=… dbname=…\) are not read/);
-    assert.match(problems.at(-1)!.problem, /an @ after its host: percent-encode/);
+    assert.match(problems[7]!.problem, /an @ after its host: percent-encode/);
+    assert.match(problems[8]!.problem, /an @ after its host: percent-encode/);
+    for (const p of problems.slice(9)) assert.match(p.problem, /does not read as a URL: percent-encode/);
     assert.ok(problems.every((p) => !p.problem.includes('s3cret') && !p.problem.includes('leakyhalf')));
     assert.deepEqual(
       configuredUrlProblems({ PG_EXTRACT_SOURCE_URL: 'postgres://u:p@h/db', PGCONNECT_TIMEOUT: 'abc' }).map((p) => p.variable),
