@@ -59,6 +59,12 @@ const SESSION_SETTINGS: Record<string, string> = {
   tcp_keepalives_interval: '5',
   tcp_keepalives_count: '3',
   client_connection_check_interval: '5s',
+  // A stopped worker in the middle of a COPY stops reading: its backend waits to write (ClientWrite) for as long as it
+  // stays stopped, pinning the xmin horizon and its table's lock, while Temporal has long given the partition to
+  // another worker. With a TCP user timeout the server's kernel ends such a connection once nothing it sends has been
+  // taken for 10 minutes; a live worker stops reading only while its output does not move (an S3 part upload retried
+  // after its 60 s idle timeout, at most three times).
+  tcp_user_timeout: '10min',
   // A whole-table COPY of a table over a quarter of shared_buffers would otherwise start wherever
   // another session's scan of it has got to: a retry over the same snapshot would write the rows in
   // another order, so a file of other bytes under the same name. pg_dump turns it off for the same reason.

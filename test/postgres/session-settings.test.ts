@@ -84,12 +84,12 @@ describe('session settings are pinned, whatever the databases default to (live)'
   });
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), keeps TCP keepalives and the client connection check on, JIT and synchronized scans off", async () => {
+  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), keeps TCP keepalives, the client connection check and a 10-minute TCP user timeout on, JIT and synchronized scans off", async () => {
     const session = await openSession(urlOf(SOURCE_DB), 'probe');
     try {
       const r = await session.query<{ name: string; setting: string }>(
         `SELECT name, setting FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'extra_float_digits', 'bytea_output', 'TimeZone', 'client_encoding',
-           'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval', 'jit', 'synchronize_seqscans',
+           'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval', 'tcp_user_timeout', 'jit', 'synchronize_seqscans',
            'lc_monetary', 'xmloption', 'array_nulls') ORDER BY name`,
       );
       const checksClient = Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000;
@@ -104,6 +104,7 @@ describe('session settings are pinned, whatever the databases default to (live)'
         tcp_keepalives_interval: '5',
         tcp_keepalives_count: '3',
         ...(checksClient ? { client_connection_check_interval: '5000' } : {}),
+        tcp_user_timeout: '600000',
         jit: 'off',
         synchronize_seqscans: 'off',
         lc_monetary: 'C',
