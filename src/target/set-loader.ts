@@ -13,7 +13,7 @@ import { withServerSearchPath } from '../postgres/session';
 import { requireBinaryTypes } from './binary-types';
 import { setIntentDigest } from './load-identity';
 import { sequencesPastRows } from './sequences';
-import { fillTable, withRelkinds } from './table-fill';
+import { emptyForReplace, fillTable, withRelkinds } from './table-fill';
 
 export interface SetLoadTable {
   /** The resolved target table. */
@@ -75,7 +75,7 @@ async function emptyTargets(client: Client, tables: readonly (SetLoadRequest['ta
   const truncated = tables.filter((t) => !deleted(t));
   await withServerSearchPath(client, async () => {
     if (truncated.length) await client.query(`TRUNCATE ${truncated.map(fromItem).join(', ')}`);
-    for (const t of tables.filter(deleted)) await client.query(`DELETE FROM ${fromItem(t)}`);
+    for (const t of tables.filter(deleted)) await emptyForReplace(client, t);
   });
 }
 

@@ -16,7 +16,6 @@ import type { OutputSink, StoredOutput } from '../storage/output-sink';
 import { digestSourceToken } from '../postgres/source-token';
 import type { ExportFormat } from '../contract/formats';
 import { partName } from '../contract/file-names';
-import { fromItem } from '../postgres/catalog';
 import { copyInSql } from '../postgres/export-format';
 import { copyPartition } from '../postgres/partition-copy';
 import type { SnapshotPlan } from '../postgres/snapshot-coordinator';
@@ -24,7 +23,7 @@ import { quoteQualified } from '../postgres/sql';
 import { requireBinaryTypes } from './binary-types';
 import { operationStagingStem, streamIntentDigest } from './load-identity';
 import { type LoadControl, type LoadResult, ensureFence, fencedTransaction, recordedLoad } from './loader';
-import { createStagingSql, moveIntoTarget, withRelkinds } from './table-fill';
+import { createStagingSql, emptyForReplace, moveIntoTarget, withRelkinds } from './table-fill';
 import { sequencesPastRows } from './sequences';
 import { withServerSearchPath } from '../postgres/session';
 
@@ -137,7 +136,7 @@ export async function streamIntoTarget(
         `${request.schema}.${request.table}`,
         async () => {
           const into = (await withRelkinds(fence, [request]))[0]!;
-          if (request.mode === 'replace') await withServerSearchPath(fence, () => fence.query(`DELETE FROM ${fromItem(into)}`));
+          if (request.mode === 'replace') await withServerSearchPath(fence, () => emptyForReplace(fence, into));
           for (const name of staging) await moveIntoTarget(fence, name, into, 'append', columns);
           await sequencesPastRows(fence, [request]);
           return evidence.reduce((sum, e) => sum + e.rows, 0);

@@ -49,7 +49,7 @@ export async function fillTable(client: Client, fill: TableFill, signal: AbortSi
   // staging takes them as rows of no column, and the move fills the target's columns as an INSERT does.
   if (direct && fill.columns?.length !== 0) {
     return withServerSearchPath(client, async () => {
-      if (fill.mode === 'replace') await client.query(`DELETE FROM ${fromItem({ ...fill, relkind })}`);
+      if (fill.mode === 'replace') await emptyForReplace(client, { ...fill, relkind });
       return copyFiles(client, copyInSql(target, fill.format, fill.columns), fill.files, fill.format, signal, onChunk);
     });
   }
@@ -142,6 +142,21 @@ export async function withRelkinds<T extends { schema: string; table: string }>(
 }
 
 /**
+ * `replace`'s emptying of one target (named as {@link withRelkinds} says), in the load's transaction.
+ * SHARE ROW EXCLUSIVE first, which no other writer holds with it: a DELETE alone deletes the rows its
+ * statement's snapshot sees, so a second replace that waited on the first's row locks skipped the
+ * first's new rows when it committed, and the table kept both loads' rows. Behind the lock, the
+ * DELETE takes its snapshot after the other load's COMMIT. Readers go on (ACCESS SHARE), as with the
+ * DELETE alone; writers wait for the load's end, as a TRUNCATE makes them wait. Tables only: LOCK TABLE
+ * refuses a foreign table, and on a view it locks the tables under it with rights the view's owner may
+ * lack where its own triggers write (a view is emptied as before).
+ */
+export async function emptyForReplace(client: Client, target: { schema: string; table: string; relkind: string }): Promise<void> {
+  if (target.relkind === 'r' || target.relkind === 'p') await client.query(`LOCK TABLE ${fromItem(target)} IN SHARE ROW EXCLUSIVE MODE`);
+  await client.query(`DELETE FROM ${fromItem(target)}`);
+}
+
+/**
  * Staging → target in the caller's transaction: `replace` empties the target's own rows first (see
  * {@link withRelkinds}). `columns` (the loaded columns, named alike in staging and target) move by
  * name; without them (a load scheduled by an earlier release), columns pair by position, as
@@ -159,7 +174,7 @@ export async function moveIntoTarget(
 ): Promise<void> {
   const insert = await moveSql(client, staging, quoteQualified(target.schema, target.table), columns);
   await withServerSearchPath(client, async () => {
-    if (mode === 'replace') await client.query(`DELETE FROM ${fromItem(target)}`);
+    if (mode === 'replace') await emptyForReplace(client, target);
     await client.query(insert);
     await client.query(`DROP TABLE ${staging}`);
   });
