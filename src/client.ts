@@ -3,7 +3,14 @@
  * status. Input is validated here (and again by every activity) before anything is started.
  */
 import { randomBytes } from 'node:crypto';
-import { Client, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import {
+  Client,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
 import { ErrorCode, PgExtractError } from './errors';
 import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
@@ -137,10 +144,29 @@ export async function reportCommit(client: Client, workflowId: string, commit: T
       // A run cancelled before its decision decided as it closed (an abort, or what its load reported); its result cannot be read.
       const receipt = await handle.query(terminalReceiptQuery).catch(() => null);
       if (receipt) return receipt;
+      // Undecided and terminated: a reset replaced it (the run id `start` printed then names the run the reset ended).
+      const replacement = runId && description.status.name === 'TERMINATED' ? await replacingRun(client, workflowId, description) : null;
+      if (replacement) return reportCommit(client, workflowId, report, replacement);
     }
     // A run that failed before any decision has no receipt: its failure is the answer.
     return ((await handle.result()) as ExtractionResult).terminalReceipt;
   }
+}
+
+/**
+ * The run that now stands for the terminated run `ended`: the workflow id's latest run when it is
+ * another run of the same chain (a reset keeps the chain's first run id; a later start of a reused
+ * workflow id begins a chain of its own, and is not it), else null. That run names its folders,
+ * files and load by the run the chain began with (./workflows/run-key.ts): the files are the same.
+ */
+async function replacingRun(client: Client, workflowId: string, ended: WorkflowExecutionDescription): Promise<string | null> {
+  const chain = ended.raw.workflowExecutionInfo?.firstRunId;
+  if (!chain) return null;
+  const latest = await client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .catch(() => null);
+  return latest && latest.runId !== ended.runId && latest.raw.workflowExecutionInfo?.firstRunId === chain ? latest.runId : null;
 }
 
 /**
