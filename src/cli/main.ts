@@ -269,10 +269,25 @@ program
 program
   .command('cancel <workflowId>')
   .description('cancel a run: sessions closed, files deleted (abort)')
-  .action(async (workflowId: string) => {
+  // As for commit: a workflow id is free again once its run has closed, and a cancel deletes the files of the run it reaches.
+  .option('--run-id <id>', "the run to cancel (start --json's runId): without it, the workflow id's latest run")
+  .action(async (workflowId: string, opts: { runId?: string }) => {
+    checkRunId(opts.runId);
     await withClient(program.opts<GlobalOptions>(), async (client) => {
-      await client.workflow.getHandle(workflowId).cancel();
-      console.log(`cancel requested for ${workflowId}`);
+      const handle = client.workflow.getHandle(workflowId, opts.runId);
+      // The server takes a cancel of a closed run without a word: saying "requested" then would be untrue.
+      const { status } = await handle.describe();
+      if (status.name !== 'RUNNING') {
+        throw new PgExtractError(
+          ErrorCode.INPUT_INVALID,
+          `${workflowId}${opts.runId ? ` run ${opts.runId}` : ''} has closed (${status.name}): nothing to cancel`,
+          {
+            field: 'workflowId',
+          },
+        );
+      }
+      await handle.cancel();
+      console.log(`cancel requested for ${workflowId}${opts.runId ? ` run ${opts.runId}` : ''}`);
     });
   });
 

@@ -75,6 +75,32 @@ describe('pg-extract CLI (live)', function () {
     });
   });
 
+  it('cancel --run-id reaches that run only; a closed run (named under a reused workflow id, or the latest) is refused with exit 2, and a later run goes on', async () => {
+    const table = await seedMixedTable('clicancel', 1_000);
+    await withWorker(async ({ taskQueue }) => {
+      const env = liveCliEnv(taskQueue);
+      const first = await cliJson(['start', '--table', table, '--partitions', '1', '--wait', '--json'], env);
+      await cliJson(['commit', first.workflowId, '--run-id', first.runId, '--outcome', 'unknown', '--json'], env);
+      const second = await cliJson(['start', '--table', table, '--partitions', '1', '--workflow-id', first.workflowId, '--wait', '--json'], env);
+      // Before, cancel took no run id (meant for the first run, it reached the second and deleted the files its target owner
+      // was loading), and a closed run's cancel printed 'cancel requested': the server takes one without a word.
+      const stale = await cli(['cancel', first.workflowId, '--run-id', first.runId], env);
+      assert.equal(stale.code, 2, stale.stderr);
+      assert.match(stale.stderr, /^error INPUT_INVALID: /m);
+      assert.equal(JSON.parse((await cli(['status', first.workflowId, '--json'], env)).stdout).phase, 'awaiting_commit', 'the later run goes on');
+      for (const f of second.files) await access(f.path);
+      const own = await cli(['cancel', first.workflowId, '--run-id', second.runId], env);
+      assert.equal(own.code, 0, own.stderr);
+      const aborted = await cliJson(['commit', first.workflowId, '--run-id', second.runId, '--outcome', 'committed', '--json'], env);
+      assert.equal(aborted.outcome, 'abort', 'the run named was cancelled');
+      const closed = await cli(['cancel', first.workflowId], env);
+      assert.equal(closed.code, 2, closed.stderr);
+      assert.match(closed.stderr, /^error INPUT_INVALID: .* has closed \(CANCELLED\): nothing to cancel/m);
+      const bad = await cli(['cancel', first.workflowId, '--run-id', 'latest'], env);
+      assert.equal(bad.code, 2, bad.stderr);
+    });
+  });
+
   it('start --wait shows progress: plain lines when not on a terminal, a redrawn bar with MB/s on one', async () => {
     const table = await seedMixedTable('cliprog', 5_000);
     await withWorker(async ({ taskQueue }) => {
