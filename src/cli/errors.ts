@@ -1,9 +1,9 @@
 /** Prints an error as `error CODE: message` plus a hint, and returns the exit code; both come from the error table. */
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CommanderError } from 'commander';
-import { ApplicationFailure } from '@temporalio/common';
 import { redactUrl } from '../redact';
-import { ErrorCode, PgExtractError, causes, codeInfo } from '../errors';
+import { ErrorCode, PgExtractError, codeInfo } from '../errors';
+import { failureSummary } from '../failure-summary';
 
 function codeAndMessage(err: unknown): { code: string; message: string } {
   if (err instanceof PgExtractError) return { code: err.code, message: err.message };
@@ -11,11 +11,10 @@ function codeAndMessage(err: unknown): { code: string; message: string } {
   if (err instanceof CommanderError) return { code: ErrorCode.INPUT_INVALID, message: `${err.message.replace(/^error: /, '')}; see pg-extract --help` };
   if (err instanceof WorkflowNotFoundError) return { code: ErrorCode.INPUT_INVALID, message: err.message };
   if (err instanceof WorkflowExecutionAlreadyStartedError) return { code: ErrorCode.INPUT_INVALID, message: `${err.message}: give another --workflow-id` };
-  // A failed run, or a report the run refused (NOT_AWAITING_COMMIT, INPUT_INVALID): the code is its failure's type.
+  // A failed run, or a report the run refused (NOT_AWAITING_COMMIT, INPUT_INVALID): the code is its failure's type, or
+  // the timeout that ended it (a step out of attempts), which carries no type of its own.
   if (err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError) {
-    const failure = [...causes(err)].find((e) => e instanceof ApplicationFailure);
-    if (failure instanceof ApplicationFailure) return { code: failure.type ?? ErrorCode.WORKFLOW_FAILED, message: failure.message };
-    return { code: ErrorCode.WORKFLOW_FAILED, message: err.message };
+    return failureSummary(err) ?? { code: ErrorCode.WORKFLOW_FAILED, message: err.message };
   }
   const e = err as { code?: string; message?: string };
   if (e?.code === 'ECONNREFUSED' || /connect|UNAVAILABLE|transport/i.test(String(e?.message))) {

@@ -1,7 +1,7 @@
 /** The CLI's exit code and hint come from the error table: the caller's fault exits 2, anything else 1. */
 import assert from 'node:assert/strict';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure } from '@temporalio/common';
 import { printError } from '../../src/cli/errors';
 import { ErrorCode, PgExtractError } from '../../src/errors';
 
@@ -44,5 +44,19 @@ describe('CLI errors', () => {
     const { exit, lines } = printed(refused);
     assert.equal(lines[0], 'error NOT_AWAITING_COMMIT: extraction is still extracting');
     assert.equal(exit, 2);
+  });
+
+  it("a run ended by a timeout (a step out of attempts) says which step and which timeout, not WORKFLOW_FAILED with the wrapper's words", () => {
+    const timedOut = new ActivityFailure(
+      'Activity task timed out',
+      'copyPartition',
+      '7',
+      RetryState.MAXIMUM_ATTEMPTS_REACHED,
+      'worker-1',
+      new TimeoutFailure('activity Heartbeat timeout', null, 'HEARTBEAT'),
+    );
+    const { exit, lines } = printed(new WorkflowFailedError('Workflow execution failed', timedOut, 'MAXIMUM_ATTEMPTS_REACHED'));
+    assert.deepEqual(lines, ['error TIMEOUT_HEARTBEAT: activity copyPartition timed out (HEARTBEAT)']);
+    assert.equal(exit, 1);
   });
 });
