@@ -22,7 +22,7 @@ import { batchFileName, batchPrefix } from '../contract/file-names';
 import { sourceKindOf } from '../sources/source-kind';
 import type { OutputStore } from '../storage/output-store';
 import type { ExtractDeps } from './extract';
-import { withFailures } from './failures';
+import { withFailures, withRangeFailures } from './failures';
 import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
@@ -52,8 +52,9 @@ export function createBatchedExtractActivities({ stores, sourceUrl }: ExtractDep
   return {
     /** One planned range as bounded files; `name` is the partition's file name prefix (`…/part-0003`). */
     async copyPartitionBatches(raw: PartitionRequest): Promise<ManifestFile[]> {
-      return withFailures(async () => {
+      return withRangeFailures(async (reading) => {
         const req = parseActivityRequest(partitionRequestSchema, raw);
+        reading(req);
         const bounds = boundsOf(req.input);
         const snapshotId = req.snapshotId;
         // Keyset batches import the exported snapshot on each try; a source without one (MySQL) has no batched path.

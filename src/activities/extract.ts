@@ -14,7 +14,7 @@ import type { SourceColumn } from '../contract/source-column';
 import type { OutputStores } from '../storage/output-stores';
 import { sourceAdapter } from '../sources/adapters';
 import { readWhole } from '../sources/whole-read';
-import { withFailures } from './failures';
+import { withFailures, withRangeFailures } from './failures';
 import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import type { PartitionRequest, WholeCopyRequest } from '../contract/activity-requests';
@@ -37,8 +37,9 @@ export interface CopyProgress {
 export function createExtractActivities({ stores, sourceUrl }: ExtractDeps) {
   return {
     async copyPartition(raw: PartitionRequest): Promise<ManifestFile> {
-      return withFailures(async () => {
+      return withRangeFailures(async (reading) => {
         const req = parseActivityRequest(partitionRequestSchema, raw);
+        reading(req);
         const adapter = sourceAdapter(sourceUrl(req.input.source));
         const store = stores.of(req.name);
         const output = await store.sink(req.name, sinkOptionsOf(req.input));

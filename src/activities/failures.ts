@@ -7,6 +7,24 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { ErrorCode, PgExtractError, codeInfo } from '../errors';
 import { redactUrl } from '../redact';
 import { PAYLOAD_BUDGET_BYTES, jsonBytes } from '../contract/payload-limit';
+import { formatTableName } from '../contract/identifiers';
+
+/** The planned range a copy was reading: its table and partition. */
+export interface RangeRead {
+  table: { schema: string; table: string };
+  partition: number;
+}
+
+/**
+ * `message` naming the range it is about, unless it names the table already: in a run of many
+ * tables the code and words alone (`column d (date) holds ±infinity`, `division by zero`) do not say
+ * which table to look at, in the CLI, Web UI or the worker's log.
+ */
+function aboutRange(message: string, range: RangeRead | null | undefined): string {
+  if (!range) return message;
+  const table = formatTableName(range.table);
+  return message.includes(table) ? message : `${table} (partition ${range.partition}): ${message}`;
+}
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
 export function failureTypeOf(e: { name?: string; code?: unknown }): string {
@@ -15,12 +33,13 @@ export function failureTypeOf(e: { name?: string; code?: unknown }): string {
   return e?.name ?? 'Error';
 }
 
-export function toActivityFailure(err: unknown): Error {
+/** `reading`: the range a copy was reading when it failed, named in the failure's message. */
+export function toActivityFailure(err: unknown, reading?: RangeRead | null): Error {
   if (err instanceof ApplicationFailure || err instanceof CancelledFailure) return err;
   if (err instanceof PgExtractError) {
     const failure = ApplicationFailure.create({
       type: err.code,
-      message: redactUrl(err.message),
+      message: aboutRange(redactUrl(err.message), reading),
       nonRetryable: !codeInfo(err.code).retryable,
       details: [{ field: err.field ?? null, notes: err.notes.map(redactUrl), ...(err.endsHold ? { endsHold: true } : {}) }],
     });
@@ -29,7 +48,7 @@ export function toActivityFailure(err: unknown): Error {
   const e = err as { name?: string; message?: string; code?: unknown };
   return ApplicationFailure.create({
     type: isRecoveryConflict(e) ? ErrorCode.SOURCE_RECOVERY_CONFLICT : failureTypeOf(e),
-    message: redactUrl(String(e?.message ?? err)),
+    message: aboutRange(redactUrl(String(e?.message ?? err)), reading),
   });
 }
 
@@ -60,14 +79,23 @@ function requireFits<T>(result: T): T {
  * the cancellation itself, so the server records it cancelled and never retries it.
  */
 export async function withFailures<T>(work: () => Promise<T>): Promise<T> {
+  return withRangeFailures(() => work());
+}
+
+/**
+ * {@link withFailures} for a copy of planned ranges: `work` tells `reading` the range it reads now
+ * (null between ranges), and a failure names the one it was reading.
+ */
+export async function withRangeFailures<T>(work: (reading: (range: RangeRead | null) => void) => Promise<T>): Promise<T> {
+  let range: RangeRead | null = null;
   try {
-    return requireFits(await work());
+    return requireFits(await work((r) => (range = r)));
   } catch (err) {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted) {
       const reason: unknown = cancellationSignal.reason;
       throw reason instanceof CancelledFailure ? reason : new CancelledFailure(ErrorCode.CANCELLED);
     }
-    throw toActivityFailure(err);
+    throw toActivityFailure(err, range);
   }
 }

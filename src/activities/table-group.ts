@@ -11,7 +11,7 @@ import { digestSourceToken } from '../postgres/source-token';
 import { closeSession, openSession } from '../postgres/session';
 import { copyTableGroup } from '../postgres/table-group-copy';
 import type { ExtractDeps } from './extract';
-import { withFailures } from './failures';
+import { withRangeFailures } from './failures';
 import { heartbeatEvery } from './heartbeats';
 import { countExtracted } from './metrics';
 import { manifestFileOf } from './manifest-file';
@@ -27,7 +27,7 @@ export interface GroupProgress {
 export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
   return {
     async copyTables(raw: TableGroupRequest): Promise<ManifestFile[]> {
-      return withFailures(async () => {
+      return withRangeFailures(async (reading) => {
         const req = parseActivityRequest(tableGroupRequestSchema, raw);
         const ctx = Context.current();
         const progress: GroupProgress = { bytes: 0, ranges: 0 };
@@ -49,9 +49,16 @@ export function createTableGroupActivities({ stores, sourceUrl }: ExtractDeps) {
               req.ranges,
               {
                 format: req.input,
-                sink: (i) => sinks.sink(req.ranges[i]!.name, sinkOptionsOf(req.input)),
+                // A range is read from its sink's start to its file's commit: a failure outside one (the import, the sync) is the group's.
+                sink: (i) => {
+                  reading(req.ranges[i]!);
+                  return sinks.sink(req.ranges[i]!.name, sinkOptionsOf(req.input));
+                },
                 // The heartbeat timer sends it; a heartbeat per file cost the worker's main thread about 0.1 ms a file.
-                onFile: (i) => (progress.ranges = i + 1),
+                onFile: (i) => {
+                  progress.ranges = i + 1;
+                  reading(null);
+                },
                 onBytes: (bytes) => (progress.bytes = bytes),
                 signal: ctx.cancellationSignal,
               },

@@ -18,6 +18,7 @@ import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult, Manifest } from '../../src/contract/extraction-types';
 import { type PgExtractError, causes } from '../../src/errors';
 import { resolveTables } from '../../src/postgres/catalog';
+import { printError } from '../../src/cli/errors';
 import { failureChain } from '../support/failure-chain';
 import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { type RowsDigest, admin, manifestDigest, settleSessions, tableDigest } from '../support/database';
@@ -256,6 +257,35 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       const done = await handle.query(statusQuery);
       assert.deepEqual([done.partitionsDone, done.rows, done.batchWorkflowId], [3, manifest.totals.rows, null], 'counted once the batch ended');
       await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+    });
+  });
+
+  it('a copy that fails names the table and partition it was reading (in a group of small tables, and alone), as the CLI prints it', async () => {
+    // One group (one lane): a plain table and a view that fails on its third row. Its words alone ("division by zero")
+    // would not say which of a run's tables to look at.
+    await admin().query(`
+      DROP SCHEMA IF EXISTS tnamed CASCADE; CREATE SCHEMA tnamed;
+      CREATE TABLE tnamed.fine (id int PRIMARY KEY); INSERT INTO tnamed.fine SELECT generate_series(1, 100);
+      CREATE VIEW tnamed.broken AS SELECT x, 1 / (x - 3) AS y FROM generate_series(1, 5) x;
+    `);
+    await withWorker(async ({ taskQueue }) => {
+      const requests: ExtractionRequest[] = [{ tables: ['tnamed.fine', 'tnamed.broken'], maxInFlight: 1 }, { table: 'tnamed.broken' }];
+      for (const request of requests) {
+        const handle = await startExtraction(live().temporal.client, { ...request, partitionRetry: { maximumAttempts: 1 } }, { taskQueue });
+        const err = await handle.result().then(
+          () => assert.fail('the run failed'),
+          (e: unknown) => e,
+        );
+        const lines: string[] = [];
+        const original = console.error;
+        console.error = (line: string) => lines.push(line);
+        try {
+          printError(err);
+        } finally {
+          console.error = original;
+        }
+        assert.equal(lines[0], 'error SQLSTATE_22012: tnamed.broken (partition 0): division by zero', JSON.stringify(request));
+      }
     });
   });
 
