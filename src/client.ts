@@ -12,7 +12,8 @@ import {
   type WorkflowHandleWithFirstExecutionRunId,
 } from '@temporalio/client';
 import { ErrorCode, PgExtractError } from './errors';
-import type { ArtifactTerminalReceipt } from './lifecycle/terminal';
+import { redactUrl } from './redact';
+import type { ArtifactTerminalReceipt, TerminalOutcome } from './lifecycle/terminal';
 import { parseCommitReport } from './contract/commit-report';
 import { runLabel } from './contract/table-selection';
 import {
@@ -27,7 +28,8 @@ import {
 import { type ExtractionRequest, parseNewRunInput } from './contract/extraction-input';
 import { fileCompression } from './contract/formats';
 import { isRunId } from './contract/identifiers';
-import type { ExtractionResult, ExtractionStatus, Manifest, TargetCommit } from './contract/extraction-types';
+import type { ExtractionResult, ExtractionStatus, Manifest, Phase, TargetCommit } from './contract/extraction-types';
+import { type FailureSummary, failureSummary } from './failure-summary';
 import type { extractionWorkflow } from './workflows';
 
 /** Options for {@link startExtraction}. */
@@ -185,13 +187,48 @@ export async function liveStatus(handle: WorkflowHandle): Promise<ExtractionStat
   return { ...status, partitionsDone: status.partitionsDone + batch.partitionsDone, rows: status.rows + batch.rows, bytes: status.bytes + batch.bytes };
 }
 
-export async function extractionStatus(client: Client, workflowId: string): Promise<ExtractionStatus & { workflowStatus: string }> {
+/**
+ * What `pg-extract status` shows of a run. Counts a closed run's status query cannot give (no worker
+ * answered it) are null, not 0: they are not known.
+ */
+export type RunStatus = Omit<ExtractionStatus, 'attempt' | 'partitionsDone' | 'partitionsTotal' | 'bytes'> & {
+  attempt: number | null;
+  partitionsDone: number | null;
+  partitionsTotal: number | null;
+  bytes: number | null;
+  /** RUNNING, COMPLETED, FAILED, CANCELLED, TERMINATED, TIMED_OUT, … */
+  workflowStatus: string;
+  /** Why a run that failed (timed out, was terminated) ended: the code and words the CLI prints for it; else null. */
+  failure: FailureSummary | null;
+};
+
+/** Closed runs whose result is their failure. */
+const FAILED_STATUSES = new Set(['FAILED', 'TERMINATED', 'TIMED_OUT']);
+
+export async function extractionStatus(client: Client, workflowId: string): Promise<RunStatus> {
   const handle = client.workflow.getHandle(workflowId);
   const description = await handle.describe();
-  if (description.status.name === 'RUNNING') return { ...(await liveStatus(handle)), workflowStatus: 'RUNNING' };
-  const status = await handle.query(statusQuery).catch(() => null);
-  return {
-    ...(status ?? { phase: 'done', table: '', attempt: 0, partitionsDone: 0, partitionsTotal: 0, rows: 0, bytes: 0, outcome: null }),
-    workflowStatus: description.status.name,
+  if (description.status.name === 'RUNNING') return { ...(await liveStatus(handle)), workflowStatus: 'RUNNING', failure: null };
+  const failure = FAILED_STATUSES.has(description.status.name)
+    ? await handle.result().then(
+        () => null,
+        (err: unknown) => {
+          const { code, message } = failureSummary(err) ?? { code: ErrorCode.WORKFLOW_FAILED, message: (err as Error).message };
+          return { code, message: redactUrl(message) };
+        },
+      )
+    : null;
+  // Queries of a closed run are answered by a worker replaying it: with none, what the run last published is in its
+  // search attributes (table, phase, rows, outcome), and the rest is not known.
+  const status: Omit<RunStatus, 'workflowStatus' | 'failure'> = (await handle.query(statusQuery).catch(() => null)) ?? {
+    phase: (description.typedSearchAttributes.get(SearchAttributes.phase) as Phase | undefined) ?? 'done',
+    table: description.typedSearchAttributes.get(SearchAttributes.table) ?? '',
+    attempt: null,
+    partitionsDone: null,
+    partitionsTotal: null,
+    rows: description.typedSearchAttributes.get(SearchAttributes.rows) ?? 0,
+    bytes: null,
+    outcome: (description.typedSearchAttributes.get(SearchAttributes.outcome) as TerminalOutcome | undefined) ?? null,
   };
+  return { ...status, workflowStatus: description.status.name, failure };
 }

@@ -1,6 +1,7 @@
 /** Human and JSON renderings of manifests, receipts and status. */
 import type { ArtifactTerminalReceipt } from '../lifecycle/terminal';
-import type { ExtractionStatus, Manifest } from '../contract/extraction-types';
+import type { Manifest } from '../contract/extraction-types';
+import type { RunStatus } from '../client';
 import { parseTableName } from '../contract/identifiers';
 import { joinedName } from '../contract/target-mapping';
 import { loadedWithoutFiles } from '../contract/run-outputs';
@@ -83,17 +84,20 @@ export function printReceipt(r: ArtifactTerminalReceipt): void {
   for (const f of r.filesRetained) console.log(`  retained ${f}`);
 }
 
-export function printStatus(workflowId: string, s: ExtractionStatus & { workflowStatus: string }): void {
+export function printStatus(workflowId: string, s: RunStatus): void {
+  // A count a closed run's status query could not give (no worker answered) is not known: shown as such, not as 0.
+  const count = (n: number | null): string => (n === null ? '? (no worker answered)' : String(n));
   const rows: [string, string][] = [
     ['workflow', `${workflowId} (${s.workflowStatus})`],
     ['table', s.table],
     ['phase', s.phase],
-    ['attempt', String(s.attempt)],
+    ['attempt', count(s.attempt)],
     ...(s.tablesTotal === undefined ? [] : [['tables', `${s.tablesDone ?? 0}/${s.tablesTotal}`] as [string, string]]),
-    ['partitions', `${s.partitionsDone}/${s.partitionsTotal}`],
+    ['partitions', s.partitionsDone === null || s.partitionsTotal === null ? count(null) : `${s.partitionsDone}/${s.partitionsTotal}`],
     ['rows', String(s.rows)],
-    ['bytes', String(s.bytes)],
+    ['bytes', count(s.bytes)],
     ['outcome', s.outcome ?? '—'],
+    ...(s.failure ? [['failure', `${s.failure.code}: ${s.failure.message}`] as [string, string]] : []),
   ];
   for (const [k, v] of rows) console.log(`${k.padEnd(11)} ${v}`);
 }

@@ -246,7 +246,7 @@ describe('many tables at one snapshot (live Temporal + PostgreSQL)', function ()
       const running = await eventually(async () => {
         const own = await handle.query(statusQuery);
         const seen = await extractionStatus(live().temporal.client, handle.workflowId);
-        return own.batchWorkflowId && own.partitionsDone === 0 && seen.partitionsDone > 0 && seen.workflowStatus === 'RUNNING' ? { own, seen } : null;
+        return own.batchWorkflowId && own.partitionsDone === 0 && (seen.partitionsDone ?? 0) > 0 && seen.workflowStatus === 'RUNNING' ? { own, seen } : null;
       }, 'a finished group counted while its batch still runs');
       assert.equal(running.seen.partitionsTotal, 3);
       assert.ok(running.seen.rows >= 1000, `rows of a finished group: ${running.seen.rows}`);
