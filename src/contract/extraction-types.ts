@@ -6,7 +6,8 @@ import type { TargetCommitOutcome } from './commit-report';
 import type { FileReceipt, WrittenFile } from './file-receipt';
 import type { SourceColumn } from './source-column';
 
-export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done';
+/** `failed`: the run failed before any outcome was decided (its failure says why); `done`: it completed, or was cancelled. */
+export type Phase = 'planning' | 'extracting' | 'loading' | 'awaiting_commit' | 'cleaning_up' | 'done' | 'failed';
 
 /** What the target owner says about its commit (checked by parseCommitReport). */
 export type { TargetCommit, TargetCommitOutcome } from './commit-report';

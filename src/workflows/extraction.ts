@@ -15,7 +15,7 @@ import { requireParsedInput } from './input-shape';
 import { manifestInResult } from './payload-budget';
 import { abortWhileExtracting, decideTerminal } from './terminal-step';
 import { countAttempt, countOutcome, publishStatus } from './visibility';
-import { CANCELLED_EXTRACTION_ABORTS, DECIDED_BEFORE_CANCEL, FAILED_RUN_DISCARDS_LEFT } from './patches';
+import { CANCELLED_EXTRACTION_ABORTS, DECIDED_BEFORE_CANCEL, FAILED_RUN_DISCARDS_LEFT, FAILED_RUN_PHASE } from './patches';
 
 export async function extractionWorkflow(input: ExtractionInput): Promise<ExtractionResult> {
   requireParsedInput(input);
@@ -47,6 +47,12 @@ export async function extractionWorkflow(input: ExtractionInput): Promise<Extrac
       failed.length > 0 && patched(FAILED_RUN_DISCARDS_LEFT) ? await discardLeftFolders(failed.map((f) => f.path)) : { deleted: [], failures: failed };
     // A failed run's error names its attempts' first discards only: what stays for good is said here (a cancelled run's receipt says it).
     if (left.failures.length > 0) log.warn('folders of failed attempts could not be discarded', { failures: left.failures });
+    // Failed: the phase it was in (extracting, in Web UI's details and search attributes, and in status) would stay
+    // for good on a run that no longer does anything. Runs that failed before replay without it.
+    if (!isCancellation(err) && patched(FAILED_RUN_PHASE)) {
+      status.phase = 'failed';
+      progress.show();
+    }
     // Cancelled while extracting: the attempt discarded its files, and the run records that it aborted.
     if (isCancellation(err) && patched(CANCELLED_EXTRACTION_ABORTS)) {
       state.terminalReceipt = await abortWhileExtracting(left);

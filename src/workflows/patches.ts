@@ -73,3 +73,5 @@ export const INPUT_LIMITS_CHECKED = 'input-limits';
 export const CANCELLED_EXTRACTION_ABORTS = 'cancelled-extraction-aborts';
 /** A run that fails or is cancelled while extracting discards again what its attempts' failed discards left. */
 export const FAILED_RUN_DISCARDS_LEFT = 'failed-run-discards-left';
+/** A run that fails before its decision publishes phase `failed`; before, its last phase (extracting, planning) stayed for good. */
+export const FAILED_RUN_PHASE = 'failed-run-phase';

@@ -1,6 +1,6 @@
 /**
  * Records the histories that test/workflows/replay.test.ts replays: representative runs of
- * extractionWorkflow (whole, partitioned, snapshot lost and retried (a copy giving way to a migration too), loaded, a load refused or
+ * extractionWorkflow (whole, partitioned, failed before its decision, snapshot lost and retried (a copy giving way to a migration too), loaded, a load refused or
  * cancelled (its fence asked too), cancelled (after a failed discard too), waiting for its commit, a standby's conflict while planning) and the batch
  * workflow of a table set. Run it only when a new shape of history is worth keeping — on the code
  * that is deployed, so later workflow changes are checked against what real runs recorded:
@@ -93,6 +93,19 @@ describe('record workflow histories', function () {
       await handle.signal(targetCommitSignal, { outcome: 'failed' });
       await handle.result();
       await save('partitioned-failed', handle);
+    });
+  });
+
+  // Recorded with the failed run's phase published ('failed-run-phase').
+  it('a run that fails before its decision (a table that does not exist): phase failed', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await startExtraction(
+        live().temporal.client,
+        { table: 'public.no_such_table', partitions: 2 },
+        { taskQueue, workflowId: 'history-failed-run-phase' },
+      );
+      await assert.rejects(handle.result());
+      await save('failed-run-phase', handle);
     });
   });
 

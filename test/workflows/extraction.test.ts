@@ -174,6 +174,15 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
     });
   });
 
+  it('a run that fails says so in its phase (status, Web UI details and search attribute), not the phase it failed in', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await start(taskQueue, { table: 'public.no_such_table_phase', partitions: 2 });
+      await assert.rejects(handle.result(), WorkflowFailedError);
+      assert.equal((await handle.describe()).typedSearchAttributes.get(SearchAttributes.phase), 'failed');
+      assert.equal((await handle.query(statusQuery)).phase, 'failed');
+    });
+  });
+
   it('runs of one table started at once get workflow ids of their own', async () => {
     const handles = await Promise.all(Array.from({ length: 8 }, () => start('nobody-polls-ids', { table })));
     try {
