@@ -108,6 +108,11 @@ const CODES = {
   /** A run of several tables whose target names no table for one of them (no target.schema, no entry in target.tables), or for two at once. */
   TARGET_MAPPING_INVALID: CALLERS_FAULT,
   TARGET_NOT_SAME_DATABASE: CALLERS_FAULT,
+  /** A one-table replace whose DELETE would delete or change other tables' rows through their foreign keys' ON DELETE actions. */
+  TARGET_REPLACE_CASCADES: {
+    ...CALLERS_FAULT,
+    hint: 'load the referencing tables in the same run (a set replace empties its tables together), or load with --mode append',
+  },
   /** A run of several tables with `via` internal or stream: only files load a set. */
   TARGET_VIA_UNSUPPORTED: CALLERS_FAULT,
   // Object storage (S3 API).

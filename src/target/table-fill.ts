@@ -19,6 +19,7 @@ import { withServerSearchPath } from '../postgres/session';
 import { quoteIdent, quoteQualified } from '../postgres/sql';
 import { decompressStage } from '../storage/file-compression';
 import { operationStagingStem } from './load-identity';
+import { refuseCascadingReplace } from './replace-cascades';
 import type { LoadFile } from './loader';
 
 /** One target table and the files that fill it. */
@@ -149,10 +150,15 @@ export async function withRelkinds<T extends { schema: string; table: string }>(
  * DELETE takes its snapshot after the other load's COMMIT. Readers go on (ACCESS SHARE), as with the
  * DELETE alone; writers wait for the load's end, as a TRUNCATE makes them wait. Tables only: LOCK TABLE
  * refuses a foreign table, and on a view it locks the tables under it with rights the view's owner may
- * lack where its own triggers write (a view is emptied as before).
+ * lack where its own triggers write (a view is emptied as before). A table another table's foreign key
+ * references with ON DELETE CASCADE, SET NULL or SET DEFAULT is refused before the DELETE (see replace-cascades.ts).
  */
 export async function emptyForReplace(client: Client, target: { schema: string; table: string; relkind: string }): Promise<void> {
-  if (target.relkind === 'r' || target.relkind === 'p') await client.query(`LOCK TABLE ${fromItem(target)} IN SHARE ROW EXCLUSIVE MODE`);
+  if (target.relkind === 'r' || target.relkind === 'p') {
+    await client.query(`LOCK TABLE ${fromItem(target)} IN SHARE ROW EXCLUSIVE MODE`);
+    // Behind the lock, which a new foreign key on the table waits for: the keys seen are the keys the DELETE meets.
+    await refuseCascadingReplace(client, target);
+  }
   await client.query(`DELETE FROM ${fromItem(target)}`);
 }
 
