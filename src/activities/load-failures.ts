@@ -14,11 +14,13 @@ import { failureTypeOf } from './failures';
  * TRUNCATE of a table another table references, a set's `replace`), 22 data exception (22P02 a
  * value the column rejects), 23 integrity constraint, 42 syntax or access rule (42501 permission),
  * 3F a schema the rows name that the target lacks (a regclass or regtype loaded by name), 44 a view's
- * WITH CHECK OPTION, 54 a program limit, and what the target's own code raises on the
+ * WITH CHECK OPTION, 54 a program limit, 55000 alone of class 55 (a view that takes no INSERT, or no
+ * DELETE for a `replace`: neither an INSTEAD OF trigger nor updatable; 55P03, a lock not granted in time,
+ * and 55006, an object in use, may pass), and what the target's own code raises on the
  * rows: P0 PL/pgSQL (a trigger's RAISE EXCEPTION, an ASSERT), 2F and 38 an SQL or external
  * routine's exception. Each of five tries read and COPYed every file again to meet the same error.
  */
-const DEFINITE_SQLSTATE = /^SQLSTATE_(0A|22|23|3F|42|44|54|P0|2F|38)[0-9A-Z]{3}$/;
+const DEFINITE_SQLSTATE = /^SQLSTATE_((0A|22|23|3F|42|44|54|P0|2F|38)[0-9A-Z]{3}|55000)$/;
 
 /** The reason code when `err` is a definite load failure, else null (retry). */
 export function definiteLoadFailure(err: unknown): string | null {

@@ -74,6 +74,14 @@ describe('a loaded run ends with one terminal receipt whatever the load does (li
       /violates check constraint/,
     ],
     [
+      // Before, 55000 was retried: five tries read and COPYed every file again to meet the same refusal.
+      'a view that takes no INSERT (no INSTEAD OF trigger, not updatable)',
+      `CREATE SCHEMA dst; CREATE TABLE dst.t_rows (id bigint, name text, ${COLUMNS}); CREATE VIEW dst.t AS SELECT DISTINCT * FROM dst.t_rows`,
+      { name: 'warehouse', table: 'dst.t' },
+      'SQLSTATE_55000',
+      /^cannot insert into view "t"$/,
+    ],
+    [
       'an unconfigured target name',
       `CREATE SCHEMA dst; CREATE TABLE dst.t (id bigint, name text, ${COLUMNS})`,
       { name: 'nowhere', table: 'dst.t' },
