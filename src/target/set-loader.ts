@@ -5,8 +5,9 @@
  * (see table-fill.ts for how, and how each file is verified), so every key holds at COMMIT. Any
  * failure rolls the transaction back: nothing lands and no staging table stays.
  */
-import type { Client } from 'pg';
+import { type Client, DatabaseError } from 'pg';
 import type { ExportFormat } from '../contract/formats';
+import { formatTableName } from '../contract/identifiers';
 import { type LoadControl, type LoadFile, type LoadResult, fencedTransaction } from './loader';
 import { fromItem } from '../postgres/catalog';
 import { withServerSearchPath } from '../postgres/session';
@@ -74,9 +75,34 @@ async function emptyTargets(client: Client, tables: readonly (SetLoadRequest['ta
   const deleted = (t: { relkind: string }): boolean => t.relkind === 'v' || t.relkind === 'f';
   const truncated = tables.filter((t) => !deleted(t));
   await withServerSearchPath(client, async () => {
-    if (truncated.length) await client.query(`TRUNCATE ${truncated.map(fromItem).join(', ')}`);
-    for (const t of tables.filter(deleted)) await emptyForReplace(client, t);
+    if (truncated.length) await client.query(`TRUNCATE ${truncated.map(fromItem).join(', ')}`).catch(namingReferencingTable);
+    for (const t of tables.filter(deleted)) await namingTable(t, () => emptyForReplace(client, t));
   });
+}
+
+/**
+ * TRUNCATE's refusal of a table another table references says which two only in its detail (`Table "x"
+ * references "y".`, names and no row data): without it, nothing told which of a set's tables, or which
+ * table outside it, stopped the load.
+ */
+function namingReferencingTable(err: unknown): never {
+  if (err instanceof DatabaseError && err.code === '0A000' && err.detail) err.message = `${err.message}: ${err.detail}`;
+  throw err;
+}
+
+/**
+ * `work` on one table of the set, a server error it meets prefixed with the table's name: the server's
+ * message names a constraint (a unique key's), a value (`invalid input syntax for type integer: "x"`) or
+ * nothing of where, and a set loads many tables. (The COPY's context, which names its table, line and
+ * column, also quotes the value or the whole line, so it stays out of the report as the detail does.)
+ */
+async function namingTable<T>(table: { schema: string; table: string }, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof DatabaseError) err.message = `${formatTableName(table)}: ${err.message}`;
+    throw err;
+  }
 }
 
 /** Loads the set on `client` (a fresh target session); failures carry the dispositions {@link loadIntoTarget} documents. */
@@ -94,7 +120,7 @@ export async function loadSetIntoTarget(client: Client, request: SetLoadRequest,
       let bytes = 0;
       for (const i of await parentsFirst(client, request.tables)) {
         const fill = { ...request.tables[i]!, format: request.format, mode: 'append' as const, operationId: request.operationId, stagingSuffix: `_${i}` };
-        total += await fillTable(client, fill, signal, (n) => onBytes?.((bytes += n)));
+        total += await namingTable(fill, () => fillTable(client, fill, signal, (n) => onBytes?.((bytes += n))));
       }
       await sequencesPastRows(client, request.tables);
       return total;

@@ -395,20 +395,32 @@ describe('built-in loader over a set of tables (live)', function () {
     assert.equal(result.terminalReceipt.outcome, 'abort');
     const { message, ...load } = result.load!;
     assert.deepEqual(load, { outcome: 'failed', reason: 'SQLSTATE_23514', rows: null });
-    assert.match(message ?? '', /violates check constraint "kid_amount_check"/);
+    assert.equal(message, 'dst.kid: new row for relation "kid" violates check constraint "kid_amount_check"');
     const counts = await onTarget(
       async (c) => (await c.query('SELECT (SELECT count(*) FROM dst.parent)::int AS parents, (SELECT count(*) FROM dst.kid)::int AS kids')).rows[0],
     );
     assert.deepEqual(counts, { parents: 0, kids: 0 });
   });
 
-  it('replace on a target table another table references: abort with SQLSTATE_0A000 after one attempt, target untouched', async () => {
+  it("a server error names the set's table it met: a unique key's name, a value the column rejects (before, neither said which table)", async () => {
+    await onTarget((c) => c.query(`INSERT INTO dst.parent VALUES (7, 'there')`));
+    const duplicate = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst' } });
+    assert.deepEqual([duplicate.terminalReceipt.outcome, duplicate.load?.reason], ['abort', 'SQLSTATE_23505']);
+    assert.equal(duplicate.load?.message, 'dst.parent: duplicate key value violates unique constraint "parent_pkey"');
+    await onTarget((c) => c.query('DELETE FROM dst.parent; ALTER TABLE dst.child ALTER amount TYPE int'));
+    const rejected = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst' } });
+    assert.deepEqual([rejected.terminalReceipt.outcome, rejected.load?.reason], ['abort', 'SQLSTATE_22P02']);
+    assert.match(rejected.load?.message ?? '', /^dst\.child: invalid input syntax for type integer: "[0-9.]+"$/);
+    assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
+  });
+
+  it('replace on a target table another table references: abort with SQLSTATE_0A000 after one attempt, naming both tables; target untouched', async () => {
     await onTarget((c) => c.query('CREATE TABLE dst.other (parent_id int REFERENCES dst.parent)'));
     const result = await run({ schema: 'sload', target: { name: 'warehouse', schema: 'dst', mode: 'replace' } }, async (handle) =>
       assert.equal(await lastAttempt(handle, 'loadTargetSet'), 1, 'a definite failure is not retried'),
     );
     assert.deepEqual([result.terminalReceipt.outcome, result.load?.reason], ['abort', 'SQLSTATE_0A000']);
-    assert.match(result.load?.message ?? '', /^cannot truncate a table referenced in a foreign key constraint$/);
+    assert.equal(result.load?.message, 'cannot truncate a table referenced in a foreign key constraint: Table "other" references "parent".');
     assert.deepEqual(await targetSums(), { parents: 0, children: 0, total: null });
   });
 
