@@ -18,12 +18,15 @@ export interface RangeRead {
 /**
  * `message` naming the range it is about, unless it names the table already: in a run of many
  * tables the code and words alone (`column d (date) holds ±infinity`, `division by zero`) do not say
- * which table to look at, in the CLI, Web UI or the worker's log.
+ * which table to look at, in the CLI, Web UI or the worker's log. Ours name a table as a user types
+ * it (`public.t`) or, where the name is the one given to the server, quoted (a lock timeout's
+ * `"public"."t"`): either is the table named.
  */
 function aboutRange(message: string, range: RangeRead | null | undefined): string {
   if (!range) return message;
   const table = formatTableName(range.table);
-  return message.includes(table) ? message : `${table} (partition ${range.partition}): ${message}`;
+  const quoted = [range.table.schema, range.table.table].map((n) => `"${n.replace(/"/g, '""')}"`).join('.');
+  return message.includes(table) || message.includes(quoted) ? message : `${table} (partition ${range.partition}): ${message}`;
 }
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
