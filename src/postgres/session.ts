@@ -59,12 +59,6 @@ const SESSION_SETTINGS: Record<string, string> = {
   tcp_keepalives_interval: '5',
   tcp_keepalives_count: '3',
   client_connection_check_interval: '5s',
-  // A stopped worker in the middle of a COPY stops reading: its backend waits to write (ClientWrite) for as long as it
-  // stays stopped, pinning the xmin horizon and its table's lock, while Temporal has long given the partition to
-  // another worker. With a TCP user timeout the server's kernel ends such a connection once nothing it sends has been
-  // taken for 10 minutes; a live worker stops reading only while its output does not move (an S3 part upload retried
-  // after its 60 s idle timeout, at most three times).
-  tcp_user_timeout: '10min',
   // A whole-table COPY of a table over a quarter of shared_buffers would otherwise start wherever
   // another session's scan of it has got to: a retry over the same snapshot would write the rows in
   // another order, so a file of other bytes under the same name. pg_dump turns it off for the same reason.
@@ -84,6 +78,18 @@ const SESSION_SETTINGS: Record<string, string> = {
  */
 const SOURCE_READ_SETTINGS: Record<string, string> = { row_security: 'off' };
 const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'partition', 'whole-copy', 'stream']);
+
+/**
+ * Set on the sessions that COPY a source's rows to the worker. A stopped worker in the middle of a COPY stops
+ * reading: its backend waits to write (ClientWrite) for as long as it stays stopped, pinning the xmin horizon and its
+ * table's lock, while Temporal has long given the partition to another worker. With a TCP user timeout the server's
+ * kernel ends such a connection once nothing it sends has been taken for 10 minutes; a live worker stops reading only
+ * while its output does not move (an S3 part upload retried after its 60 s idle timeout, at most three times). Not on
+ * other sessions: Linux also ends a silent peer by the user timeout instead of by the keepalive count, so a vanished
+ * host's target session (mid-COPY FROM, its lock and fence claim held) or coordinator would stay 10 minutes, not 25 s.
+ */
+const SOURCE_COPY_SETTINGS: Record<string, string> = { tcp_user_timeout: '10min' };
+const COPIES_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['partition', 'whole-copy', 'stream']);
 
 /**
  * Set on target sessions. A stopped worker (SIGSTOP, a frozen VM) keeps its sessions, its kernel
@@ -214,6 +220,7 @@ export async function openSession(url: string, role: SessionRole, options: Sessi
   const settings = {
     ...SESSION_SETTINGS,
     ...(READS_SOURCE_ROWS.has(role) ? SOURCE_READ_SETTINGS : {}),
+    ...(COPIES_SOURCE_ROWS.has(role) ? SOURCE_COPY_SETTINGS : {}),
     ...(role === 'target' ? TARGET_SETTINGS : {}),
     ...SECURE_SEARCH_PATH,
   };

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { Client } from 'pg';
 import { reportCommit, startExtraction, waitForManifest } from '../../src/client';
-import { closeSession, openSession, requireSourceVersion } from '../../src/postgres/session';
+import { type SessionRole, closeSession, openSession, requireSourceVersion } from '../../src/postgres/session';
 import { ErrorCode } from '../../src/errors';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, settleSessions } from '../support/database';
@@ -84,12 +84,12 @@ describe('session settings are pinned, whatever the databases default to (live)'
   });
   afterEach(async () => assert.deepEqual(await settleSessions(), [], 'no session of ours is left'));
 
-  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), keeps TCP keepalives, the client connection check and a 10-minute TCP user timeout on, JIT and synchronized scans off", async () => {
+  it("a session of ours pins them (money in the C locale, XML read as content, an array's NULL read as NULL), keeps TCP keepalives and the client connection check on, JIT and synchronized scans off", async () => {
     const session = await openSession(urlOf(SOURCE_DB), 'probe');
     try {
       const r = await session.query<{ name: string; setting: string }>(
         `SELECT name, setting FROM pg_settings WHERE name IN ('DateStyle', 'IntervalStyle', 'extra_float_digits', 'bytea_output', 'TimeZone', 'client_encoding',
-           'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval', 'tcp_user_timeout', 'jit', 'synchronize_seqscans',
+           'tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'client_connection_check_interval', 'jit', 'synchronize_seqscans',
            'lc_monetary', 'xmloption', 'array_nulls') ORDER BY name`,
       );
       const checksClient = Number((await session.query('SHOW server_version_num')).rows[0].server_version_num) >= 140_000;
@@ -104,7 +104,6 @@ describe('session settings are pinned, whatever the databases default to (live)'
         tcp_keepalives_interval: '5',
         tcp_keepalives_count: '3',
         ...(checksClient ? { client_connection_check_interval: '5000' } : {}),
-        tcp_user_timeout: '600000',
         jit: 'off',
         synchronize_seqscans: 'off',
         lc_monetary: 'C',
@@ -126,6 +125,28 @@ describe('session settings are pinned, whatever the databases default to (live)'
       }
     };
     assert.deepEqual([await idleTimeout('target'), await idleTimeout('partition')], ['600000', '0']);
+  });
+
+  it("a session that COPYs a source's rows to the worker drops a worker that stops reading after 10 minutes (tcp_user_timeout); no other does, since Linux then ends a silent host by it instead of by the keepalive count (25 s)", async () => {
+    const userTimeout = async (role: SessionRole) => {
+      const session = await openSession(urlOf(SOURCE_DB), role);
+      try {
+        return (await session.query<{ t: string }>(`SELECT setting AS t FROM pg_settings WHERE name = 'tcp_user_timeout'`)).rows[0]!.t;
+      } finally {
+        await closeSession(session);
+      }
+    };
+    const roles: SessionRole[] = ['partition', 'whole-copy', 'stream', 'coordinator', 'target', 'probe'];
+    const seen: string[] = [];
+    for (const role of roles) seen.push(await userTimeout(role));
+    assert.deepEqual(Object.fromEntries(roles.map((r, i) => [r, seen[i]])), {
+      partition: '600000',
+      'whole-copy': '600000',
+      stream: '600000',
+      coordinator: '0',
+      target: '0',
+      probe: '0',
+    });
   });
 
   it('a source server older than PostgreSQL 14 is refused with SOURCE_VERSION_UNSUPPORTED (its partition catalog lacks inhdetachpending); this one opens', async () => {
