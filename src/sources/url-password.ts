@@ -11,13 +11,17 @@ const ENCODE = "percent-encode a password's @ / ? # % and spaces (encodeURICompo
 
 /**
  * Refuses `url` (scheme://…) with SOURCE_URL_UNSUPPORTED when an @ follows its host in the path or a
- * # part (database URLs have no # part, and a database name's @ is written %40), or in the name of
- * its query's first parameter (a parameter's value may hold one, `application_name=me@corp`).
+ * # part (database URLs have no # part, and a database name's @ is written %40), in the name of its
+ * query's first parameter, or anywhere in a query that follows a host with no user and no database
+ * (`u:12?x=cret@h/dw`). A parameter's value may hold one after a database or a user
+ * (`/db?application_name=me@corp`).
  */
 export function requireEncodedPassword(url: string): void {
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/is.exec(url)?.[1] ?? '';
   const afterHost = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/is, '');
   const firstParameter = (/^[^?#]*\?([^#&]*)/.exec(afterHost)?.[1] ?? '').split('=')[0]!;
-  if (afterHost.replace(/\?[^#]*/, '').includes('@') || firstParameter.includes('@')) {
+  const queryAfterBareHost = !authority.includes('@') && afterHost.startsWith('?') && afterHost.includes('@');
+  if (afterHost.replace(/\?[^#]*/, '').includes('@') || firstParameter.includes('@') || queryAfterBareHost) {
     throw new PgExtractError(ErrorCode.SOURCE_URL_UNSUPPORTED, `the database URL has an @ after its host: ${ENCODE}`, { field: 'url' });
   }
 }

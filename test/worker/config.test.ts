@@ -95,8 +95,11 @@ describe('configured source and target URLs', () => {
       PG_EXTRACT_SOURCE_QUERYAT_URL: 'postgres://u:p@h/db?application_name=me@corp',
       // A password's ?: its first half read as a port ("Invalid URL", uncoded), or, when digits, dialled as one.
       PG_EXTRACT_SOURCE_QMARK_URL: 'postgres://u:12?s3cret@leakyhalf/db',
+      PG_EXTRACT_SOURCE_QDIGITS_URL: 'postgres://u:12?x=s3cret@leakyhalf/db',
       PG_EXTRACT_TARGET_QPORT_URL: 'postgres://u:s3?x=cret@h/dw',
       PG_EXTRACT_SOURCE_SHOPQ_URL: 'mysql://u:s3?x=cret@h/shop',
+      // Not a URL at all: pg's "Invalid URL", uncoded before.
+      PG_EXTRACT_TARGET_BADPORT_URL: 'postgres://u:s3cret@h:54x32/dw',
       PG_EXTRACT_OUT_DIR: '/x',
     });
     assert.deepEqual(
@@ -111,14 +114,15 @@ describe('configured source and target URLs', () => {
         'PG_EXTRACT_SOURCE_SHOPAT_URL',
         'PG_EXTRACT_TARGET_AT_URL',
         'PG_EXTRACT_SOURCE_QMARK_URL',
+        'PG_EXTRACT_SOURCE_QDIGITS_URL',
         'PG_EXTRACT_TARGET_QPORT_URL',
         'PG_EXTRACT_SOURCE_SHOPQ_URL',
+        'PG_EXTRACT_TARGET_BADPORT_URL',
       ],
     );
     assert.match(problems[5]!.problem, /keyword\/value strings \(host=… dbname=…\) are not read/);
-    assert.match(problems[7]!.problem, /an @ after its host: percent-encode/);
-    assert.match(problems[8]!.problem, /an @ after its host: percent-encode/);
-    for (const p of problems.slice(9)) assert.match(p.problem, /does not read as a URL: percent-encode/);
+    for (const p of problems.slice(7, -1)) assert.match(p.problem, /an @ after its host: percent-encode/, p.variable);
+    assert.match(problems.at(-1)!.problem, /does not read as a URL: percent-encode/);
     assert.ok(problems.every((p) => !p.problem.includes('s3cret') && !p.problem.includes('leakyhalf')));
     assert.deepEqual(
       configuredUrlProblems({ PG_EXTRACT_SOURCE_URL: 'postgres://u:p@h/db', PGCONNECT_TIMEOUT: 'abc' }).map((p) => p.variable),
