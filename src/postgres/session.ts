@@ -84,9 +84,11 @@ const READS_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['coordinator', 'par
  * reading: its backend waits to write (ClientWrite) for as long as it stays stopped, pinning the xmin horizon and its
  * table's lock, while Temporal has long given the partition to another worker. With a TCP user timeout the server's
  * kernel ends such a connection once nothing it sends has been taken for 10 minutes; a live worker stops reading only
- * while its output does not move (an S3 part upload retried after its 60 s idle timeout, at most three times). Not on
- * other sessions: Linux also ends a silent peer by the user timeout instead of by the keepalive count, so a vanished
- * host's target session (mid-COPY FROM, its lock and fence claim held) or coordinator would stay 10 minutes, not 25 s.
+ * while its output does not move (an S3 part upload retried after its 60 s idle timeout, at most three times). Linux
+ * also ends a silent peer by the user timeout instead of by the keepalive count: on these sessions a vanished host is
+ * dropped after 10 minutes, where between statements it took about 25 s (in a COPY, where keepalives do not apply, its
+ * retransmissions took about 15). Not on other sessions, whose vanished host's target session (mid-COPY FROM, its
+ * lock and fence claim held) or coordinator would stay 10 minutes, not 25 s.
  */
 const SOURCE_COPY_SETTINGS: Record<string, string> = { tcp_user_timeout: '10min' };
 const COPIES_SOURCE_ROWS: ReadonlySet<SessionRole> = new Set(['partition', 'whole-copy', 'stream']);
