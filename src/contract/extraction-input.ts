@@ -12,7 +12,7 @@ import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-o
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
 import { type S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
 import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
-import { DEFAULT_LOAD_START_TO_CLOSE_MS, INPUT_LIMITS } from './input-limits';
+import { DEFAULT_LOAD_START_TO_CLOSE_MS, INPUT_LIMITS, NAME_LENGTHS } from './input-limits';
 
 /** How long the coordinator and each partition wait for a lock by default. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -28,7 +28,7 @@ const identifierCheck = (parse: (v: string) => unknown) => (value: string, ctx: 
 const tableName = z
   .string()
   .min(1)
-  .max(300)
+  .max(NAME_LENGTHS.table)
   .superRefine(identifierCheck((v) => parseTableName(v)));
 const glob = z.string().min(1).max(200);
 /** The most tables one run takes: each is a few hundred bytes of plan, batch result and receipt in the parent's history (2,000 measured: 5 MB, largest event 1.2 MB of the 2 MB limit). */
@@ -68,7 +68,7 @@ export const extractionInputSchema = z
     /** Every ordinary and partitioned table of this schema, at one snapshot (narrowed by include/exclude). */
     schema: z
       .string()
-      .max(130)
+      .max(NAME_LENGTHS.schema)
       .superRefine(identifierCheck((v) => parseSchemaName(v, 'schema')))
       .optional(),
     /** Glob patterns (`*`, `?`) on table names in `schema`: keep the tables any of them matches. */

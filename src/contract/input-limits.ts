@@ -20,5 +20,12 @@ export const INPUT_LIMITS = {
   'timeouts.loadStartToCloseMs': 30 * 24 * HOUR,
 } as const;
 
+/**
+ * The longest table and schema names of a run's input, in UTF-16 units (as zod counts): the
+ * schema refuses longer, and the workflow checks them again (../workflows/input-shape.ts), where a
+ * name past the search attribute's 2 KB failed every workflow task.
+ */
+export const NAME_LENGTHS = { table: 300, schema: 130 } as const;
+
 /** A built-in load attempt's default start-to-close timeout, also the one of runs whose input has none (started by an older client). */
 export const DEFAULT_LOAD_START_TO_CLOSE_MS = 12 * HOUR;

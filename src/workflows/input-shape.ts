@@ -14,8 +14,8 @@
 import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { ExtractionInput } from '../contract/extraction-input';
 import { ErrorCode } from '../errors';
-import { INPUT_LIMITS } from '../contract/input-limits';
-import { INPUT_LIMITS_CHECKED, INPUT_RANGES } from './patches';
+import { INPUT_LIMITS, NAME_LENGTHS } from '../contract/input-limits';
+import { INPUT_LIMITS_CHECKED, INPUT_NAMES, INPUT_RANGES } from './patches';
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -65,9 +65,25 @@ function rangeProblem(raw: Record<string, unknown>, limited: boolean): string | 
   return `has ${JSON.stringify(value) ?? 'no'} ${name}, where a whole number ${limited ? `from 1 to ${max(name)}` : 'of at least 1'} goes`;
 }
 
+/**
+ * What is wrong with the names the run's label is made of (status, Web UI's search attribute and
+ * details), or null: each a string no longer than the schema allows.
+ */
+function nameProblem(raw: Record<string, unknown>): string | null {
+  const tooLong = (name: unknown, max: number) => typeof name !== 'string' || name.length === 0 || name.length > max;
+  if (raw.table !== undefined && tooLong(raw.table, NAME_LENGTHS.table)) return `has a table that is no name of 1 to ${NAME_LENGTHS.table} characters`;
+  if (raw.schema !== undefined && tooLong(raw.schema, NAME_LENGTHS.schema)) return `has a schema that is no name of 1 to ${NAME_LENGTHS.schema} characters`;
+  if (raw.tables !== undefined && (raw.tables as unknown[]).some((name) => tooLong(name, NAME_LENGTHS.table)))
+    return `has tables that are no names of 1 to ${NAME_LENGTHS.table} characters`;
+  return null;
+}
+
 /** Fails the run with INPUT_INVALID unless `raw` has the shape of a parsed input. */
 export function requireParsedInput(raw: unknown): asserts raw is ExtractionInput {
-  const problem = shapeProblem(raw) ?? (patched(INPUT_RANGES) ? rangeProblem(raw as Record<string, unknown>, patched(INPUT_LIMITS_CHECKED)) : null);
+  const problem =
+    shapeProblem(raw) ??
+    (patched(INPUT_RANGES) ? rangeProblem(raw as Record<string, unknown>, patched(INPUT_LIMITS_CHECKED)) : null) ??
+    (patched(INPUT_NAMES) ? nameProblem(raw as Record<string, unknown>) : null);
   if (problem) {
     throw ApplicationFailure.nonRetryable(
       `the run's input ${problem}: start runs with startExtraction or the CLI, which parse it (parseExtractionInput)`,

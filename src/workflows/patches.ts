@@ -75,3 +75,5 @@ export const CANCELLED_EXTRACTION_ABORTS = 'cancelled-extraction-aborts';
 export const FAILED_RUN_DISCARDS_LEFT = 'failed-run-discards-left';
 /** A run that fails before its decision publishes phase `failed`; before, its last phase (extracting, planning) stayed for good. */
 export const FAILED_RUN_PHASE = 'failed-run-phase';
+/** The run's table names (table, each of tables, schema) are checked to be strings within the schema's lengths; before, one that was not failed every workflow task. */
+export const INPUT_NAMES = 'input-names';

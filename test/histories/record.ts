@@ -126,6 +126,17 @@ describe('record workflow histories', function () {
     });
   });
 
+  // Recorded with the input's table names checked ('input-names').
+  it('whole copy, its table names checked, committed by update', async () => {
+    await withWorker(async ({ taskQueue }) => {
+      const handle = await run(taskQueue, 'names-checked-committed', { partitions: 1 });
+      await waitForManifest(handle);
+      await handle.executeUpdate(commitUpdate, { args: [{ outcome: 'committed' }] });
+      await handle.result();
+      await save('names-checked-committed', handle);
+    });
+  });
+
   it('snapshot lost and retried from a fresh snapshot', async () => {
     await withWorker(
       async ({ taskQueue }) => {

@@ -413,6 +413,10 @@ describe('extractionWorkflow (live Temporal + PostgreSQL)', function () {
       { ...parsed, timeouts: { ...parsed.timeouts, partitionStartToCloseMs: -5 } },
       { ...parsed, commitDeadlineMs: 0.5 },
       { ...parsed, timeouts: { ...parsed.timeouts, loadStartToCloseMs: 31 * 24 * 3_600_000 } },
+      // Names the run's label is made of: not a string, or past the search attribute's 2 KB (each failed every workflow task).
+      { ...parsed, tables: [1] },
+      { ...parsed, tables: undefined, schema: 's'.repeat(3000) },
+      { ...parsed, tables: undefined, table: 't'.repeat(3000) },
     ];
     await withWorker(async ({ taskQueue }) => {
       for (const [i, input] of ([null, 's.t', { table }, { tables: [table], schema: 'wf' }, ...unusable] as unknown[]).entries()) {

@@ -25,7 +25,7 @@ function recorded(): { name: string; workflowId: string; history: temporal.api.h
 describe('recorded histories replay on the current workflow code', function () {
   this.timeout(60_000);
 
-  it('covers whole (with its data package too, and its folder prepared uncancellably), partitioned, failed before its decision, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too, and after a failed discard, which it discards again), retained (its sweep caught too) and streamed runs, a data package, a table set (loaded too, in groups, with its data package after or beside the copy, and cancelled once decided), the batch workflow of a set (and one stopped by a failed copy), a malformed commit signal ignored, a load cancelled with its fence asked, and a standby conflict while planning', () => {
+  it('covers whole (with its data package too, and its folder prepared uncancellably), partitioned, failed before its decision, batched, awaiting commit, snapshot lost, loaded, cancelled (while copying too, and after a failed discard, which it discards again), retained (its sweep caught too), one with its table names checked, and streamed runs, a data package, a table set (loaded too, in groups, with its data package after or beside the copy, and cancelled once decided), the batch workflow of a set (and one stopped by a failed copy), a malformed commit signal ignored, a load cancelled with its fence asked, and a standby conflict while planning', () => {
     const names = recorded().map((h) => h.name);
     for (const name of [
       'batched-committed',
@@ -45,6 +45,7 @@ describe('recorded histories replay on the current workflow code', function () {
       'cancelled-after-failed-discard',
       'deadline-retained',
       'deadline-retained-sweep-caught',
+      'names-checked-committed',
       'streamed',
       'table-set-committed',
       'table-set-loaded',
