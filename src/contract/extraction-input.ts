@@ -11,7 +11,7 @@ import { MAX_FILE_BYTES, MAX_FILE_BYTES_HINT, MAX_FILE_ROWS, MIN_FILE_BYTES, par
 import { COMPRESSIONS, MAX_ROW_GROUP_ROWS, formatOptionsCheck } from './format-options';
 import { checkNewRunTargetMapping, checkTargetMapping } from './target-mapping';
 import { type S3UrlProblem, S3_PREFIX_MAX_BYTES, formatS3Url, isS3Url, keyBytes, newPrefixProblem, parseS3Url } from './s3-url';
-import { formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
+import { formatName, formatTableName, parseColumnName, parseSchemaName, parseTableName } from './identifiers';
 import { DEFAULT_LOAD_START_TO_CLOSE_MS, INPUT_LIMITS, NAME_LENGTHS } from './input-limits';
 
 /** How long the coordinator and each partition wait for a lock by default. */
@@ -272,14 +272,33 @@ export const MAX_INPUT_BYTES = 64 * 1024;
  * run parses its input again, and a run an earlier version accepted must go on being accepted.
  * Here: an S3 prefix short enough for the run's folder and file names beneath it, checked before
  * the run starts rather than when its first object is written, that listings give back and that is
- * no other run's folder ({@link newPrefixProblem}), and target.tables keys that name the run's own
- * tables ({@link checkNewRunTargetMapping}).
+ * no other run's folder ({@link newPrefixProblem}), target.tables keys that name the run's own
+ * tables ({@link checkNewRunTargetMapping}), and columns that name each column once ({@link checkColumnsOnce}).
  */
 export function parseNewRunInput(raw: unknown): ExtractionInput {
   const input = parseExtractionInput(raw);
   checkNewRunTargetMapping(input);
+  if (input.columns !== undefined) checkColumnsOnce(input.columns);
   if (input.outDir !== undefined && isS3Url(input.outDir)) checkNewS3Prefix(parseS3Url(input.outDir).key);
   return input;
+}
+
+/**
+ * Each column once, as the source reads names (`id`, `ID` and `"id"` are one column): a column
+ * named twice was exported twice (a file and a data package with two columns of one name), and a
+ * load of those files failed once they existed (COPY's `column specified more than once`).
+ */
+function checkColumnsOnce(columns: string[]): void {
+  const seen = new Map<string, string>();
+  for (const given of columns) {
+    const name = parseColumnName(given, 'columns');
+    const earlier = seen.get(name);
+    if (earlier !== undefined) {
+      const message = earlier === given ? `${given} is named twice` : `${earlier} and ${given} both name the column ${formatName(name)}`;
+      throw new PgExtractError(ErrorCode.INPUT_INVALID, `columns: ${message}`, { field: 'columns' });
+    }
+    seen.set(name, given);
+  }
 }
 
 /** The S3 prefix a new run writes under (a running run's steps parse its input without this: see {@link parseNewRunInput}). */

@@ -54,6 +54,8 @@ describe('bad input (live)', function () {
       ['2000 columns', { table: 'a.b', columns: Array.from({ length: 2000 }, (_, i) => `c${i}`) }, ErrorCode.INPUT_INVALID, 'columns'],
       ['a 100 kB payload', { table: 'a.b', outDir: 'x'.repeat(100_000) }, ErrorCode.INPUT_INVALID, 'input'],
       ['an empty column name', { table: 'a.b', columns: [''] }, ErrorCode.IDENTIFIER_INVALID, 'columns.0'],
+      ['a column named twice', { table: 'a.b', columns: ['id', 'v', 'id'] }, ErrorCode.INPUT_INVALID, 'columns'],
+      ['a column named twice, folded and quoted', { table: 'a.b', columns: ['ID', '"id"'] }, ErrorCode.INPUT_INVALID, 'columns'],
       ['an empty include, which would keep no table', { schema: 'a', include: [] }, ErrorCode.INPUT_INVALID, 'include'],
       ['a schema name with a slash, unquoted', { schema: 'a/../b' }, ErrorCode.IDENTIFIER_INVALID, 'schema'],
       ['a commit deadline of zero', { table: 'a.b', commitDeadlineMs: 0 }, ErrorCode.INPUT_INVALID, 'commitDeadlineMs'],
