@@ -67,7 +67,7 @@ function rangeProblem(raw: Record<string, unknown>, limited: boolean): string | 
 
 /**
  * What is wrong with the names the run's label is made of (status, Web UI's search attribute and
- * details), or null: each a string no longer than the schema allows.
+ * details), or null: each a string no longer than the schema allows; and a target's name.
  */
 function nameProblem(raw: Record<string, unknown>): string | null {
   const tooLong = (name: unknown, max: number) => typeof name !== 'string' || name.length === 0 || name.length > max;
@@ -75,6 +75,9 @@ function nameProblem(raw: Record<string, unknown>): string | null {
   if (raw.schema !== undefined && tooLong(raw.schema, NAME_LENGTHS.schema)) return `has a schema that is no name of 1 to ${NAME_LENGTHS.schema} characters`;
   if (raw.tables !== undefined && (raw.tables as unknown[]).some((name) => tooLong(name, NAME_LENGTHS.table)))
     return `has tables that are no names of 1 to ${NAME_LENGTHS.table} characters`;
+  // A target without its name: a stream load found no target to fail on before its fence, and the run retained its files as maybe committed.
+  if (raw.target !== undefined && !(isObject(raw.target) && typeof raw.target.name === 'string' && raw.target.name.length > 0))
+    return 'has a target with no name';
   return null;
 }
 
