@@ -100,13 +100,18 @@ describe('source guards in the workflow (live Temporal + PostgreSQL)', function 
     // Each partition retried its LOCK_TIMEOUT behind the same queue (5 tries by default), then the run failed.
     const { events, pid } = await givesWay({ table, partitions: 2 });
     const failures = events.map((e) => e.activityTaskFailedEventAttributes?.failure).filter((f) => f !== undefined && f !== null);
-    assert.ok(failures.length > 0, 'a partition failed');
+    // It read as a wait of the migration's own; pg_dump says it waits for the dump.
+    const gaveWay = new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it; the attempt gives way`);
+    assert.ok(
+      failures.some((f) => gaveWay.test(JSON.stringify(f))),
+      'a partition gave way',
+    );
     for (const f of failures) {
-      // It read as a wait of the migration's own; pg_dump says it waits for the dump.
-      assert.match(
-        JSON.stringify(f),
-        new RegExp(`pid ${pid}\\b.*waits for AccessExclusiveLock.*it waits for the run, as the run waits for it; the attempt gives way`),
-      );
+      // The other partition timed out at about the same moment: the holder, let go at once, and the migration, committed
+      // at once, may both be gone by the time it reads who blocked it.
+      const text = JSON.stringify(f);
+      const lateToTheQueue = f.applicationFailureInfo?.type === 'LOCK_TIMEOUT' && text.includes('no conflicting lock is left (its holder let go)');
+      assert.ok(gaveWay.test(text) || lateToTheQueue, text);
     }
     const retried = events.filter((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
     assert.deepEqual(retried, [], 'no step was tried again behind the queue');
