@@ -17,8 +17,9 @@ const ENCODE = "percent-encode a password's @ / ? # % and spaces (encodeURICompo
  * (`/db?application_name=me@corp`).
  */
 export function requireEncodedPassword(url: string): void {
-  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/is.exec(url)?.[1] ?? '';
-  const afterHost = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/is, '');
+  const head = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/is.exec(url);
+  const authority = head?.[1] ?? '';
+  const afterHost = url.slice(head?.[0].length ?? 0);
   const firstParameter = (/^[^?#]*\?([^#&]*)/.exec(afterHost)?.[1] ?? '').split('=')[0]!;
   const queryAfterBareHost = !authority.includes('@') && afterHost.startsWith('?') && afterHost.includes('@');
   if (afterHost.replace(/\?[^#]*/, '').includes('@') || firstParameter.includes('@') || queryAfterBareHost) {
