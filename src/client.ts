@@ -213,7 +213,7 @@ export async function extractionStatus(client: Client, workflowId: string): Prom
     ? await handle.result().then(
         () => null,
         (err: unknown) => {
-          const { code, message } = failureSummary(err) ?? { code: ErrorCode.WORKFLOW_FAILED, message: (err as Error).message };
+          const { code, message } = failureSummary(err);
           return { code, message: redactUrl(message) };
         },
       )

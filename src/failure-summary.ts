@@ -15,14 +15,14 @@ export interface FailureSummary {
  * The first ApplicationFailure's type and message (ours: the code of the error table); else, for a
  * chain that ends in a timeout (an activity or child that ran out of attempts on its heartbeat or
  * start-to-close timeout), `TIMEOUT_<type>` (the code attempts and load reasons record for it)
- * naming the step that timed out; else undefined.
+ * naming the step that timed out; else WORKFLOW_FAILED with `err`'s own message.
  */
-export function failureSummary(err: unknown): FailureSummary | undefined {
+export function failureSummary(err: unknown): FailureSummary {
   const chain = [...causes(err)];
   const failure = chain.find((e) => e instanceof ApplicationFailure);
   if (failure) return { code: failure.type ?? ErrorCode.WORKFLOW_FAILED, message: failure.message };
   const timeout = chain.find((e) => e instanceof TimeoutFailure);
-  if (!timeout) return undefined;
+  if (!timeout) return { code: ErrorCode.WORKFLOW_FAILED, message: (err as Error).message };
   // The step is the failure just outside the timeout: the activity, or the child workflow, that timed out.
   const step = chain[chain.indexOf(timeout) - 1];
   const what =

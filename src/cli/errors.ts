@@ -14,7 +14,7 @@ function codeAndMessage(err: unknown): { code: string; message: string } {
   // A failed run, or a report the run refused (NOT_AWAITING_COMMIT, INPUT_INVALID): the code is its failure's type, or
   // the timeout that ended it (a step out of attempts), which carries no type of its own.
   if (err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError) {
-    return failureSummary(err) ?? { code: ErrorCode.WORKFLOW_FAILED, message: err.message };
+    return failureSummary(err);
   }
   const e = err as { code?: string; message?: string };
   if (e?.code === 'ECONNREFUSED' || /connect|UNAVAILABLE|transport/i.test(String(e?.message))) {
