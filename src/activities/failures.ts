@@ -8,6 +8,7 @@ import { ErrorCode, PgExtractError, codeInfo } from '../errors';
 import { redactUrl } from '../redact';
 import { PAYLOAD_BUDGET_BYTES, jsonBytes } from '../contract/payload-limit';
 import { formatTableName } from '../contract/identifiers';
+import { quoteQualified } from '../postgres/sql';
 
 /** The planned range a copy was reading: its table and partition. */
 export interface RangeRead {
@@ -25,8 +26,9 @@ export interface RangeRead {
 function aboutRange(message: string, range: RangeRead | null | undefined): string {
   if (!range) return message;
   const table = formatTableName(range.table);
-  const quoted = [range.table.schema, range.table.table].map((n) => `"${n.replace(/"/g, '""')}"`).join('.');
-  return message.includes(table) || message.includes(quoted) ? message : `${table} (partition ${range.partition}): ${message}`;
+  return message.includes(table) || message.includes(quoteQualified(range.table.schema, range.table.table))
+    ? message
+    : `${table} (partition ${range.partition}): ${message}`;
 }
 
 /** PostgreSQL errors by SQLSTATE (`SQLSTATE_40001`), system errors by errno (`ENOSPC`), else the class name. */
