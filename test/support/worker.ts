@@ -1,7 +1,10 @@
 /** Runs an extraction worker (main + holder queue) on the live Temporal server for one test. */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
+import { startExtraction } from '../../src/client';
+import type { ExtractionRequest } from '../../src/contract/extraction-input';
+import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { ErrorCode, PgExtractError } from '../../src/errors';
 import { s3ClientFromEnv } from '../../src/storage/s3-client';
 import { type ExtractionWorker, createExtractionWorker } from '../../src/worker/worker';
@@ -64,4 +67,18 @@ export async function withWorker<T>(work: (ctx: WorkerContext) => Promise<T>, op
     worker.shutdown();
     await running;
   }
+}
+
+/** Runs `request` on a worker of its own (`options`) to its result; `onEnd` is given the run's handle once it has ended. */
+export async function runToResult(
+  request: Omit<ExtractionRequest, 'source'>,
+  options: TestWorkerOptions,
+  onEnd?: (handle: WorkflowHandle) => Promise<void>,
+): Promise<ExtractionResult> {
+  return withWorker(async ({ taskQueue }) => {
+    const handle = await startExtraction(live().temporal.client, request, { taskQueue });
+    const result = (await handle.result()) as ExtractionResult;
+    await onEnd?.(handle);
+    return result;
+  }, options);
 }

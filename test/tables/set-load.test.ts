@@ -14,7 +14,7 @@ import { cli, cliJson, liveCliEnv } from '../support/cli';
 import { admin, settleSessions } from '../support/database';
 import { s3Service } from '../support/s3';
 import { live } from '../support/services';
-import { withWorker } from '../support/worker';
+import { runToResult, withWorker } from '../support/worker';
 import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetUrl } from '../target/target-db';
 
 const SUMS =
@@ -50,16 +50,7 @@ describe('built-in loader over a set of tables (live)', function () {
     request: Omit<ExtractionRequest, 'source'>,
     onEnd?: (handle: WorkflowHandle) => Promise<void>,
     s3Env?: Record<string, string>,
-  ): Promise<ExtractionResult> =>
-    withWorker(
-      async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
-        const result = (await handle.result()) as ExtractionResult;
-        await onEnd?.(handle);
-        return result;
-      },
-      { targets: { warehouse: targetUrl() }, ...(s3Env ? { s3Env } : {}) },
-    );
+  ): Promise<ExtractionResult> => runToResult(request, { targets: { warehouse: targetUrl() }, ...(s3Env ? { s3Env } : {}) }, onEnd);
 
   it('deferrable keys hold at COMMIT, not per file: a self-referencing table split into ranges, and a cycle of two tables (DEFERRABLE INITIALLY IMMEDIATE)', async () => {
     // Each row's boss is in the other half of the key range, so each file references rows of the other; each cyc.a row's

@@ -8,12 +8,11 @@
  */
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
-import { startExtraction } from '../../src/client';
 import type { ExtractionRequest } from '../../src/contract/extraction-input';
 import type { ExtractionResult } from '../../src/contract/extraction-types';
 import { admin, settleSessions } from '../support/database';
 import { live } from '../support/services';
-import { withWorker } from '../support/worker';
+import { runToResult } from '../support/worker';
 import { lastAttempt, onTarget, orphanStagingTables, recreateTarget, targetUrl } from './target-db';
 
 /** dst.parent as the source has it, with a table for each ON DELETE action that changes another table's rows, and rows in each. */
@@ -48,15 +47,7 @@ describe("replace of a table other tables' foreign keys reference with ON DELETE
   });
 
   const run = (request: Omit<ExtractionRequest, 'source'>, targets: Record<string, string>, onEnd?: (h: WorkflowHandle) => Promise<void>) =>
-    withWorker(
-      async ({ taskQueue }) => {
-        const handle = await startExtraction(live().temporal.client, request, { taskQueue });
-        const result = (await handle.result()) as ExtractionResult;
-        await onEnd?.(handle);
-        return result;
-      },
-      { targets },
-    );
+    runToResult(request, { targets }, onEnd);
 
   const refused = (result: ExtractionResult, parent = 'dst.parent'): void => {
     assert.deepEqual([result.terminalReceipt.outcome, result.load?.reason], ['abort', 'TARGET_REPLACE_CASCADES'], JSON.stringify(result.load));
